@@ -1,0 +1,100 @@
+//! Replay scanning shared by the PMem and SSD log devices.
+//!
+//! Reads records in stream order from a start position. The first invalid
+//! record ends the scan. It is a torn tail (the crash model allows it: replay
+//! ends there) unless a valid record carrying the LSN expected at its position
+//! follows it, which no crash can produce under strict ordering or sequential
+//! file appends: then it is a `Corruption` error naming the media offset of
+//! the bad record.
+
+use crate::error::LogError;
+use crate::lsn::StreamPos;
+use crate::record::{decode_header, decode_record, LogRecord, RecordKind, HEADER_BYTES, RECORD_ALIGN_BYTES, RECORD_MAGIC};
+
+/// A log laid out in stream positions.
+pub(crate) trait LogSource {
+    /// Bytes at `pos..pos+len`, or `None` past the readable end.
+    fn read(&self, pos: StreamPos, len: u64) -> Option<Vec<u8>>;
+    /// Bytes a record starting at `pos` may occupy (to the end of the ring
+    /// lap or the end of the data).
+    fn room(&self, pos: StreamPos) -> u64;
+    /// Where the next record may start at or after `pos` (alignment, lap skip).
+    fn next_start(&self, pos: StreamPos) -> StreamPos;
+    /// Scanning stops at this position.
+    fn limit(&self) -> StreamPos;
+    /// Media offset of a stream position, for error messages.
+    fn media_offset(&self, pos: StreamPos) -> u64;
+    /// Step between candidate record starts when searching past a bad record.
+    fn search_step(&self) -> u64 {
+        RECORD_ALIGN_BYTES
+    }
+}
+
+/// The result of a scan that found no corruption.
+#[derive(Debug, Default)]
+pub(crate) struct ScanOutcome {
+    /// Valid `Txn` records in stream order (pads skipped).
+    pub records: Vec<LogRecord>,
+    /// Stream position after the last valid record (where writing resumes).
+    pub end: StreamPos,
+    /// Why the scan stopped at an invalid record (a torn tail, zeroes, or a
+    /// stale record of an earlier ring lap), if it did not stop at the limit.
+    pub torn_tail: Option<String>,
+}
+
+fn try_record(src: &dyn LogSource, pos: StreamPos) -> Result<LogRecord, String> {
+    let room = src.room(pos);
+    let header = src.read(pos, HEADER_BYTES).ok_or("no bytes")?;
+    let h = decode_header(&header, room)?;
+    let bytes = src.read(pos, h.record_len()).ok_or("record runs past the readable end")?;
+    decode_record(&bytes, pos)
+}
+
+/// Whether any valid record lies after the invalid one at `bad`.
+fn valid_record_after(src: &dyn LogSource, bad: StreamPos) -> Option<StreamPos> {
+    let step = src.search_step();
+    let mut q = StreamPos(bad.0 + step);
+    while q < src.limit() {
+        q = src.next_start(q);
+        if q >= src.limit() {
+            break;
+        }
+        let magic = src.read(q, 4);
+        if magic.as_deref() == Some(&RECORD_MAGIC.to_le_bytes()[..]) && try_record(src, q).is_ok() {
+            return Some(q);
+        }
+        q = StreamPos(q.0 + step);
+    }
+    None
+}
+
+pub(crate) fn scan(src: &dyn LogSource, start: StreamPos) -> Result<ScanOutcome, LogError> {
+    let mut out = ScanOutcome { end: start, ..Default::default() };
+    let mut pos = start;
+    loop {
+        pos = src.next_start(pos);
+        if pos >= src.limit() {
+            break;
+        }
+        match try_record(src, pos) {
+            Ok(rec) => {
+                pos = StreamPos(rec.lsn.0);
+                out.end = pos;
+                if rec.kind != RecordKind::Pad {
+                    out.records.push(rec);
+                }
+            }
+            Err(why) => {
+                if let Some(q) = valid_record_after(src, pos) {
+                    return Err(LogError::corruption(
+                        src.media_offset(pos),
+                        format!("invalid record ({why}) followed by a valid record at offset {}", src.media_offset(q)),
+                    ));
+                }
+                out.torn_tail = Some(why);
+                break;
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,151 @@
+//! The PMem crash harness (DESIGN.md section 3): runs a protocol on the
+//! simulator with crash-point capture on, then for every crash point and every
+//! image the model allows (or a seeded sample) restarts a simulated region
+//! from the image, recovers, and checks the oracle. Reports how many images it
+//! checked; a failure names (seed, point, image) and [`reproduce_pmem_failure`]
+//! replays exactly that image.
+
+mod images;
+#[cfg(test)]
+mod planted_bugs;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+pub use images::{image_seed, CrashPoint, UncertainWord};
+use strata_media::{AckLog, CrashReport, OracleCounts, TxnId};
+
+use crate::region::Region;
+
+/// A commit protocol under test, with its deterministic workload and oracle.
+pub trait PmemCrashProtocol: Sync {
+    fn name(&self) -> String;
+    fn region_len(&self) -> u64;
+    /// Runs the workload on `region` (a simulator), acknowledging each
+    /// transaction with `acks.ack(txn)` once the protocol says it is durable.
+    fn run(&self, region: &Arc<Region>, acks: &AckLog);
+    /// Recovers from `region` (a simulator restarted from a crash image) and
+    /// checks the oracle against the transactions acknowledged before the
+    /// crash. `Err` if recovery itself failed on an image the model allows.
+    fn recover_and_check(
+        &self,
+        region: &Arc<Region>,
+        acked: &BTreeSet<TxnId>,
+    ) -> Result<(OracleCounts, Option<String>), String>;
+}
+
+#[derive(Clone, Debug)]
+pub struct PmemCrashConfig {
+    pub seed: u64,
+    /// Enumerate every image of a point with at most this many (4096: twelve
+    /// two-valued words).
+    pub exhaustive_limit: u64,
+    /// Images sampled at a point with more possible images than the limit.
+    pub samples_per_point: u64,
+    /// Upper bound on images for the whole run, spread over all points.
+    pub max_images: Option<u64>,
+    /// Threads checking images in parallel.
+    pub threads: usize,
+}
+
+impl Default for PmemCrashConfig {
+    fn default() -> Self {
+        PmemCrashConfig {
+            seed: 0x5717_a7a,
+            exhaustive_limit: 4096,
+            samples_per_point: 64,
+            max_images: None,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+fn captured_points(proto: &dyn PmemCrashProtocol) -> (Vec<CrashPoint>, AckLog) {
+    let region = Arc::new(Region::sim(proto.region_len()));
+    let sim_region = region.clone();
+    let acks = AckLog::new(move || sim_region.as_sim().expect("sim").ops());
+    region.as_sim().expect("sim").set_capture(true);
+    proto.run(&region, &acks);
+    let points = region.as_sim().expect("sim").take_crash_points();
+    (points, acks)
+}
+
+fn check_image(
+    proto: &dyn PmemCrashProtocol,
+    point: &CrashPoint,
+    acks: &AckLog,
+    cfg: &PmemCrashConfig,
+    image: u64,
+) -> (OracleCounts, Option<String>) {
+    let region = Arc::new(Region::sim_from_image(point.image(cfg.exhaustive_limit, cfg.seed, image)));
+    let acked = acks.acked_by(point.op);
+    match proto.recover_and_check(&region, &acked) {
+        Ok(v) => v,
+        Err(e) => (OracleCounts { partial: 1, ..Default::default() }, Some(format!("recovery failed: {e}"))),
+    }
+}
+
+/// Per-point image counts after applying `max_images` (every point keeps at
+/// least its all-old image).
+fn plan(points: &[CrashPoint], cfg: &PmemCrashConfig) -> Vec<u64> {
+    let mut counts: Vec<u64> =
+        points.iter().map(|p| p.planned_images(cfg.exhaustive_limit, cfg.samples_per_point)).collect();
+    if let Some(max) = cfg.max_images {
+        let total: u64 = counts.iter().sum();
+        if total > max {
+            let scale = max as f64 / total as f64;
+            for c in &mut counts {
+                *c = ((*c as f64 * scale).floor() as u64).max(1);
+            }
+        }
+    }
+    counts
+}
+
+/// Crashes `proto` at every flush and fence and checks every planned image.
+pub fn run_pmem_crashtest(proto: &dyn PmemCrashProtocol, cfg: &PmemCrashConfig) -> CrashReport {
+    let (points, acks) = captured_points(proto);
+    let counts = plan(&points, cfg);
+    let threads = cfg.threads.max(1);
+    let mut partial_reports: Vec<CrashReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (points, counts, acks) = (&points, &counts, &acks);
+                s.spawn(move || {
+                    let mut report = CrashReport::new(&proto.name(), "pmem");
+                    for (p, point) in points.iter().enumerate().skip(t).step_by(threads) {
+                        for image in 0..counts[p] {
+                            let (c, why) = check_image(proto, point, acks, cfg, image);
+                            report.record(cfg.seed, point.index, image, c, why);
+                        }
+                    }
+                    report
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("crash-check thread panicked")).collect()
+    });
+    let mut report = CrashReport::new(&proto.name(), "pmem");
+    report.crash_points = points.len() as u64;
+    partial_reports.sort_by_key(|r| r.first_failure.as_ref().map(|f| (f.point, f.image)));
+    for r in partial_reports {
+        report.images += r.images;
+        report.counts.add(r.counts);
+        if report.first_failure.is_none() {
+            report.first_failure = r.first_failure;
+        }
+    }
+    report
+}
+
+/// Replays one image of one crash point, as named in a failure report.
+pub fn reproduce_pmem_failure(
+    proto: &dyn PmemCrashProtocol,
+    cfg: &PmemCrashConfig,
+    point: u64,
+    image: u64,
+) -> (OracleCounts, Option<String>) {
+    let (points, acks) = captured_points(proto);
+    let point = points.iter().find(|p| p.index == point).expect("crash point index out of range");
+    check_image(proto, point, &acks, cfg, image)
+}

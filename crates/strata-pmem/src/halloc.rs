@@ -1,0 +1,1 @@
+//! Halloc (lsm-pmem.txt section 3.4) — being written.

@@ -1,0 +1,28 @@
+//! Persistent-memory layer (DESIGN.md sections 1 and 3).
+//!
+//! Owns: [`Region`] (a byte-addressable persistent region addressed by
+//! [`RegionOffset`], never by pointer), the persist primitives (`flush`,
+//! `fence`, `persist`, failure-atomic aligned 8-byte stores), the backends
+//! (`dax`, `emulated`, `msync`, `sim`), persist accounting ([`PersistStats`]),
+//! the crash simulator and its harness ([`crash`]), and the Halloc allocator
+//! ([`halloc`], lsm-pmem.txt section 3.4).
+//!
+//! All `unsafe` code of Strata lives in this crate (and the media crate's file
+//! preallocation), each block with a `// SAFETY:` comment.
+
+pub mod crash;
+mod error;
+pub mod halloc;
+mod mapped;
+mod offset;
+mod persist_insn;
+mod region;
+mod sim;
+mod stats;
+
+pub use error::PmemError;
+pub use offset::{RegionOffset, CACHE_LINE_BYTES, MEDIA_BLOCK_BYTES, WORD_BYTES};
+pub use persist_insn::{FlushInstruction, detected_flush_instruction};
+pub use region::{PmemMode, Region, RegionOptions};
+pub use sim::{SimOpKind, SimRegion};
+pub use stats::{thread_persist_stats, PersistStats};
