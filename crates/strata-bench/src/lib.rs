@@ -1,1 +1,18 @@
-//! Benchmarks.
+//! Benchmarks (DESIGN.md section 6): programs that measure designs side by
+//! side on one machine, print a human-readable table and write JSON in the one
+//! shape every Strata benchmark shares. Never timed tests.
+//!
+//! Owns: the shared report type ([`report::BenchReport`]), machine detection
+//! ([`machine`]), measurement helpers (timed loops, medians: [`measure`]) and
+//! the benchmarks themselves:
+//! - [`persist`]: what a persist costs on this machine's media (memcpy limit,
+//!   flush+fence per chunk, the serial PMem log, the group-committed SSD log).
+
+pub mod machine;
+pub mod measure;
+pub mod persist;
+pub mod report;
+
+pub use machine::Machine;
+pub use persist::{run_persist_bench, PersistBenchOptions, PersistBudget};
+pub use report::BenchReport;

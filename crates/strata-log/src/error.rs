@@ -25,6 +25,9 @@ impl LogError {
     }
 
     pub fn is_corruption(&self) -> bool {
-        matches!(self, LogError::Corruption { .. } | LogError::Pmem(strata_pmem::PmemError::Corruption { .. }))
+        matches!(
+            self,
+            LogError::Corruption { .. } | LogError::Pmem(strata_pmem::PmemError::Corruption { .. })
+        )
     }
 }

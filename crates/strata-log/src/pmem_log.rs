@@ -22,7 +22,9 @@ use strata_pmem::{Region, RegionOffset};
 
 use crate::error::LogError;
 use crate::lsn::{Lsn, StreamPos};
-use crate::record::{self, encode_body, encode_pad_header, encode_tail, LogRecord, RecordKind, MIN_RECORD_BYTES, TAIL_BYTES};
+use crate::record::{
+    self, encode_body, encode_pad_header, encode_tail, LogRecord, RecordKind, MIN_RECORD_BYTES, TAIL_BYTES,
+};
 use crate::scan::{scan, LogSource};
 
 /// "STRATAPL" as a little-endian u64.
@@ -121,7 +123,10 @@ impl PmemLog {
         align_bytes: u64,
     ) -> Result<PmemLog, LogError> {
         assert!(align_bytes.is_power_of_two() && (8..=4096).contains(&align_bytes), "bad alignment");
-        assert!(capacity_bytes % align_bytes == 0 && capacity_bytes >= 4 * MIN_RECORD_BYTES, "bad capacity");
+        assert!(
+            capacity_bytes.is_multiple_of(align_bytes) && capacity_bytes >= 4 * MIN_RECORD_BYTES,
+            "bad capacity"
+        );
         assert!(base.is_aligned(256), "log base must be 256-byte aligned");
         region.check_range(base, Self::footprint_bytes(capacity_bytes), "pmem log")?;
         let mut sb = [0u8; 64];
@@ -132,14 +137,24 @@ impl PmemLog {
         sb[24..32].copy_from_slice(&DATA_AREA_OFFSET.to_le_bytes());
         let crc = crc32c::crc32c(&sb[..SB_CRC_COVERED_BYTES as usize]);
         sb[32..36].copy_from_slice(&crc.to_le_bytes());
-        // Invalidate any old first record before the superblock says "log".
+        // Everything but the magic first (invalidating any old first record),
+        // then the magic in one atomic store: a superblock with its magic is
+        // complete.
+        region.store_u64(base + SB_OFFSET_MAGIC, 0);
+        region.write(base + SB_OFFSET_VERSION, &sb[8..]);
         region.write(base + DATA_AREA_OFFSET, &[0; 8]);
         region.store_u64(base + HEAD_WORD_OFFSET, 0);
-        region.persist(base + HEAD_WORD_OFFSET, 8);
-        region.persist(base + DATA_AREA_OFFSET, 8);
-        region.write_persist(base, &sb);
+        region.flush(base, 64);
+        region.flush(base + HEAD_WORD_OFFSET, 8);
+        region.flush(base + DATA_AREA_OFFSET, 8);
+        region.fence();
+        region.store_u64_persist(base + SB_OFFSET_MAGIC, PMEM_LOG_MAGIC);
         let layout = PmemLogLayout { base, capacity_bytes, align_bytes };
-        Ok(PmemLog { region, layout, state: Mutex::new(WriterState { head: StreamPos(0), tail: StreamPos(0) }) })
+        Ok(PmemLog {
+            region,
+            layout,
+            state: Mutex::new(WriterState { head: StreamPos(0), tail: StreamPos(0) }),
+        })
     }
 
     /// Reads the superblock and head.
@@ -168,8 +183,11 @@ impl PmemLog {
         }
         region.check_range(base, Self::footprint_bytes(capacity_bytes), "pmem log data area")?;
         let head = region.load_u64(base + HEAD_WORD_OFFSET);
-        if head % align_bytes != 0 {
-            return Err(LogError::corruption((base + HEAD_WORD_OFFSET).0, format!("head {head} not aligned")));
+        if !head.is_multiple_of(align_bytes) {
+            return Err(LogError::corruption(
+                (base + HEAD_WORD_OFFSET).0,
+                format!("head {head} not aligned"),
+            ));
         }
         Ok((PmemLogLayout { base, capacity_bytes, align_bytes }, StreamPos(head)))
     }
@@ -180,7 +198,8 @@ impl PmemLog {
         let src = RingSource { region: &region, layout, head };
         let outcome = scan(&src, head)?;
         let log = PmemLog { region, layout, state: Mutex::new(WriterState { head, tail: outcome.end }) };
-        let replay = PmemReplay { records: outcome.records, head, end: outcome.end, torn_tail: outcome.torn_tail };
+        let replay =
+            PmemReplay { records: outcome.records, head, end: outcome.end, torn_tail: outcome.torn_tail };
         Ok((log, replay))
     }
 
@@ -215,7 +234,12 @@ impl PmemLog {
         let mut pad = None;
         let rest = self.layout.lap_remaining(pos);
         if rest < len_bytes {
-            pad = Some(Reservation { pos, offset: self.layout.offset_of(pos), len_bytes: rest, lsn: Lsn(pos.0 + rest) });
+            pad = Some(Reservation {
+                pos,
+                offset: self.layout.offset_of(pos),
+                len_bytes: rest,
+                lsn: Lsn(pos.0 + rest),
+            });
             pos = StreamPos(pos.0 + rest);
         }
         let end = pos.0 + len_bytes;

@@ -141,7 +141,7 @@ pub fn encode_body(kind: RecordKind, txn: TxnId, payload: &[u8], out: &mut Vec<u
 /// The header of a `Pad` record covering `total_len` bytes (at least
 /// [`MIN_RECORD_BYTES`]), and its body CRC.
 pub fn encode_pad_header(total_len: u64) -> ([u8; HEADER_BYTES as usize], u32) {
-    assert!(total_len >= MIN_RECORD_BYTES && total_len % RECORD_ALIGN_BYTES == 0);
+    assert!(total_len >= MIN_RECORD_BYTES && total_len.is_multiple_of(RECORD_ALIGN_BYTES));
     let mut h = header_bytes(RecordKind::Pad, TxnId(0), total_len - MIN_RECORD_BYTES);
     let crc = body_crc(&h, RecordKind::Pad, &[]);
     h[OFFSET_BODY_CRC..OFFSET_BODY_CRC + 4].copy_from_slice(&crc.to_le_bytes());
@@ -154,7 +154,8 @@ pub fn encode_tail(lsn: Lsn, body_crc: u32) -> [u8; TAIL_BYTES as usize] {
     let word = COMMIT_FLAG | lsn.0;
     let mut t = [0u8; TAIL_BYTES as usize];
     t[TAIL_OFFSET_COMMIT_WORD..TAIL_OFFSET_COMMIT_WORD + 8].copy_from_slice(&word.to_le_bytes());
-    t[TAIL_OFFSET_TAIL_CRC..TAIL_OFFSET_TAIL_CRC + 4].copy_from_slice(&tail_crc(word, body_crc).to_le_bytes());
+    t[TAIL_OFFSET_TAIL_CRC..TAIL_OFFSET_TAIL_CRC + 4]
+        .copy_from_slice(&tail_crc(word, body_crc).to_le_bytes());
     t[TAIL_OFFSET_TAIL_MAGIC..TAIL_OFFSET_TAIL_MAGIC + 4].copy_from_slice(&TAIL_MAGIC.to_le_bytes());
     t
 }
@@ -201,9 +202,17 @@ pub fn decode_header(h: &[u8], room_bytes: u64) -> Result<RecordHeader, String> 
         return Err(format!("payload length {payload_len} over the limit"));
     }
     if record_len(payload_len) > room_bytes {
-        return Err(format!("record of {} bytes overruns the {room_bytes} bytes available", record_len(payload_len)));
+        return Err(format!(
+            "record of {} bytes overruns the {room_bytes} bytes available",
+            record_len(payload_len)
+        ));
     }
-    Ok(RecordHeader { kind, payload_len, body_crc: u32_at(h, OFFSET_BODY_CRC), txn: TxnId(u64_at(h, OFFSET_TXN_ID)) })
+    Ok(RecordHeader {
+        kind,
+        payload_len,
+        body_crc: u32_at(h, OFFSET_BODY_CRC),
+        txn: TxnId(u64_at(h, OFFSET_TXN_ID)),
+    })
 }
 
 /// Decodes a whole record (`bytes` is exactly `header.record_len()` long,

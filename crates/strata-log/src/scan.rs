@@ -9,7 +9,9 @@
 
 use crate::error::LogError;
 use crate::lsn::StreamPos;
-use crate::record::{decode_header, decode_record, LogRecord, RecordKind, HEADER_BYTES, RECORD_ALIGN_BYTES, RECORD_MAGIC};
+use crate::record::{
+    decode_header, decode_record, LogRecord, RecordKind, HEADER_BYTES, RECORD_ALIGN_BYTES, RECORD_MAGIC,
+};
 
 /// A log laid out in stream positions.
 pub(crate) trait LogSource {
@@ -88,7 +90,10 @@ pub(crate) fn scan(src: &dyn LogSource, start: StreamPos) -> Result<ScanOutcome,
                 if let Some(q) = valid_record_after(src, pos) {
                     return Err(LogError::corruption(
                         src.media_offset(pos),
-                        format!("invalid record ({why}) followed by a valid record at offset {}", src.media_offset(q)),
+                        format!(
+                            "invalid record ({why}) followed by a valid record at offset {}",
+                            src.media_offset(q)
+                        ),
                     ));
                 }
                 out.torn_tail = Some(why);

@@ -60,7 +60,10 @@ impl SerialLog {
     }
 
     /// Opens a serial PMem log and returns the committed entries in LSN order.
-    pub fn open_pmem(region: Arc<Region>, base: RegionOffset) -> Result<(SerialLog, Vec<LogRecord>), LogError> {
+    pub fn open_pmem(
+        region: Arc<Region>,
+        base: RegionOffset,
+    ) -> Result<(SerialLog, Vec<LogRecord>), LogError> {
         let (log, replay) = PmemLog::open(region, base)?;
         Ok((SerialLog { device: Device::Pmem { log, commit_lock: Mutex::new(()) } }, replay.records))
     }
@@ -154,7 +157,8 @@ mod tests {
         region.persist(at, len);
         // Crash: the tail was never written.
         let image = region.as_sim().unwrap().persistent_image();
-        let (_, recs) = SerialLog::open_pmem(Arc::new(Region::sim_from_image(image)), RegionOffset(0)).unwrap();
+        let (_, recs) =
+            SerialLog::open_pmem(Arc::new(Region::sim_from_image(image)), RegionOffset(0)).unwrap();
         assert_eq!(recs.iter().map(|r| r.txn).collect::<Vec<_>>(), vec![TxnId(1)]);
     }
 }

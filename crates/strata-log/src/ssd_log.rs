@@ -177,14 +177,19 @@ impl LogSource for BytesSource<'_> {
 impl SsdLog {
     /// Opens the log in `dir` (creating an empty one if there is none) and
     /// replays its newest segment.
-    pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: SsdLogOptions) -> Result<(SsdLog, SsdReplay), LogError> {
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        options: SsdLogOptions,
+    ) -> Result<(SsdLog, SsdReplay), LogError> {
         fs.create_dir_all(dir)?;
         let mut segments: Vec<(StreamPos, PathBuf)> =
             fs.list_dir(dir)?.into_iter().filter_map(|p| parse_segment_name(&p).map(|b| (b, p))).collect();
         segments.sort();
         let Some((base, path)) = segments.pop() else {
             let (file, path) = create_segment(fs.as_ref(), dir, StreamPos(0), &options)?;
-            let replay = SsdReplay { records: Vec::new(), base: StreamPos(0), end: StreamPos(0), torn_tail: None };
+            let replay =
+                SsdReplay { records: Vec::new(), base: StreamPos(0), end: StreamPos(0), torn_tail: None };
             return Ok((Self::build(fs, dir, options, file, path, StreamPos(0), StreamPos(0)), replay));
         };
         // Older segments are wholly covered by the checkpoint that created the newest.
@@ -199,8 +204,9 @@ impl SsdLog {
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(0, &mut bytes)?;
         if let Err(why) = check_segment_header(&bytes, base) {
-            if len < SEGMENT_HEADER_BYTES || bytes[..SEGMENT_HEADER_BYTES as usize].iter().all(|b| *b == 0) {
-                // Created but its header never reached the disk: an empty log.
+            if len <= SEGMENT_HEADER_BYTES {
+                // Created, but the crash tore its header before the header's
+                // fdatasync: no record was ever appended, so the log is empty.
                 file.write_at(0, &segment_header(base))?;
                 file.set_len(SEGMENT_HEADER_BYTES)?;
                 file.sync_all()?;
@@ -216,7 +222,8 @@ impl SsdLog {
             file.set_len(valid_len)?;
             file.sync_all()?;
         }
-        let replay = SsdReplay { records: outcome.records, base, end: outcome.end, torn_tail: outcome.torn_tail };
+        let replay =
+            SsdReplay { records: outcome.records, base, end: outcome.end, torn_tail: outcome.torn_tail };
         Ok((Self::build(fs, dir, options, file, path, base, outcome.end), replay))
     }
 
@@ -256,7 +263,10 @@ impl SsdLog {
     /// Appends a record and returns once it is durable (group commit).
     pub fn append(&self, kind: RecordKind, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
         if payload.len() as u64 > record::MAX_PAYLOAD_BYTES {
-            return Err(LogError::TooLarge { len_bytes: payload.len() as u64, max_bytes: record::MAX_PAYLOAD_BYTES });
+            return Err(LogError::TooLarge {
+                len_bytes: payload.len() as u64,
+                max_bytes: record::MAX_PAYLOAD_BYTES,
+            });
         }
         let mut s = self.state.lock();
         while s.flushing && s.buffer.len() as u64 >= self.options.max_batch_bytes && s.poisoned.is_none() {
@@ -297,7 +307,10 @@ impl SsdLog {
             s.flushing = false;
             match result {
                 Ok(()) => s.durable = StreamPos(start.0 + batch.len() as u64),
-                Err(e) => s.poisoned = Some(format!("write or fdatasync of {} bytes at {offset} failed: {e}", batch.len())),
+                Err(e) => {
+                    s.poisoned =
+                        Some(format!("write or fdatasync of {} bytes at {offset} failed: {e}", batch.len()))
+                }
             }
             self.changed.notify_all();
         }

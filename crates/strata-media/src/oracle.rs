@@ -100,9 +100,7 @@ impl TxnOracle {
             for dep in self.deps.get(txn).map(Vec::as_slice).unwrap_or(&[]) {
                 if !recovered.contains_key(dep) {
                     counts.order_violations += 1;
-                    first.get_or_insert_with(|| {
-                        format!("{txn} present without its dependency {dep}")
-                    });
+                    first.get_or_insert_with(|| format!("{txn} present without its dependency {dep}"));
                 }
             }
         }
@@ -123,10 +121,7 @@ impl AckLog {
     /// `clock` returns the number of medium operations (flushes and fences, or
     /// file-system calls) performed so far.
     pub fn new(clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
-        AckLog {
-            clock: Box::new(clock),
-            entries: parking_lot::Mutex::new(Vec::new()),
-        }
+        AckLog { clock: Box::new(clock), entries: parking_lot::Mutex::new(Vec::new()) }
     }
 
     /// Records that `txn` was acknowledged to its client now.
@@ -137,12 +132,7 @@ impl AckLog {
 
     /// Transactions acknowledged by the time operation `op` had completed.
     pub fn acked_by(&self, op: u64) -> BTreeSet<TxnId> {
-        self.entries
-            .lock()
-            .iter()
-            .filter(|(_, s)| *s <= op)
-            .map(|(t, _)| *t)
-            .collect()
+        self.entries.lock().iter().filter(|(_, s)| *s <= op).map(|(t, _)| *t).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -168,11 +158,7 @@ pub struct CrashFailure {
 
 impl fmt::Display for CrashFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "seed={} point={} image={}: {}",
-            self.seed, self.point, self.image, self.description
-        )
+        write!(f, "seed={} point={} image={}: {}", self.seed, self.point, self.image, self.description)
     }
 }
 
@@ -193,11 +179,7 @@ pub struct CrashReport {
 
 impl CrashReport {
     pub fn new(protocol: &str, medium: &str) -> Self {
-        CrashReport {
-            protocol: protocol.to_string(),
-            medium: medium.to_string(),
-            ..Default::default()
-        }
+        CrashReport { protocol: protocol.to_string(), medium: medium.to_string(), ..Default::default() }
     }
 
     pub fn is_clean(&self) -> bool {
@@ -205,14 +187,7 @@ impl CrashReport {
     }
 
     /// Records the verdict for one image.
-    pub fn record(
-        &mut self,
-        seed: u64,
-        point: u64,
-        image: u64,
-        counts: OracleCounts,
-        why: Option<String>,
-    ) {
+    pub fn record(&mut self, seed: u64, point: u64, image: u64, counts: OracleCounts, why: Option<String>) {
         self.images += 1;
         self.counts.add(counts);
         if !counts.is_clean() && self.first_failure.is_none() {
@@ -263,14 +238,7 @@ mod tests {
         let acked: BTreeSet<_> = [TxnId(1), TxnId(2)].into();
         let rec: BTreeMap<_, _> = [(TxnId(2), b"x".to_vec())].into();
         let (c, why) = oracle().check(&acked, &rec);
-        assert_eq!(
-            c,
-            OracleCounts {
-                lost: 1,
-                partial: 1,
-                order_violations: 1
-            }
-        );
+        assert_eq!(c, OracleCounts { lost: 1, partial: 1, order_violations: 1 });
         assert_eq!(why.as_deref(), Some("acknowledged T1 lost"));
     }
 

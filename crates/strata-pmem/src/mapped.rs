@@ -32,8 +32,13 @@ pub(crate) enum PersistMethod {
 enum Mapping {
     File(MmapRaw),
     /// Held only to keep the mapping alive.
-    Anonymous { _map: MmapMut },
-    Dax { ptr: *mut u8, len: usize },
+    Anonymous {
+        _map: MmapMut,
+    },
+    Dax {
+        ptr: *mut u8,
+        len: usize,
+    },
 }
 
 pub(crate) struct MappedRegion {
@@ -77,8 +82,7 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
 
 impl MappedRegion {
     pub(crate) fn anonymous(len: u64) -> Result<Self, PmemError> {
-        let mut map = MmapMut::map_anon(len as usize)
-            .map_err(|e| io_err(Path::new("<anonymous>"), e))?;
+        let mut map = MmapMut::map_anon(len as usize).map_err(|e| io_err(Path::new("<anonymous>"), e))?;
         let ptr = map.as_mut_ptr();
         Ok(Self::build(Mapping::Anonymous { _map: map }, ptr, len, PersistMethod::CacheLine, None))
     }

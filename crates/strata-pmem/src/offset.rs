@@ -28,7 +28,7 @@ impl RegionOffset {
     }
 
     pub const fn is_aligned(self, alignment: u64) -> bool {
-        self.0 % alignment == 0
+        self.0.is_multiple_of(alignment)
     }
 
     /// Rounds up to a multiple of `alignment` (a power of two).

@@ -60,7 +60,7 @@ impl SimRegion {
     /// A region whose volatile and persistent images both equal `image`
     /// (a machine that just restarted from that image).
     pub fn from_image(image: Vec<u8>) -> Self {
-        assert!(image.len() as u64 % WORD_BYTES == 0, "sim region length must be a multiple of 8");
+        assert!((image.len() as u64).is_multiple_of(WORD_BYTES), "sim region length must be a multiple of 8");
         SimRegion {
             len: image.len() as u64,
             state: Mutex::new(SimState {

@@ -87,10 +87,7 @@ pub(crate) struct RegionStats {
 
 impl RegionStats {
     pub(crate) fn total(&self) -> PersistStats {
-        self.threads
-            .lock()
-            .iter()
-            .fold(PersistStats::default(), |acc, t| acc + t.snapshot())
+        self.threads.lock().iter().fold(PersistStats::default(), |acc, t| acc + t.snapshot())
     }
 }
 

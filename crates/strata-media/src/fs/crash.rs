@@ -69,8 +69,8 @@ pub fn reproduce_fs_failure(
 ) -> (OracleCounts, Option<String>) {
     let (points, acks) = run_captured(proto, seed);
     let crash_point = usize::try_from(point).ok().and_then(|p| points.get(p));
-    let crash_point = crash_point
-        .unwrap_or_else(|| panic!("seed {seed}: no crash point {point} of {}", points.len()));
+    let crash_point =
+        crash_point.unwrap_or_else(|| panic!("seed {seed}: no crash point {point} of {}", points.len()));
     assert!(
         image < crash_point.image_count(),
         "seed {seed} point {point}: no image {image} of {}",
@@ -100,10 +100,7 @@ fn check_image(
     match proto.recover_and_check(Arc::new(point.image(image)), acked) {
         Ok((counts, why)) => (counts, why, false),
         Err(err) => {
-            let counts = OracleCounts {
-                partial: 1,
-                ..OracleCounts::default()
-            };
+            let counts = OracleCounts { partial: 1, ..OracleCounts::default() };
             (counts, Some(format!("recovery failed: {err}")), true)
         }
     }

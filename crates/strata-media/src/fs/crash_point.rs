@@ -40,11 +40,7 @@ enum Image {
     AllKept,
     /// Current entries; `inode` keeps its unsynced tail up to `sector_start`
     /// plus the first `new_bytes` of that sector; other files durable content.
-    SectorTorn {
-        inode: InodeId,
-        sector_start: u64,
-        new_bytes: u64,
-    },
+    SectorTorn { inode: InodeId, sector_start: u64, new_bytes: u64 },
     /// `Tear::LastSector` with the point's seed.
     SeededTear,
 }
@@ -61,10 +57,7 @@ pub struct FsCrashPoint {
 
 impl fmt::Debug for FsCrashPoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FsCrashPoint")
-            .field("op", &self.op)
-            .field("images", &self.images)
-            .finish()
+        f.debug_struct("FsCrashPoint").field("op", &self.op).field("images", &self.images).finish()
     }
 }
 
@@ -74,12 +67,7 @@ impl FsCrashPoint {
     pub(crate) fn new(op: u64, tree: Tree, run_tear_seed: u64) -> Self {
         let images = plan_images(&tree);
         let tear_seed = splitmix64(run_tear_seed ^ splitmix64(op));
-        FsCrashPoint {
-            op,
-            tree,
-            tear_seed,
-            images,
-        }
+        FsCrashPoint { op, tree, tear_seed, images }
     }
 
     /// The value of `ops()` right after the operation.
@@ -99,29 +87,22 @@ impl FsCrashPoint {
     /// which keeps only durable ones, as [`Tear::LastSector`] does.
     pub fn image(&self, index: u64) -> FaultFs {
         let image = usize::try_from(index).ok().and_then(|i| self.images.get(i));
-        let image = *image
-            .unwrap_or_else(|| panic!("op {}: no image {index} of {}", self.op, self.images.len()));
+        let image =
+            *image.unwrap_or_else(|| panic!("op {}: no image {index} of {}", self.op, self.images.len()));
         let tree = &self.tree;
         let out = match image {
             Image::UnsyncedDropped => crash_image(tree, Tear::None),
             Image::AllKept => settle(tree, &tree.names, |_, inode| inode.current.clone()),
-            Image::SectorTorn {
-                inode: torn,
-                sector_start,
-                new_bytes,
-            } => settle(tree, &tree.names, |id, inode| {
-                if id == torn {
-                    torn_content(inode, sector_start, new_bytes)
-                } else {
-                    inode.durable.clone()
-                }
-            }),
-            Image::SeededTear => crash_image(
-                tree,
-                Tear::LastSector {
-                    seed: self.tear_seed,
-                },
-            ),
+            Image::SectorTorn { inode: torn, sector_start, new_bytes } => {
+                settle(tree, &tree.names, |id, inode| {
+                    if id == torn {
+                        torn_content(inode, sector_start, new_bytes)
+                    } else {
+                        inode.durable.clone()
+                    }
+                })
+            }
+            Image::SeededTear => crash_image(tree, Tear::LastSector { seed: self.tear_seed }),
         };
         FaultFs::from_tree(out, 0)
     }
@@ -149,11 +130,7 @@ fn plan_images(tree: &Tree) -> Vec<Image> {
     let reachable: BTreeSet<InodeId> = tree.names.values().copied().collect();
     let mut dirty: Vec<(u64, InodeId, &Inode)> = reachable
         .iter()
-        .filter_map(|id| {
-            tree.inodes
-                .get(id)
-                .map(|inode| (inode.last_write_op, *id, &**inode))
-        })
+        .filter_map(|id| tree.inodes.get(id).map(|inode| (inode.last_write_op, *id, &**inode)))
         .filter(|(_, _, inode)| inode.unsynced_tail().is_some())
         .collect();
     dirty.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -162,26 +139,17 @@ fn plan_images(tree: &Tree) -> Vec<Image> {
         let Some((first_sector, sector_count)) = tail_sectors(inode) else {
             continue;
         };
-        let wanted = (sector_count as usize)
-            .min(TORN_IMAGES_PER_FILE_MAX)
-            .min(budget);
+        let wanted = (sector_count as usize).min(TORN_IMAGES_PER_FILE_MAX).min(budget);
         for index in spread(sector_count, wanted) {
             let sector_start = first_sector + index * SECTOR_BYTES;
             let sector_len = sector_len(inode, sector_start);
-            images.push(Image::SectorTorn {
-                inode: id,
-                sector_start,
-                new_bytes: sector_len / 2,
-            });
+            images.push(Image::SectorTorn { inode: id, sector_start, new_bytes: sector_len / 2 });
         }
         budget -= wanted;
     }
     let durable_ids: BTreeSet<InodeId> = tree.durable_names.values().copied().collect();
     let seeded = tree.last_written.filter(|id| durable_ids.contains(id));
-    if seeded
-        .and_then(|id| tree.inodes.get(&id))
-        .is_some_and(|inode| inode.unsynced_tail().is_some())
-    {
+    if seeded.and_then(|id| tree.inodes.get(&id)).is_some_and(|inode| inode.unsynced_tail().is_some()) {
         images.push(Image::SeededTear);
     }
     images
@@ -239,9 +207,7 @@ fn tail_sectors(inode: &Inode) -> Option<(u64, u64)> {
 
 /// Bytes of the sector at `sector_start` within the current length.
 fn sector_len(inode: &Inode, sector_start: u64) -> u64 {
-    (sector_start + SECTOR_BYTES)
-        .min(inode.current.len())
-        .saturating_sub(sector_start)
+    (sector_start + SECTOR_BYTES).min(inode.current.len()).saturating_sub(sector_start)
 }
 
 /// A random sector of the unsynced tail and a random count of new bytes in
@@ -262,9 +228,7 @@ fn spread(count: u64, wanted: usize) -> Vec<u64> {
     match wanted {
         0 => Vec::new(),
         1 => vec![count - 1],
-        _ => (0..wanted)
-            .map(|j| j * (count - 1) / (wanted - 1))
-            .collect(),
+        _ => (0..wanted).map(|j| j * (count - 1) / (wanted - 1)).collect(),
     }
 }
 
@@ -289,10 +253,7 @@ mod tests {
         for count in 1..50 {
             for wanted in 2..10 {
                 let picked = spread(count, wanted);
-                assert!(
-                    picked.windows(2).all(|w| w[0] < w[1]),
-                    "count {count} wanted {wanted}"
-                );
+                assert!(picked.windows(2).all(|w| w[0] < w[1]), "count {count} wanted {wanted}");
                 assert_eq!(picked.last(), Some(&(count - 1)));
             }
         }

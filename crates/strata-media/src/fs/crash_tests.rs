@@ -32,11 +32,7 @@ impl AppendLog {
     fn oracle(&self) -> TxnOracle {
         let mut oracle = TxnOracle::new();
         for txn in 0..self.txns {
-            let deps = if txn == 0 {
-                vec![]
-            } else {
-                vec![TxnId(txn - 1)]
-            };
+            let deps = if txn == 0 { vec![] } else { vec![TxnId(txn - 1)] };
             oracle.attempt(TxnId(txn), Self::payload(txn), deps);
         }
         oracle
@@ -84,18 +80,12 @@ impl AppendLog {
 
 impl FsCrashProtocol for AppendLog {
     fn name(&self) -> String {
-        if self.ack_before_sync {
-            "append-ack-early"
-        } else {
-            "append"
-        }
-        .to_string()
+        if self.ack_before_sync { "append-ack-early" } else { "append" }.to_string()
     }
 
     fn run(&self, fs: Arc<dyn FileSystem>, acks: &AckLog) {
         let path = Self::path();
-        fs.create_dir_all(crate::fs::parent_dir(&path))
-            .expect("create /db");
+        fs.create_dir_all(crate::fs::parent_dir(&path)).expect("create /db");
         let file = create_durably(&*fs, &path).expect("create log");
         let mut offset = 0u64;
         for txn in 0..self.txns {
@@ -137,28 +127,10 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 #[test]
 fn sync_then_ack_passes_every_image() {
     for seed in [1u64, 2, 3] {
-        let proto = AppendLog {
-            txns: 30,
-            ack_before_sync: false,
-        };
-        let report = run_fs_crashtest(
-            &proto,
-            &FsCrashConfig {
-                seed,
-                max_images: None,
-            },
-        );
-        assert!(
-            report.is_clean(),
-            "seed {seed}: {} first failure {:?}",
-            report.line(),
-            report.first_failure
-        );
-        assert_eq!(
-            report.crash_points,
-            2 + 2 * 30,
-            "seed {seed}: create, sync_dir, then write+sync per txn"
-        );
+        let proto = AppendLog { txns: 30, ack_before_sync: false };
+        let report = run_fs_crashtest(&proto, &FsCrashConfig { seed, max_images: None });
+        assert!(report.is_clean(), "seed {seed}: {} first failure {:?}", report.line(), report.first_failure);
+        assert_eq!(report.crash_points, 2 + 2 * 30, "seed {seed}: create, sync_dir, then write+sync per txn");
         assert!(
             report.images > 3 * report.crash_points,
             "seed {seed}: torn images enumerated: {}",
@@ -171,68 +143,29 @@ fn sync_then_ack_passes_every_image() {
 #[test]
 fn ack_before_sync_is_caught_and_reproduces() {
     let seed = 11;
-    let proto = AppendLog {
-        txns: 20,
-        ack_before_sync: true,
-    };
-    let report = run_fs_crashtest(
-        &proto,
-        &FsCrashConfig {
-            seed,
-            max_images: None,
-        },
-    );
+    let proto = AppendLog { txns: 20, ack_before_sync: true };
+    let report = run_fs_crashtest(&proto, &FsCrashConfig { seed, max_images: None });
     assert!(report.counts.lost > 0, "seed {seed}: {}", report.line());
-    let failure = report
-        .first_failure
-        .clone()
-        .unwrap_or_else(|| panic!("seed {seed}: no failure recorded"));
+    let failure = report.first_failure.clone().unwrap_or_else(|| panic!("seed {seed}: no failure recorded"));
     assert_eq!(failure.seed, seed);
 
     let (counts, why) = reproduce_fs_failure(&proto, failure.seed, failure.point, failure.image);
     assert!(counts.lost > 0, "{failure}: reproduced {counts:?}");
-    assert_eq!(
-        why.as_deref(),
-        Some(failure.description.as_str()),
-        "{failure}"
-    );
+    assert_eq!(why.as_deref(), Some(failure.description.as_str()), "{failure}");
 }
 
 #[test]
 fn max_images_spreads_over_points() {
-    let proto = AppendLog {
-        txns: 20,
-        ack_before_sync: true,
-    };
-    let all = run_fs_crashtest(
-        &proto,
-        &FsCrashConfig {
-            seed: 5,
-            max_images: None,
-        },
-    );
-    let capped = run_fs_crashtest(
-        &proto,
-        &FsCrashConfig {
-            seed: 5,
-            max_images: Some(25),
-        },
-    );
+    let proto = AppendLog { txns: 20, ack_before_sync: true };
+    let all = run_fs_crashtest(&proto, &FsCrashConfig { seed: 5, max_images: None });
+    let capped = run_fs_crashtest(&proto, &FsCrashConfig { seed: 5, max_images: Some(25) });
     assert_eq!(capped.images, 25, "{}", capped.line());
     assert_eq!(capped.crash_points, all.crash_points);
-    let failure = capped
-        .first_failure
-        .clone()
-        .unwrap_or_else(|| panic!("capped run found nothing: {}", capped.line()));
-    assert!(
-        failure.point > 0,
-        "spread, not the first images only: {failure}"
-    );
+    let failure =
+        capped.first_failure.clone().unwrap_or_else(|| panic!("capped run found nothing: {}", capped.line()));
+    assert!(failure.point > 0, "spread, not the first images only: {failure}");
     assert!(is_selected(0, 10, Some(3)) || is_selected(9, 10, Some(3)));
-    assert_eq!(
-        (0..100).filter(|&i| is_selected(i, 100, Some(7))).count(),
-        7
-    );
+    assert_eq!((0..100).filter(|&i| is_selected(i, 100, Some(7))).count(), 7);
 }
 
 #[test]

@@ -51,12 +51,7 @@ pub(crate) struct Inode {
 impl Inode {
     /// A file whose current content is durable.
     pub(crate) fn settled(content: PagedBytes) -> Inode {
-        Inode {
-            current: content.clone(),
-            durable: content,
-            dirty_from: None,
-            last_write_op: 0,
-        }
+        Inode { current: content.clone(), durable: content, dirty_from: None, last_write_op: 0 }
     }
 
     /// The unsynced range `[dirty_from, current length)`, if not empty.
@@ -97,23 +92,15 @@ impl Tree {
     }
 
     fn lookup(&self, path: &Path) -> io::Result<InodeId> {
-        self.names
-            .get(path)
-            .copied()
-            .ok_or_else(|| not_found("file", path))
+        self.names.get(path).copied().ok_or_else(|| not_found("file", path))
     }
 
     fn inode(&self, id: InodeId) -> io::Result<&Inode> {
-        self.inodes
-            .get(&id)
-            .map(|inode| &**inode)
-            .ok_or_else(stale_handle)
+        self.inodes.get(&id).map(|inode| &**inode).ok_or_else(stale_handle)
     }
 
     fn inode_mut(&mut self, id: InodeId) -> io::Result<&mut Inode> {
-        let inode = Arc::make_mut(&mut self.inodes)
-            .get_mut(&id)
-            .ok_or_else(stale_handle)?;
+        let inode = Arc::make_mut(&mut self.inodes).get_mut(&id).ok_or_else(stale_handle)?;
         Ok(Arc::make_mut(inode))
     }
 }
@@ -171,17 +158,8 @@ impl FaultFs {
     }
 
     pub(crate) fn from_tree(tree: Tree, tear_seed: u64) -> Self {
-        let state = State {
-            ops: 0,
-            faults: Vec::new(),
-            tree,
-            capture: false,
-            points: Vec::new(),
-            tear_seed,
-        };
-        FaultFs {
-            state: Arc::new(Mutex::new(state)),
-        }
+        let state = State { ops: 0, faults: Vec::new(), tree, capture: false, points: Vec::new(), tear_seed };
+        FaultFs { state: Arc::new(Mutex::new(state)) }
     }
 
     /// Operations performed so far, failed ones included. Operation `n` is
@@ -224,11 +202,7 @@ impl FaultFs {
     pub fn peek(&self, path: &Path) -> Option<Vec<u8>> {
         let state = self.state.lock();
         let id = state.tree.names.get(path)?;
-        state
-            .tree
-            .inodes
-            .get(id)
-            .map(|inode| inode.current.to_vec())
+        state.tree.inodes.get(id).map(|inode| inode.current.to_vec())
     }
 
     /// Counts one operation, applies injected faults, runs `body` on the tree
@@ -243,9 +217,7 @@ impl FaultFs {
         state.ops += 1;
         let op = state.ops;
         if state.fault_hits(op) {
-            return Err(io::Error::other(format!(
-                "injected fault at operation {op} ({what})"
-            )));
+            return Err(io::Error::other(format!("injected fault at operation {op} ({what})")));
         }
         let out = body(&mut state.tree, op)?;
         if mutating && state.capture {
@@ -256,10 +228,7 @@ impl FaultFs {
     }
 
     fn handle(&self, inode: InodeId) -> Box<dyn FsFile> {
-        Box::new(FaultFile {
-            fs: self.clone(),
-            inode,
-        })
+        Box::new(FaultFile { fs: self.clone(), inode })
     }
 }
 
@@ -322,11 +291,8 @@ impl FileSystem for FaultFs {
             tree.require_dir(dir)?;
             let files = tree.names.keys();
             let dirs = tree.dirs.iter().filter(|d| !is_root(d));
-            let mut entries: Vec<PathBuf> = files
-                .chain(dirs)
-                .filter(|entry| parent_dir(entry) == dir)
-                .cloned()
-                .collect();
+            let mut entries: Vec<PathBuf> =
+                files.chain(dirs).filter(|entry| parent_dir(entry) == dir).cloned().collect();
             entries.sort();
             Ok(entries)
         })
@@ -335,10 +301,7 @@ impl FileSystem for FaultFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.state.lock();
         if state.tree.names.contains_key(dir) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{} is a file", dir.display()),
-            ));
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} is a file", dir.display())));
         }
         let dirs = Arc::make_mut(&mut state.tree.dirs);
         for ancestor in dir.ancestors().filter(|a| !is_root(a)) {
@@ -352,11 +315,7 @@ impl FileSystem for FaultFs {
             tree.require_dir(dir)?;
             let durable = Arc::make_mut(&mut tree.durable_names);
             durable.retain(|name, _| parent_dir(name) != dir);
-            for (name, id) in tree
-                .names
-                .iter()
-                .filter(|(name, _)| parent_dir(name) == dir)
-            {
+            for (name, id) in tree.names.iter().filter(|(name, _)| parent_dir(name) == dir) {
                 durable.insert(name.clone(), *id);
             }
             Ok(())
@@ -383,9 +342,7 @@ impl FaultFile {
 
 impl FsFile for FaultFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.fs.run("read", false, |tree, _| {
-            Ok(tree.inode(self.inode)?.current.read_at(offset, buf))
-        })
+        self.fs.run("read", false, |tree, _| Ok(tree.inode(self.inode)?.current.read_at(offset, buf)))
     }
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
@@ -463,10 +420,7 @@ fn check_len(end: Option<u64>) -> io::Result<()> {
 }
 
 fn not_found(what: &str, path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{what} {} not found", path.display()),
-    )
+    io::Error::new(io::ErrorKind::NotFound, format!("{what} {} not found", path.display()))
 }
 
 fn stale_handle() -> io::Error {

@@ -16,9 +16,7 @@ fn fresh() -> io::Result<FaultFs> {
 
 /// Deterministic bytes that differ from zero and from each other.
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (splitmix(seed.wrapping_add(i as u64)) | 1) as u8)
-        .collect()
+    (0..len).map(|i| (splitmix(seed.wrapping_add(i as u64)) | 1) as u8).collect()
 }
 
 fn offset_in_sector(offset: usize) -> u64 {
@@ -52,10 +50,7 @@ fn created_file_without_dir_sync_disappears() -> io::Result<()> {
     let file = fs.create(&lost)?;
     file.write_at(0, b"data")?;
     file.sync_all()?;
-    assert!(
-        !fs.crash(Tear::None).exists(&lost),
-        "entry was never dir-synced"
-    );
+    assert!(!fs.crash(Tear::None).exists(&lost), "entry was never dir-synced");
 
     fs.sync_dir(&dir())?;
     let after = fs.crash(Tear::None);
@@ -77,26 +72,17 @@ fn rename_and_remove_revert_without_dir_sync() -> io::Result<()> {
 
     fs.sync_dir(&dir())?;
     let after = fs.crash(Tear::None);
-    assert!(
-        !after.exists(&a) && after.exists(&b),
-        "dir-synced rename must stay"
-    );
+    assert!(!after.exists(&a) && after.exists(&b), "dir-synced rename must stay");
 
     let c = dir().join("c");
     rename_durably(&fs, &b, &c)?;
     let after = fs.crash(Tear::None);
-    assert!(
-        !after.exists(&b) && after.exists(&c),
-        "rename_durably must stay"
-    );
+    assert!(!after.exists(&b) && after.exists(&c), "rename_durably must stay");
 
     fs.remove(&c)?;
     assert!(fs.crash(Tear::None).exists(&c), "remove must revert");
     fs.sync_dir(&dir())?;
-    assert!(
-        !fs.crash(Tear::None).exists(&c),
-        "dir-synced remove must stay"
-    );
+    assert!(!fs.crash(Tear::None).exists(&c), "dir-synced remove must stay");
     Ok(())
 }
 
@@ -121,11 +107,7 @@ fn fail_once_fails_one_operation_only() -> io::Result<()> {
     fs.fail_at(fs.ops() + 2, FailMode::Once);
     file.write_at(0, b"ok")?;
     let err = file.sync_data().map_err(|e| e.to_string());
-    assert!(
-        err.as_ref()
-            .is_err_and(|msg| msg.contains("injected fault")),
-        "{err:?}"
-    );
+    assert!(err.as_ref().is_err_and(|msg| msg.contains("injected fault")), "{err:?}");
     file.sync_data()?;
     file.write_at(2, b"!")?;
     Ok(())
@@ -157,22 +139,12 @@ fn failed_write_changes_nothing() -> io::Result<()> {
     let ops_before = fs.ops();
 
     fs.fail_at(ops_before + 1, FailMode::Once);
-    let err = file
-        .write_at(0, b"AFTER-AND-LONGER")
-        .map_err(|e| e.to_string());
+    let err = file.write_at(0, b"AFTER-AND-LONGER").map_err(|e| e.to_string());
     assert!(err.is_err_and(|msg| msg.contains("injected fault")));
-    assert_eq!(
-        fs.ops(),
-        ops_before + 1,
-        "a failed operation is still counted"
-    );
+    assert_eq!(fs.ops(), ops_before + 1, "a failed operation is still counted");
     assert_eq!(fs.peek(&path).as_deref(), Some(&b"before"[..]));
     assert_eq!(file.len()?, 6);
-    assert_eq!(
-        fs.crash_points().len(),
-        points_before,
-        "no crash point for a failed operation"
-    );
+    assert_eq!(fs.crash_points().len(), points_before, "no crash point for a failed operation");
     Ok(())
 }
 
@@ -215,10 +187,7 @@ fn file_with_tail(synced_len: usize, tail_len: usize) -> io::Result<(FaultFs, Pa
 /// rest of `image` is zero (new bytes are a prefix; the torn rest is old).
 fn new_prefix_len(image: &[u8], data: &[u8]) -> usize {
     let kept = image.iter().zip(data).take_while(|(a, b)| a == b).count();
-    assert!(
-        image[kept..].iter().all(|&b| b == 0),
-        "bytes after the kept prefix must be old (zero)"
-    );
+    assert!(image[kept..].iter().all(|&b| b == 0), "bytes after the kept prefix must be old (zero)");
     kept
 }
 
@@ -228,10 +197,7 @@ fn seeded_tear_keeps_a_prefix_ending_mid_sector() -> io::Result<()> {
     let (fs, path, data) = file_with_tail(synced_len, tail_len)?;
     let mut mid_sector = 0;
     for seed in 0..64u64 {
-        let image = fs
-            .crash(Tear::LastSector { seed })
-            .peek(&path)
-            .unwrap_or_default();
+        let image = fs.crash(Tear::LastSector { seed }).peek(&path).unwrap_or_default();
         let kept = new_prefix_len(&image, &data);
         assert!(kept >= synced_len, "seed {seed}: synced data lost");
         assert!(
@@ -244,16 +210,11 @@ fn seeded_tear_keeps_a_prefix_ending_mid_sector() -> io::Result<()> {
         }
         assert_eq!(
             image,
-            fs.crash(Tear::LastSector { seed })
-                .peek(&path)
-                .unwrap_or_default(),
+            fs.crash(Tear::LastSector { seed }).peek(&path).unwrap_or_default(),
             "seed {seed}: not deterministic"
         );
     }
-    assert!(
-        mid_sector > 32,
-        "most seeded tears end mid-sector, got {mid_sector}/64"
-    );
+    assert!(mid_sector > 32, "most seeded tears end mid-sector, got {mid_sector}/64");
     Ok(())
 }
 
@@ -268,31 +229,18 @@ fn crash_point_images_drop_keep_and_tear() -> io::Result<()> {
     let count = point.image_count();
     assert!((4..=12).contains(&count), "image count {count}");
 
-    assert_eq!(
-        point.image(0).peek(&path),
-        Some(data[..synced_len].to_vec())
-    );
+    assert_eq!(point.image(0).peek(&path), Some(data[..synced_len].to_vec()));
     assert_eq!(point.image(1).peek(&path), Some(data.clone()));
     let mut kept_lens = Vec::new();
     for index in 2..count {
         let image = point.image(index).peek(&path).unwrap_or_default();
-        assert_eq!(
-            Some(&image),
-            point.image(index).peek(&path).as_ref(),
-            "image {index} not deterministic"
-        );
+        assert_eq!(Some(&image), point.image(index).peek(&path).as_ref(), "image {index} not deterministic");
         let kept = new_prefix_len(&image, &data);
         assert!(kept >= synced_len, "image {index}: synced data lost");
         kept_lens.push(kept);
     }
-    assert!(
-        kept_lens.iter().any(|&k| offset_in_sector(k) == 256),
-        "half-torn sector: {kept_lens:?}"
-    );
-    assert!(
-        kept_lens.iter().any(|&k| k > synced_len + tail_len / 2),
-        "late boundary: {kept_lens:?}"
-    );
+    assert!(kept_lens.iter().any(|&k| offset_in_sector(k) == 256), "half-torn sector: {kept_lens:?}");
+    assert!(kept_lens.iter().any(|&k| k > synced_len + tail_len / 2), "late boundary: {kept_lens:?}");
     Ok(())
 }
 
@@ -307,18 +255,8 @@ fn crash_point_images_for_undirsynced_create() -> io::Result<()> {
     let points = fs.crash_points();
     let last = points.last().map(|p| (p.image(0), p.image(1)));
     let (dropped, kept) = last.ok_or_else(|| io::Error::other("no crash point"))?;
-    assert!(
-        !dropped.exists(&path),
-        "image 0 drops the un-dir-synced entry"
-    );
-    assert_eq!(
-        kept.peek(&path).map(|b| b.len()),
-        Some(2000),
-        "image 1 keeps it"
-    );
-    assert_eq!(
-        points.iter().map(FsCrashPoint::op).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert!(!dropped.exists(&path), "image 0 drops the un-dir-synced entry");
+    assert_eq!(kept.peek(&path).map(|b| b.len()), Some(2000), "image 1 keeps it");
+    assert_eq!(points.iter().map(FsCrashPoint::op).collect::<Vec<_>>(), vec![1, 2, 3]);
     Ok(())
 }

@@ -57,10 +57,7 @@ pub trait FsFile: Send + Sync {
             if read == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read_exact_at: end of file at offset {}",
-                        offset + done as u64
-                    ),
+                    format!("read_exact_at: end of file at offset {}", offset + done as u64),
                 ));
             }
             done += read;

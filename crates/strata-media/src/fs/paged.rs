@@ -111,10 +111,7 @@ impl PagedBytes {
 }
 
 fn locate(offset: u64) -> (usize, usize) {
-    (
-        (offset / PAGE_BYTES_U64) as usize,
-        (offset % PAGE_BYTES_U64) as usize,
-    )
+    ((offset / PAGE_BYTES_U64) as usize, (offset % PAGE_BYTES_U64) as usize)
 }
 
 #[cfg(test)]
@@ -139,9 +136,7 @@ mod tests {
                     model.resize(len, 0);
                 } else {
                     let offset = rng.gen_range(0..3 * PAGE_BYTES);
-                    let data: Vec<u8> = (0..rng.gen_range(0..2 * PAGE_BYTES))
-                        .map(|_| rng.gen())
-                        .collect();
+                    let data: Vec<u8> = (0..rng.gen_range(0..2 * PAGE_BYTES)).map(|_| rng.gen()).collect();
                     paged.write_at(offset as u64, &data);
                     if model.len() < offset + data.len() {
                         model.resize(offset + data.len(), 0);
@@ -154,11 +149,7 @@ mod tests {
                 }
             }
             let (clone, expected) = frozen.expect("step 100 was reached");
-            assert_eq!(
-                clone.to_vec(),
-                expected,
-                "seed {seed}: clone changed by later writes"
-            );
+            assert_eq!(clone.to_vec(), expected, "seed {seed}: clone changed by later writes");
         }
     }
 

@@ -21,12 +21,7 @@ impl RealFs {
 
 impl FileSystem for RealFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
         Ok(Box::new(RealFile { file }))
     }
 
@@ -123,10 +118,7 @@ fn preallocate_keep_size(file: &File, len: u64) -> io::Result<()> {
         return Ok(()); // fallocate rejects a zero length with EINVAL
     }
     let len = libc::off_t::try_from(len).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("preallocate: {len} bytes exceeds off_t"),
-        )
+        io::Error::new(io::ErrorKind::InvalidInput, format!("preallocate: {len} bytes exceeds off_t"))
     })?;
     loop {
         // SAFETY: `file` keeps its descriptor open for the whole call, and
@@ -188,10 +180,7 @@ mod tests {
         assert!(!fs.exists(&path));
         assert!(fs.exists(&renamed));
         fs.create(&data_dir.join("c.log"))?;
-        assert_eq!(
-            fs.list_dir(&data_dir)?,
-            vec![renamed.clone(), data_dir.join("c.log")]
-        );
+        assert_eq!(fs.list_dir(&data_dir)?, vec![renamed.clone(), data_dir.join("c.log")]);
         fs.remove(&renamed)?;
         assert!(!fs.exists(&renamed));
         assert!(fs.open(&renamed).is_err());

@@ -51,7 +51,7 @@ pub struct PmemCrashConfig {
 impl Default for PmemCrashConfig {
     fn default() -> Self {
         PmemCrashConfig {
-            seed: 0x5717_a7a,
+            seed: 0x0571_7a7a,
             exhaustive_limit: 4096,
             samples_per_point: 64,
             max_images: None,

@@ -171,7 +171,13 @@ fn planted_missing_fence_is_caught_as_lost() {
     assert!(report.counts.lost > 0, "{}", report.line());
     let f = report.first_failure.expect("a failure");
     let (again, _) = reproduce_pmem_failure(&SlotLog(SlotBug::MissingFence), &cfg(), f.point, f.image);
-    assert!(again.lost > 0, "the failure reproduces from seed {} point {} image {}", f.seed, f.point, f.image);
+    assert!(
+        again.lost > 0,
+        "the failure reproduces from seed {} point {} image {}",
+        f.seed,
+        f.point,
+        f.image
+    );
 }
 
 #[test]

@@ -1,0 +1,131 @@
+//! The crash-test suite behind `strata crashtest`: which protocols run on
+//! which medium, with what budget, and how a failure is reproduced.
+//!
+//! Budgets: the default run checks well over 100,000 images in total and
+//! takes a few minutes on two cores; `quick` is sized for CI.
+
+use strata_media::fs::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use strata_media::{CrashReport, OracleCounts};
+use strata_pmem::crash::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+
+use crate::halloc_pmem::halloc_crash;
+use crate::serial_pmem::SerialPmemCrash;
+use crate::serial_ssd::SerialSsdCrash;
+
+/// One protocol on one medium.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SuiteTarget {
+    SerialPmem,
+    SerialSsd,
+    HallocPmem,
+}
+
+impl SuiteTarget {
+    pub const ALL: [SuiteTarget; 3] =
+        [SuiteTarget::SerialPmem, SuiteTarget::SerialSsd, SuiteTarget::HallocPmem];
+
+    /// `protocol/medium`, as accepted by `--only`.
+    pub fn label(self) -> &'static str {
+        match self {
+            SuiteTarget::SerialPmem => "serial/pmem",
+            SuiteTarget::SerialSsd => "serial/ssd",
+            SuiteTarget::HallocPmem => "halloc/pmem",
+        }
+    }
+
+    pub fn parse(label: &str) -> Option<SuiteTarget> {
+        SuiteTarget::ALL.into_iter().find(|t| t.label() == label)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SuiteOptions {
+    pub seed: u64,
+    /// CI-sized workloads.
+    pub quick: bool,
+    /// Cap on images per protocol and medium.
+    pub images: Option<u64>,
+    pub threads: usize,
+}
+
+impl Default for SuiteOptions {
+    fn default() -> Self {
+        SuiteOptions {
+            seed: 0x5eed,
+            quick: false,
+            images: None,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+enum Protocol {
+    Pmem(Box<dyn PmemCrashProtocol>, PmemCrashConfig),
+    Ssd(Box<dyn FsCrashProtocol>, FsCrashConfig),
+}
+
+fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
+    let pmem_cfg = |samples: u64| PmemCrashConfig {
+        seed: o.seed,
+        samples_per_point: samples,
+        max_images: o.images,
+        threads: o.threads,
+        ..Default::default()
+    };
+    match target {
+        SuiteTarget::SerialPmem => {
+            let txns = if o.quick { 40 } else { 320 };
+            let samples = if o.quick { 24 } else { 200 };
+            Protocol::Pmem(Box::new(SerialPmemCrash::new(o.seed, txns)), pmem_cfg(samples))
+        }
+        SuiteTarget::SerialSsd => {
+            let txns = if o.quick { 60 } else { 1500 };
+            Protocol::Ssd(
+                Box::new(SerialSsdCrash::new(o.seed, txns)),
+                FsCrashConfig { seed: o.seed, max_images: o.images },
+            )
+        }
+        SuiteTarget::HallocPmem => {
+            let ops = if o.quick { 60 } else { 400 };
+            let samples = if o.quick { 16 } else { 64 };
+            Protocol::Pmem(Box::new(halloc_crash(o.seed, ops)), pmem_cfg(samples))
+        }
+    }
+}
+
+/// Runs one target and returns its report.
+pub fn run_target(target: SuiteTarget, o: &SuiteOptions) -> CrashReport {
+    match protocol(target, o) {
+        Protocol::Pmem(p, cfg) => run_pmem_crashtest(p.as_ref(), &cfg),
+        Protocol::Ssd(p, cfg) => run_fs_crashtest(p.as_ref(), &cfg),
+    }
+}
+
+/// Runs `targets` in order, calling `each` with every report as it completes.
+pub fn run_suite(
+    o: &SuiteOptions,
+    targets: &[SuiteTarget],
+    mut each: impl FnMut(&CrashReport),
+) -> Vec<CrashReport> {
+    targets
+        .iter()
+        .map(|t| {
+            let r = run_target(*t, o);
+            each(&r);
+            r
+        })
+        .collect()
+}
+
+/// Replays one image named by a failure report.
+pub fn reproduce(
+    target: SuiteTarget,
+    o: &SuiteOptions,
+    point: u64,
+    image: u64,
+) -> (OracleCounts, Option<String>) {
+    match protocol(target, o) {
+        Protocol::Pmem(p, cfg) => reproduce_pmem_failure(p.as_ref(), &cfg, point, image),
+        Protocol::Ssd(p, _) => reproduce_fs_failure(p.as_ref(), o.seed, point, image),
+    }
+}

@@ -1,1 +1,0 @@
-//! Halloc (lsm-pmem.txt section 3.4) — being written.
