@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use strata_log::record::{encode_record, RecordKind};
-use strata_log::ssd_log::{SsdLog, SsdLogOptions, SEGMENT_HEADER_BYTES, SSD_LOG_FORMAT_VERSION, SSD_LOG_MAGIC};
+use strata_log::ssd_log::{
+    SsdLog, SsdLogOptions, SEGMENT_HEADER_BYTES, SSD_LOG_FORMAT_VERSION, SSD_LOG_MAGIC,
+};
 use strata_log::{StreamPos, TxnId};
 use strata_media::fs::{FaultFs, FileSystem};
 
@@ -70,7 +72,13 @@ fuzz_target!(|data: &[u8]| {
         let mut pos = base;
         let split = rest.iter().position(|b| *b == 0).unwrap_or(rest.len());
         for (i, len) in rest[..split.min(16)].iter().enumerate() {
-            let lsn = encode_record(RecordKind::Txn, TxnId(i as u64), StreamPos(pos), &vec![*len; *len as usize], &mut bytes);
+            let lsn = encode_record(
+                RecordKind::Txn,
+                TxnId(i as u64),
+                StreamPos(pos),
+                &vec![*len; *len as usize],
+                &mut bytes,
+            );
             pos = lsn.0;
         }
         for pair in rest[split..].chunks_exact(3) {
@@ -99,7 +107,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok((log, replay)) = SsdLog::open(Arc::new(fs.clone()), dir, options()) else { return };
     assert_eq!(replay.base.0, base);
     let len = fs.peek(&path).expect("segment still there").len() as u64;
-    assert_eq!(len, SEGMENT_HEADER_BYTES + (replay.end.0 - base), "the file was not cut at the end of the replay");
+    assert_eq!(
+        len,
+        SEGMENT_HEADER_BYTES + (replay.end.0 - base),
+        "the file was not cut at the end of the replay"
+    );
     let mut prev = base;
     for r in &replay.records {
         assert!(r.pos.0 >= prev && r.lsn.0 > r.pos.0, "records out of stream order");

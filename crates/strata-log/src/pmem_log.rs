@@ -178,15 +178,17 @@ impl PmemLog {
         if word(SB_OFFSET_DATA_OFFSET) != DATA_AREA_OFFSET
             || !align_bytes.is_power_of_two()
             || capacity_bytes % align_bytes.max(1) != 0
+            || !(8..=4096).contains(&align_bytes) // the rules `format` enforces
+            || !(4 * MIN_RECORD_BYTES..=region.len()).contains(&capacity_bytes)
         {
             return Err(LogError::corruption(base.0, "pmem log superblock geometry invalid"));
         }
         region.check_range(base, Self::footprint_bytes(capacity_bytes), "pmem log data area")?;
         let head = region.load_u64(base + HEAD_WORD_OFFSET);
-        if !head.is_multiple_of(align_bytes) {
+        if !head.is_multiple_of(align_bytes) || head > crate::lsn::MAX_LSN {
             return Err(LogError::corruption(
                 (base + HEAD_WORD_OFFSET).0,
-                format!("head {head} not aligned"),
+                format!("head {head} not aligned or past the largest LSN"),
             ));
         }
         Ok((PmemLogLayout { base, capacity_bytes, align_bytes }, StreamPos(head)))

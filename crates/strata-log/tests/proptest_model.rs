@@ -133,8 +133,11 @@ impl Device for Ssd {
         // Every acknowledged entry was covered by an fdatasync, so neither
         // dropping unsynced data nor tearing the last sector may lose one.
         self.crashes += 1;
-        let tear =
-            if self.crashes % 2 == 0 { Tear::None } else { Tear::LastSector { seed: SEED ^ self.crashes } };
+        let tear = if self.crashes.is_multiple_of(2) {
+            Tear::None
+        } else {
+            Tear::LastSector { seed: SEED ^ self.crashes }
+        };
         self.fs = self.fs.crash(tear);
         self.reopen()
     }
@@ -214,11 +217,11 @@ fn run(device: &mut dyn Device, ops: &[Op], known_gap_fulls: &mut u64) -> Result
 }
 
 proptest! {
-    #![proptest_config(config(96))]
+    #![proptest_config(config(256))]
 
     #[test]
     fn pmem_serial_log_replays_the_model(
-        ops in prop::collection::vec(op(), 1..80),
+        ops in prop::collection::vec(op(), 1..120),
         capacity_bytes in prop_oneof![Just(1024u64), Just(1536), Just(2048)],
         align_bytes in prop_oneof![Just(8u64), Just(64), Just(256)],
     ) {
@@ -229,7 +232,7 @@ proptest! {
     }
 
     #[test]
-    fn ssd_serial_log_replays_the_model(ops in prop::collection::vec(op(), 1..80)) {
+    fn ssd_serial_log_replays_the_model(ops in prop::collection::vec(op(), 1..120)) {
         let fs = FaultFs::new();
         let (log, records) = SerialLog::open_ssd(Arc::new(fs.clone()), Path::new(SSD_DIR), ssd_options()).expect("open");
         prop_assert!(records.is_empty());
