@@ -27,12 +27,10 @@ use strata_log::record::MIN_RECORD_BYTES;
 use strata_log::{CommitLog, LogError, LogRecord, Lsn, SerialLog, TxnId};
 use strata_pmem::{Region, RegionOffset};
 
-/// Known gap (docs/format/pmem-log.md, "Limitations"): the head word has no
-/// checksum, so damage to it can silently skip or resurrect records. With
-/// this set, the prefix check is skipped when the damage touches the head
-/// word, so the fuzzer keeps looking for new bugs. Set to `false` once the
-/// head word is protected.
-const SKIP_KNOWN_BUGS: bool = true;
+/// Switch for a known bug, so the fuzzer can keep looking for new ones: when
+/// set, the prefix check is skipped for damage to the head word. It was set
+/// while the head word had no check bits; they are there now, so it is off.
+const SKIP_KNOWN_BUGS: bool = false;
 
 const MAX_IMAGE_BYTES: usize = 1 << 16;
 

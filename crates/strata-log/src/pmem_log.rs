@@ -39,6 +39,26 @@ pub const SB_OFFSET_CRC: u64 = 32;
 /// CRC32C covers superblock bytes 0..32.
 pub const SB_CRC_COVERED_BYTES: u64 = 32;
 pub const HEAD_WORD_OFFSET: u64 = 64;
+/// Bits 0..48 of the head word: the head position in units of `align`.
+pub const HEAD_UNITS_BITS: u32 = 48;
+/// Bits 48..64 of the head word: the low 16 bits of the CRC32C of the
+/// units value (8 bytes, little-endian), so a damaged head word is detected.
+pub const HEAD_CHECK_SHIFT: u32 = 48;
+
+/// The head word for a head at stream position `pos` (a multiple of `align`).
+pub fn encode_head_word(pos: StreamPos, align_bytes: u64) -> u64 {
+    let units = pos.0 / align_bytes;
+    assert!(pos.0.is_multiple_of(align_bytes) && units < 1 << HEAD_UNITS_BITS, "head {pos} not encodable");
+    let check = (crc32c::crc32c(&units.to_le_bytes()) & 0xFFFF) as u64;
+    (check << HEAD_CHECK_SHIFT) | units
+}
+
+/// The head position in a head word, or `None` if its check bits disagree.
+pub fn decode_head_word(word: u64, align_bytes: u64) -> Option<StreamPos> {
+    let units = word & ((1 << HEAD_UNITS_BITS) - 1);
+    let check = (crc32c::crc32c(&units.to_le_bytes()) & 0xFFFF) as u64;
+    (word >> HEAD_CHECK_SHIFT == check).then(|| StreamPos(units * align_bytes))
+}
 /// Data area starts here, relative to `base` (256-byte aligned).
 pub const DATA_AREA_OFFSET: u64 = 256;
 
@@ -143,7 +163,7 @@ impl PmemLog {
         region.store_u64(base + SB_OFFSET_MAGIC, 0);
         region.write(base + SB_OFFSET_VERSION, &sb[8..]);
         region.write(base + DATA_AREA_OFFSET, &[0; 8]);
-        region.store_u64(base + HEAD_WORD_OFFSET, 0);
+        region.store_u64(base + HEAD_WORD_OFFSET, encode_head_word(StreamPos(0), align_bytes));
         region.flush(base, 64);
         region.flush(base + HEAD_WORD_OFFSET, 8);
         region.flush(base + DATA_AREA_OFFSET, 8);
@@ -184,14 +204,14 @@ impl PmemLog {
             return Err(LogError::corruption(base.0, "pmem log superblock geometry invalid"));
         }
         region.check_range(base, Self::footprint_bytes(capacity_bytes), "pmem log data area")?;
-        let head = region.load_u64(base + HEAD_WORD_OFFSET);
-        if !head.is_multiple_of(align_bytes) || head > crate::lsn::MAX_LSN {
+        let word = region.load_u64(base + HEAD_WORD_OFFSET);
+        let Some(head) = decode_head_word(word, align_bytes) else {
             return Err(LogError::corruption(
                 (base + HEAD_WORD_OFFSET).0,
-                format!("head {head} not aligned or past the largest LSN"),
+                format!("head word {word:#018x} fails its check bits"),
             ));
-        }
-        Ok((PmemLogLayout { base, capacity_bytes, align_bytes }, StreamPos(head)))
+        };
+        Ok((PmemLogLayout { base, capacity_bytes, align_bytes }, head))
     }
 
     /// Opens an existing log and replays it from the head.
@@ -235,7 +255,19 @@ impl PmemLog {
         let mut pos = self.layout.next_start(s.tail);
         let mut pad = None;
         let rest = self.layout.lap_remaining(pos);
-        if rest < len_bytes {
+        if rest < len_bytes && s.tail == s.head && len_bytes <= self.layout.capacity_bytes {
+            // Nothing is live: start the next lap instead of padding, so a
+            // record longer than the rest of the lap always fits an empty ring.
+            // The head moves first (persisted), so replay starts there.
+            let lap_start = StreamPos(pos.0 + rest);
+            self.region.store_u64_persist(
+                self.layout.base + HEAD_WORD_OFFSET,
+                encode_head_word(lap_start, self.layout.align_bytes),
+            );
+            s.head = lap_start;
+            s.tail = lap_start;
+            pos = lap_start;
+        } else if rest < len_bytes {
             pad = Some(Reservation {
                 pos,
                 offset: self.layout.offset_of(pos),
@@ -295,7 +327,10 @@ impl PmemLog {
         let mut s = self.state.lock();
         assert!(upto.0 >= s.head.0 && upto.0 <= s.tail.0, "truncate outside the live log");
         let head = StreamPos(upto.0.div_ceil(self.layout.align_bytes) * self.layout.align_bytes);
-        self.region.store_u64_persist(self.layout.base + HEAD_WORD_OFFSET, head.0);
+        self.region.store_u64_persist(
+            self.layout.base + HEAD_WORD_OFFSET,
+            encode_head_word(head, self.layout.align_bytes),
+        );
         s.head = head;
         s.tail = s.tail.max(head);
     }
@@ -375,6 +410,31 @@ mod tests {
             assert_eq!(got, expect, "align {align}");
             assert!(replay.head.0 > 4096, "wrapped at least once (align {align})");
         }
+    }
+
+    #[test]
+    fn head_word_round_trips_and_detects_every_bit_flip() {
+        for align in [8, 256] {
+            for pos in [0u64, 256, 4096 * 7, (1 << 40) * align] {
+                let w = encode_head_word(StreamPos(pos), align);
+                assert_eq!(decode_head_word(w, align), Some(StreamPos(pos)));
+                for bit in 0..64 {
+                    assert_eq!(decode_head_word(w ^ (1 << bit), align), None, "pos {pos} bit {bit}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_record_fits_an_empty_ring_wherever_the_head_is() {
+        let region = Arc::new(Region::sim(1024 + 256));
+        let log = PmemLog::format(region.clone(), RegionOffset(0), 1024, 256).unwrap();
+        append(&log, 1, &[1; 217]);
+        log.truncate(Lsn(log.tail().0));
+        let lsn = append(&log, 2, &[2; 900]);
+        let (_, replay) = PmemLog::open(region, RegionOffset(0)).unwrap();
+        assert_eq!(replay.records.len(), 1);
+        assert_eq!((replay.records[0].txn, replay.records[0].lsn), (TxnId(2), lsn));
     }
 
     #[test]

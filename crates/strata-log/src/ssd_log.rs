@@ -25,7 +25,7 @@ use strata_media::fs::{create_durably, FileSystem, FsFile};
 use strata_media::TxnId;
 
 use crate::error::LogError;
-use crate::lsn::{Lsn, StreamPos};
+use crate::lsn::{Lsn, StreamPos, MAX_LSN};
 use crate::record::{self, encode_record, LogRecord, RecordKind, RECORD_ALIGN_BYTES};
 use crate::scan::{scan, LogSource};
 
@@ -127,6 +127,11 @@ fn check_segment_header(h: &[u8], base: StreamPos) -> Result<(), String> {
     }
     if word(SEG_OFFSET_BASE_POS) != base.0 {
         return Err("segment base does not match its file name".into());
+    }
+    if !base.0.is_multiple_of(RECORD_ALIGN_BYTES)
+        || base.0.checked_add(h.len() as u64).is_none_or(|e| e > MAX_LSN)
+    {
+        return Err(format!("segment base {} is not a valid record position", base.0));
     }
     Ok(())
 }

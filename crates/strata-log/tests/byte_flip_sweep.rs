@@ -30,11 +30,11 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_log::pmem_log::{
-    PmemLog, DATA_AREA_OFFSET, HEAD_WORD_OFFSET, PMEM_LOG_FORMAT_VERSION, PMEM_LOG_MAGIC,
+    encode_head_word, PmemLog, DATA_AREA_OFFSET, HEAD_WORD_OFFSET, PMEM_LOG_FORMAT_VERSION, PMEM_LOG_MAGIC,
     SB_CRC_COVERED_BYTES,
 };
 use strata_log::ssd_log::{SsdLogOptions, SEGMENT_HEADER_BYTES};
-use strata_log::{CommitLog, LogError, LogRecord, Lsn, RecordKind, SerialLog, TxnId};
+use strata_log::{CommitLog, LogError, LogRecord, Lsn, RecordKind, SerialLog, StreamPos, TxnId};
 use strata_media::fs::{FaultFs, FileSystem};
 use strata_pmem::{Region, RegionOffset};
 
@@ -303,13 +303,10 @@ fn ssd_serial_log_every_byte_flip_is_detected_or_a_valid_prefix() {
     assert_eq!(counts.head_word_moved, 0);
 }
 
-/// Known gap (see docs/format/pmem-log.md, "Limitations"): the head word has
-/// no checksum. Flipping one bit of a zero head word to 64 moves replay to the
-/// boundary between the first and second records, and the first record is
-/// silently dropped: a wrong value, not a prefix. Ignored until the head is
-/// protected (e.g. by a checksummed copy); run with `--ignored`.
+/// Regression: the head word once had no check bits, and flipping bit 6 of a
+/// zero head moved replay onto the second record's start, silently dropping
+/// the first record. The head word now carries 16 check bits.
 #[test]
-#[ignore = "known gap: the PMem head word is not checksummed"]
 fn head_word_bit_flip_onto_a_record_boundary_is_not_silent() {
     let region = Arc::new(Region::sim(PmemLog::footprint_bytes(4096)));
     let log = SerialLog::create_pmem(region.clone(), RegionOffset(0), 4096, 8).unwrap();
@@ -344,7 +341,8 @@ fn crc_valid_superblock_with_bad_geometry_or_head_is_corruption_not_a_panic() {
         img[HEAD_WORD].copy_from_slice(&head.to_le_bytes());
         img
     }
-    assert!(open_pmem_image(image(8, 1024, 0)).is_ok(), "the well-formed variant opens");
+    let zero_head = encode_head_word(StreamPos(0), 8);
+    assert!(open_pmem_image(image(8, 1024, zero_head)).is_ok(), "the well-formed variant opens");
     let cases = [
         ("capacity 0", image(8, 0, 0)),
         ("capacity 8", image(8, 8, 0)),

@@ -495,7 +495,9 @@ fn pmem_log_doc_matches_pmem_log_rs() {
         PMEM_LOG_FORMAT_VERSION,
         SB_CRC_COVERED_BYTES,
         HEAD_WORD_OFFSET,
-        DATA_AREA_OFFSET
+        DATA_AREA_OFFSET,
+        HEAD_UNITS_BITS,
+        HEAD_CHECK_SHIFT
     );
     for (name, value) in constants {
         check_constant(&mut r, &doc, name, value);
@@ -549,12 +551,19 @@ fn pmem_log_doc_matches_pmem_log_rs() {
         ],
     );
     if let Some(row) = r.check(doc.field("head_word")) {
-        let head = region.load_u64(RegionOffset(parse_num(&row.offset).unwrap_or(0)));
+        let word = region.load_u64(RegionOffset(parse_num(&row.offset).unwrap_or(0)));
         let want = lsn.0.div_ceil(align) * align;
-        if head != want {
+        let units = word & ((1u64 << HEAD_UNITS_BITS) - 1);
+        let check = word >> HEAD_CHECK_SHIFT;
+        let doc_check = (crc32c::crc32c(&units.to_le_bytes()) & 0xFFFF) as u64;
+        if units * align != want || check != doc_check {
             r.push(format!(
-                "{}: head word after truncate_all is {head}, expected round_up(LSN {}, align) = {want}",
-                doc.path, lsn.0
+                "{}: head word after truncate_all is {word:#018x}: units {units} (x align = {}), check {check:#06x}; \
+                 the doc says units = round_up(LSN {}, align) / align = {} and check = crc32c(units LE) & 0xFFFF = {doc_check:#06x}",
+                doc.path,
+                units * align,
+                lsn.0,
+                want / align
             ));
         }
     }

@@ -67,7 +67,6 @@ fn entries(records: &[LogRecord]) -> Vec<Entry> {
 trait Device {
     fn log(&self) -> &SerialLog;
     /// Bytes the log can hold (`u64::MAX` when unbounded).
-    fn capacity_bytes(&self) -> u64;
     fn reopen(&mut self) -> Vec<LogRecord>;
     fn crash(&mut self) -> Vec<LogRecord>;
 }
@@ -75,16 +74,11 @@ trait Device {
 struct Pmem {
     region: Arc<Region>,
     log: SerialLog,
-    capacity_bytes: u64,
 }
 
 impl Device for Pmem {
     fn log(&self) -> &SerialLog {
         &self.log
-    }
-
-    fn capacity_bytes(&self) -> u64 {
-        self.capacity_bytes
     }
 
     fn reopen(&mut self) -> Vec<LogRecord> {
@@ -117,10 +111,6 @@ impl Device for Ssd {
         &self.log
     }
 
-    fn capacity_bytes(&self) -> u64 {
-        u64::MAX
-    }
-
     fn reopen(&mut self) -> Vec<LogRecord> {
         let (log, records) =
             SerialLog::open_ssd(Arc::new(self.fs.clone()), Path::new(SSD_DIR), ssd_options())
@@ -144,8 +134,7 @@ impl Device for Ssd {
 }
 
 /// Runs `ops` on `device`, checking every replay against the model.
-/// `known_gap_fulls` counts commits refused by the known gap.
-fn run(device: &mut dyn Device, ops: &[Op], known_gap_fulls: &mut u64) -> Result<(), TestCaseError> {
+fn run(device: &mut dyn Device, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut model: Vec<Entry> = Vec::new();
     let mut next_txn = 1u64;
     for (step, op) in ops.iter().enumerate() {
@@ -162,15 +151,6 @@ fn run(device: &mut dyn Device, ops: &[Op], known_gap_fulls: &mut u64) -> Result
                         model.clear();
                         match device.log().commit(txn, &payload) {
                             Ok(lsn) => lsn,
-                            Err(LogError::Full { .. })
-                                if record_len(*len as u64) > device.capacity_bytes() / 2 =>
-                            {
-                                // Known gap (see the ignored test below): a record
-                                // longer than half the ring may not fit even in an
-                                // empty ring, depending on where the head is.
-                                *known_gap_fulls += 1;
-                                continue;
-                            }
                             Err(e) => {
                                 let msg = format!(
                                     "step {step}: commit after truncate_all failed: {e} (seed {SEED:#x})"
@@ -227,8 +207,7 @@ proptest! {
     ) {
         let region = Arc::new(Region::sim(PmemLog::footprint_bytes(capacity_bytes)));
         let log = SerialLog::create_pmem(region.clone(), RegionOffset(0), capacity_bytes, align_bytes).expect("create");
-        let mut known_gap_fulls = 0;
-        run(&mut Pmem { region, log, capacity_bytes }, &ops, &mut known_gap_fulls)?;
+        run(&mut Pmem { region, log }, &ops)?;
     }
 
     #[test]
@@ -236,9 +215,7 @@ proptest! {
         let fs = FaultFs::new();
         let (log, records) = SerialLog::open_ssd(Arc::new(fs.clone()), Path::new(SSD_DIR), ssd_options()).expect("open");
         prop_assert!(records.is_empty());
-        let mut known_gap_fulls = 0;
-        run(&mut Ssd { fs, log, crashes: 0 }, &ops, &mut known_gap_fulls)?;
-        prop_assert_eq!(known_gap_fulls, 0);
+        run(&mut Ssd { fs, log, crashes: 0 }, &ops)?;
     }
 }
 
@@ -252,24 +229,18 @@ fn pmem_model_run_wraps_and_fills_the_ring() {
     let mut ops: Vec<Op> = (0..12).map(|i| Op::Commit(100 + 37 * (i % 4), i as u8)).collect();
     ops.insert(5, Op::Crash);
     ops.push(Op::Reopen);
-    let mut device = Pmem { region, log, capacity_bytes: 1024 };
-    let mut known_gap_fulls = 0;
-    run(&mut device, &ops, &mut known_gap_fulls).expect("model agrees");
-    assert_eq!(known_gap_fulls, 0);
+    let mut device = Pmem { region, log };
+    run(&mut device, &ops).expect("model agrees");
     let records = device.crash();
     assert!(records.first().expect("records").lsn.0 > 1024, "the ring filled, was truncated and wrapped");
 }
 
-/// Known gap in `PmemLog::reserve_with_pad`: right after `truncate_all` the
-/// ring is empty, yet a record longer than half of it can be refused with
-/// `Full` forever. The record does not fit in the rest of the lap, so it
-/// needs a `Pad` to the lap end plus its own length, and the pad counts
-/// against the capacity although the log is empty; truncating again does not
-/// move the head. Here: capacity 1024, head at 512 after truncation, a
-/// 520-byte record needs 512 + 520 = 1032 bytes. Ignored until fixed; run
-/// with `--ignored`.
+/// Regression: right after `truncate_all` the ring is empty, yet a record
+/// longer than half of it was refused with `Full` forever, because the `Pad`
+/// to the lap end counted against the capacity. Here: capacity 1024, head at
+/// 512 after truncation, a 520-byte record needed 512 + 520 = 1032 bytes. An
+/// empty ring now starts the next lap instead of padding.
 #[test]
-#[ignore = "known gap: Full forever for a record longer than half the ring"]
 fn a_record_that_fits_the_ring_is_accepted_after_truncate_all() {
     let region = Arc::new(Region::sim(PmemLog::footprint_bytes(1024)));
     let log = SerialLog::create_pmem(region, RegionOffset(0), 1024, 256).expect("create");
