@@ -63,6 +63,10 @@ fuzz_target!(|data: &[u8]| {
     } else if flags & 4 == 0 {
         base &= !7; // bases are record ends, multiples of 8, in valid logs
     }
+    if flags & 2 != 0 {
+        // Valid segments are built below: keep their LSNs encodable (< 2^63).
+        base &= (1 << 62) - 1;
+    }
     let rest = &data[9..data.len().min(MAX_FILE_BYTES)];
     let file_bytes = if flags & 2 != 0 {
         // A valid segment, then damage: rest = sizes until a zero, then (offset, xor) pairs.

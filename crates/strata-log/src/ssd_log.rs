@@ -204,6 +204,12 @@ impl SsdLog {
         if !segments.is_empty() {
             fs.sync_dir(dir)?;
         }
+        if !base.0.is_multiple_of(RECORD_ALIGN_BYTES) || base.0 > MAX_LSN / 2 {
+            return Err(LogError::corruption(
+                0,
+                format!("{}: the file name's base {} is not a valid record position", path.display(), base.0),
+            ));
+        }
         let file: Arc<dyn FsFile> = Arc::from(fs.open(&path)?);
         let len = file.len()?;
         let mut bytes = vec![0u8; len as usize];
