@@ -25,7 +25,7 @@ struct PersistArgs {
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// A shorter run (about 20 s).
+    /// A shorter run (a few seconds).
     #[arg(long)]
     quick: bool,
     /// A tmpfs directory for the emulated PMem file.

@@ -162,11 +162,19 @@ impl PmemLog {
         // complete.
         region.store_u64(base + SB_OFFSET_MAGIC, 0);
         region.write(base + SB_OFFSET_VERSION, &sb[8..]);
-        region.write(base + DATA_AREA_OFFSET, &[0; 8]);
+        // Stream positions restart at 0, so records of an earlier log at this
+        // base would carry valid LSNs again: zero the whole data area.
+        let zeros = vec![0u8; 64 << 10];
+        let mut at = 0;
+        while at < capacity_bytes {
+            let n = (capacity_bytes - at).min(zeros.len() as u64);
+            region.write(base + DATA_AREA_OFFSET + at, &zeros[..n as usize]);
+            region.flush(base + DATA_AREA_OFFSET + at, n);
+            at += n;
+        }
         region.store_u64(base + HEAD_WORD_OFFSET, encode_head_word(StreamPos(0), align_bytes));
         region.flush(base, 64);
         region.flush(base + HEAD_WORD_OFFSET, 8);
-        region.flush(base + DATA_AREA_OFFSET, 8);
         region.fence();
         region.store_u64_persist(base + SB_OFFSET_MAGIC, PMEM_LOG_MAGIC);
         let layout = PmemLogLayout { base, capacity_bytes, align_bytes };
@@ -435,6 +443,21 @@ mod tests {
         let (_, replay) = PmemLog::open(region, RegionOffset(0)).unwrap();
         assert_eq!(replay.records.len(), 1);
         assert_eq!((replay.records[0].txn, replay.records[0].lsn), (TxnId(2), lsn));
+    }
+
+    /// Found in review: format zeroed only 8 bytes, so an old log's records
+    /// at the same base came back after a reformat.
+    #[test]
+    fn reformat_forgets_the_old_log() {
+        let region = Arc::new(Region::sim(4096 + 256));
+        let log = PmemLog::format(region.clone(), RegionOffset(0), 4096, 8).unwrap();
+        for t in 1..=3 {
+            append(&log, t, &[t as u8; 50]);
+        }
+        let log = PmemLog::format(region.clone(), RegionOffset(0), 4096, 8).unwrap();
+        append(&log, 100, &[9; 50]);
+        let (_, replay) = PmemLog::open(region, RegionOffset(0)).unwrap();
+        assert_eq!(replay.records.iter().map(|r| r.txn).collect::<Vec<_>>(), vec![TxnId(100)]);
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! Reads records in stream order from a start position. The first invalid
 //! record ends the scan. It is a torn tail (the crash model allows it: replay
 //! ends there) unless a valid record carrying the LSN expected at its position
-//! follows it, which no crash can produce under strict ordering or sequential
-//! file appends: then it is a `Corruption` error naming the media offset of
-//! the bad record.
+//! follows it beyond the source's tail window, which no crash can produce:
+//! then it is a `Corruption` error naming the media offset of the bad record.
+//! The window is 0 for the PMem ring (strict ordering: nothing is written
+//! after a record before its tail is persistent) and one group-commit batch
+//! for SSD segments (the page cache may write back the pages of the one
+//! unsynced batch in any order).
 
 use crate::error::LogError;
 use crate::lsn::StreamPos;
@@ -30,6 +33,13 @@ pub(crate) trait LogSource {
     fn search_step(&self) -> u64 {
         RECORD_ALIGN_BYTES
     }
+    /// Bytes after an invalid record in which valid records may legitimately
+    /// survive a crash (writes that were in flight together, persisted out of
+    /// order). A valid record beyond this window makes the invalid one
+    /// corruption. 0 under strict ordering.
+    fn tail_window(&self) -> u64 {
+        0
+    }
 }
 
 /// The result of a scan that found no corruption.
@@ -52,10 +62,11 @@ fn try_record(src: &dyn LogSource, pos: StreamPos) -> Result<LogRecord, String> 
     decode_record(&bytes, pos)
 }
 
-/// Whether any valid record lies after the invalid one at `bad`.
+/// Whether any valid record lies after the invalid one at `bad`, beyond the
+/// source's tail window.
 fn valid_record_after(src: &dyn LogSource, bad: StreamPos) -> Option<StreamPos> {
     let step = src.search_step();
-    let mut q = StreamPos(bad.0 + step);
+    let mut q = StreamPos(bad.0 + step.max(src.tail_window()));
     while q < src.limit() {
         q = src.next_start(q);
         if q >= src.limit() {

@@ -154,6 +154,7 @@ fn create_segment(
 struct BytesSource<'a> {
     data: &'a [u8],
     base: StreamPos,
+    tail_window: u64,
 }
 
 impl LogSource for BytesSource<'_> {
@@ -176,6 +177,10 @@ impl LogSource for BytesSource<'_> {
 
     fn media_offset(&self, pos: StreamPos) -> u64 {
         SEGMENT_HEADER_BYTES + (pos.0 - self.base.0)
+    }
+
+    fn tail_window(&self) -> u64 {
+        self.tail_window
     }
 }
 
@@ -226,7 +231,12 @@ impl SsdLog {
             }
             return Err(LogError::corruption(0, format!("{}: {why}", path.display())));
         }
-        let src = BytesSource { data: &bytes[SEGMENT_HEADER_BYTES as usize..], base };
+        // At most one batch is unsynced at a crash (a leader writes the next
+        // batch only after the previous fdatasync), and a batch is at most
+        // max_batch_bytes plus one record: records up to max_batch_bytes are
+        // covered by twice the batch bound.
+        let tail_window = options.max_batch_bytes.saturating_mul(2);
+        let src = BytesSource { data: &bytes[SEGMENT_HEADER_BYTES as usize..], base, tail_window };
         let outcome = scan(&src, base)?;
         let valid_len = SEGMENT_HEADER_BYTES + (outcome.end.0 - base.0);
         if valid_len < len {
@@ -344,12 +354,24 @@ impl SsdLog {
         if base == s.base {
             return Ok(());
         }
-        let (file, path) = create_segment(self.fs.as_ref(), &self.dir, base, &self.options)?;
+        // A failure part-way leaves a newer segment that open would prefer
+        // over the current one: refuse further appends rather than
+        // acknowledge records that the next open would discard.
+        let rotated = create_segment(self.fs.as_ref(), &self.dir, base, &self.options);
+        let (file, path) = match rotated {
+            Ok(v) => v,
+            Err(e) => {
+                s.poisoned = Some(format!("segment rotation failed: {e}"));
+                return Err(e);
+            }
+        };
         let old = std::mem::replace(&mut s.path, path);
         s.file = file;
         s.base = base;
         s.buffer_start = base;
         s.durable = base;
+        // The old segment is wholly covered by the checkpoint; a failure to
+        // remove it is harmless (open removes it) but is reported.
         self.fs.remove(&old)?;
         self.fs.sync_dir(&self.dir)?;
         Ok(())
@@ -384,6 +406,61 @@ mod tests {
         assert_eq!(replay.records.len(), 200);
         assert!(replay.records.windows(2).all(|w| w[0].lsn < w[1].lsn));
         assert!(replay.torn_tail.is_none());
+    }
+
+    fn write_records(fs: &Arc<dyn FileSystem>, dir: &Path, opts: &SsdLogOptions, n: u64) -> Vec<Lsn> {
+        let (log, _) = SsdLog::open(fs.clone(), dir, opts.clone()).unwrap();
+        (0..n).map(|t| log.append(RecordKind::Txn, TxnId(t), &[t as u8; 100]).unwrap()).collect()
+    }
+
+    /// The page cache may write back an unsynced batch's pages out of order:
+    /// an invalid record followed, within one batch, by valid ones is a torn
+    /// tail, cut at open, not corruption (found in review).
+    #[test]
+    fn out_of_order_loss_inside_the_last_batch_is_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
+        let opts = SsdLogOptions { max_batch_bytes: 4096, preallocate_bytes: 0, ..Default::default() };
+        let lsns = write_records(&fs, dir.path(), &opts, 10);
+        let seg = dir.path().join(segment_name(StreamPos(0)));
+        let f = fs.open(&seg).unwrap();
+        // Damage record 7 (records are 144 bytes: 24 + 104 + 16).
+        f.write_at(SEGMENT_HEADER_BYTES + 7 * 144 + 30, &[0xEE; 8]).unwrap();
+        drop(f);
+        let (_, replay) = SsdLog::open(fs.clone(), dir.path(), opts.clone()).unwrap();
+        assert_eq!(replay.records.len(), 7);
+        assert_eq!(replay.end, StreamPos(lsns[6].0));
+        assert_eq!(
+            fs.open(&seg).unwrap().len().unwrap(),
+            SEGMENT_HEADER_BYTES + lsns[6].0,
+            "cut at the torn record"
+        );
+    }
+
+    #[test]
+    fn a_bad_record_far_before_valid_ones_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
+        let opts = SsdLogOptions { max_batch_bytes: 256, preallocate_bytes: 0, ..Default::default() };
+        write_records(&fs, dir.path(), &opts, 10);
+        let seg = dir.path().join(segment_name(StreamPos(0)));
+        fs.open(&seg).unwrap().write_at(SEGMENT_HEADER_BYTES + 144 + 30, &[0xEE; 8]).unwrap();
+        let err = SsdLog::open(fs, dir.path(), opts).err().expect("corruption");
+        assert!(err.is_corruption(), "{err}");
+    }
+
+    #[test]
+    fn failed_rotation_poisons_the_log() {
+        use strata_media::fs::{FailMode, FaultFs};
+        let fault = FaultFs::new();
+        let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
+        let opts = SsdLogOptions { preallocate_bytes: 0, ..Default::default() };
+        let (log, _) = SsdLog::open(fs.clone(), Path::new("/wal"), opts.clone()).unwrap();
+        log.append(RecordKind::Txn, TxnId(1), b"one").unwrap();
+        // Fail the new segment's header write (create, dir sync, preallocate, write).
+        fault.fail_at(fault.ops() + 4, FailMode::Once);
+        assert!(log.truncate_all().is_err());
+        assert!(matches!(log.append(RecordKind::Txn, TxnId(2), b"two"), Err(LogError::Poisoned(_))));
     }
 
     #[test]

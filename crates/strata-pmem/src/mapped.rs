@@ -3,10 +3,15 @@
 //! instructions, optional injected delays) and `msync` (persist = msync of the
 //! dirty pages). Also the anonymous mapping used by unit tests.
 //!
-//! The mapping is shared memory: other processes may map the same file, and
-//! concurrent writers to overlapping ranges get unspecified bytes. Callers
-//! coordinate writers (every structure in Strata gives each byte range a
-//! single writer); all bytes are plain data, so no value is ever invalid.
+//! The mapping is shared memory that several threads (and other processes)
+//! may access at once. Every access this type makes is an aligned 8-byte
+//! atomic access (relaxed for plain reads and writes, a compare-exchange
+//! merge for partial words), so concurrent overlapping reads and writes are
+//! races in the logical sense only, never undefined behaviour: a reader sees
+//! each word as some value that was stored to it. Callers still coordinate
+//! writers (each structure gives a byte range a single writer); all bytes are
+//! plain data, so no value is ever invalid. On x86-64 a relaxed 8-byte
+//! atomic load or store is an ordinary `mov`.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -17,7 +22,7 @@ use std::time::{Duration, Instant};
 use memmap2::{MmapMut, MmapRaw};
 
 use crate::error::PmemError;
-use crate::offset::CACHE_LINE_BYTES;
+use crate::offset::{CACHE_LINE_BYTES, WORD_BYTES};
 use crate::persist_insn::{detected_flush_instruction, flush_line, store_fence, FlushInstruction};
 
 /// How a mapped region makes stores durable.
@@ -53,10 +58,12 @@ pub(crate) struct MappedRegion {
 }
 
 // SAFETY: the mapping is owned by this struct for its whole life and the raw
-// pointer is only dereferenced inside bounds-checked methods; concurrent access
-// is the shared-memory discipline documented in the module comment.
+// pointer is only dereferenced inside bounds-checked methods.
 unsafe impl Send for MappedRegion {}
-// SAFETY: as above; `&self` methods never hand out references into the mapping.
+// SAFETY: every access through `&self` is an atomic access to an aligned
+// 8-byte word (see `word`), so sharing between threads cannot cause a data
+// race; the only references into the mapping are the `&AtomicU64`s `word`
+// returns, which never outlive `&self`.
 unsafe impl Sync for MappedRegion {}
 
 fn io_err(path: &Path, source: io::Error) -> PmemError {
@@ -72,7 +79,8 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
         .open(path)
         .map_err(|e| io_err(path, e))?;
     let existing = file.metadata().map_err(|e| io_err(path, e))?.len();
-    let len = existing.max(len);
+    // Whole 8-byte words, so every access is a word access inside the file.
+    let len = existing.max(len).next_multiple_of(WORD_BYTES);
     if existing < len {
         file.set_len(len).map_err(|e| io_err(path, e))?;
         file.sync_all().map_err(|e| io_err(path, e))?;
@@ -82,6 +90,7 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
 
 impl MappedRegion {
     pub(crate) fn anonymous(len: u64) -> Result<Self, PmemError> {
+        let len = len.next_multiple_of(WORD_BYTES);
         let mut map = MmapMut::map_anon(len as usize).map_err(|e| io_err(Path::new("<anonymous>"), e))?;
         let ptr = map.as_mut_ptr();
         Ok(Self::build(Mapping::Anonymous { _map: map }, ptr, len, PersistMethod::CacheLine, None))
@@ -152,27 +161,58 @@ impl MappedRegion {
         self.insn
     }
 
-    /// Copies `buf.len()` bytes from `offset` (bounds checked by the caller).
+    /// Copies `buf.len()` bytes from `offset` (bounds checked by the caller)
+    /// with one relaxed atomic load per word touched.
     pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) {
-        // SAFETY: the caller checked offset + buf.len() <= self.len, so the
-        // source lies inside the live mapping; `buf` is a distinct Rust
-        // allocation, so the ranges do not overlap; bytes are plain data.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset as usize), buf.as_mut_ptr(), buf.len()) }
+        let mut at = offset;
+        let mut done = 0;
+        while done < buf.len() {
+            let word_at = at & !(WORD_BYTES - 1);
+            let skip = (at - word_at) as usize;
+            let n = (8 - skip).min(buf.len() - done);
+            let bytes = self.word(word_at).load(Ordering::Relaxed).to_ne_bytes();
+            buf[done..done + n].copy_from_slice(&bytes[skip..skip + n]);
+            done += n;
+            at += n as u64;
+        }
     }
 
-    /// Copies `data` to `offset` (bounds checked by the caller).
+    /// Copies `data` to `offset` (bounds checked by the caller): whole words
+    /// with one relaxed atomic store each, partial words at the ends merged
+    /// with a compare-exchange so neighbouring bytes are never clobbered.
     pub(crate) fn write(&self, offset: u64, data: &[u8]) {
-        // SAFETY: the caller checked offset + data.len() <= self.len, so the
-        // destination lies inside the live, writable mapping; `data` is a
-        // distinct Rust allocation, so the ranges do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset as usize), data.len()) }
+        let mut at = offset;
+        let mut done = 0;
+        while done < data.len() {
+            let word_at = at & !(WORD_BYTES - 1);
+            let skip = (at - word_at) as usize;
+            let n = (8 - skip).min(data.len() - done);
+            let word = self.word(word_at);
+            if n == 8 {
+                let v = u64::from_ne_bytes(data[done..done + 8].try_into().expect("8 bytes"));
+                word.store(v, Ordering::Relaxed);
+            } else {
+                let part = &data[done..done + n];
+                let _ = word.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                    let mut bytes = old.to_ne_bytes();
+                    bytes[skip..skip + n].copy_from_slice(part);
+                    Some(u64::from_ne_bytes(bytes))
+                });
+            }
+            done += n;
+            at += n as u64;
+        }
     }
 
     fn word(&self, offset: u64) -> &AtomicU64 {
-        // SAFETY: the caller checked that offset is 8-byte aligned and
-        // offset + 8 <= self.len; the mapping is page aligned, so the address
+        debug_assert!(offset.is_multiple_of(WORD_BYTES) && offset + WORD_BYTES <= self.len);
+        // SAFETY: callers pass an 8-byte aligned offset with offset + 8 <=
+        // self.len (the region bounds-checks every range, and `len` is a
+        // whole number of words); the mapping is page aligned, so the address
         // is 8-byte aligned, and it stays mapped while `self` lives, which
-        // bounds the returned reference's lifetime.
+        // bounds the returned reference's lifetime. Every access to the
+        // mapping goes through such 8-byte atomics, never mixed with
+        // non-atomic or differently sized accesses, as `from_ptr` requires.
         unsafe { AtomicU64::from_ptr(self.ptr.add(offset as usize) as *mut u64) }
     }
 

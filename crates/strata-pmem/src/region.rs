@@ -331,6 +331,29 @@ mod tests {
     }
 
     #[test]
+    fn unaligned_writes_keep_neighbouring_bytes_even_when_concurrent() {
+        let r = Region::anonymous(4096).unwrap();
+        r.write(RegionOffset(0), &[0xAA; 32]);
+        r.write(RegionOffset(5), &[1, 2, 3]);
+        assert_eq!(r.read_vec(RegionOffset(3), 7), [0xAA, 0xAA, 1, 2, 3, 0xAA, 0xAA]);
+        // Two threads write alternate bytes of the same words: the
+        // compare-exchange merge must keep every byte of both.
+        std::thread::scope(|s| {
+            for parity in 0..2u64 {
+                let r = &r;
+                s.spawn(move || {
+                    for round in 0..200u8 {
+                        for i in (parity..512).step_by(2) {
+                            r.write(RegionOffset(1024 + i), &[round]);
+                        }
+                    }
+                });
+            }
+        });
+        assert!(r.read_vec(RegionOffset(1024), 512).iter().all(|b| *b == 199));
+    }
+
+    #[test]
     fn sim_region_reads_back_and_counts() {
         exercise(&Region::sim(4096));
     }

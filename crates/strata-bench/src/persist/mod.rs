@@ -114,12 +114,12 @@ impl PersistBudget {
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(self.rounds >= 1, "at least one round");
         anyhow::ensure!(
-            self.raw_area_bytes >= pmem::MEMCPY_CHUNK_BYTES && self.raw_area_bytes % 4096 == 0,
+            self.raw_area_bytes >= pmem::MEMCPY_CHUNK_BYTES && self.raw_area_bytes.is_multiple_of(4096),
             "raw area must be a multiple of 4096 bytes and hold a memcpy chunk of {} bytes",
             pmem::MEMCPY_CHUNK_BYTES
         );
         anyhow::ensure!(
-            self.log_capacity_bytes >= 4096 && self.log_capacity_bytes % 256 == 0,
+            self.log_capacity_bytes >= 4096 && self.log_capacity_bytes.is_multiple_of(256),
             "log capacity must be a multiple of 256 bytes, at least 4096"
         );
         Ok(())
@@ -180,7 +180,7 @@ struct Variant {
 }
 
 fn size_label(bytes: u64) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{}KiB", bytes / 1024)
     } else {
         format!("{bytes}B")

@@ -83,7 +83,7 @@ pub fn reproduce_fs_failure(
 fn run_captured(proto: &dyn FsCrashProtocol, seed: u64) -> (Vec<FsCrashPoint>, AckLog) {
     let fs = FaultFs::with_tear_seed(seed);
     let clock = fs.clone();
-    let acks = AckLog::new(move || clock.ops());
+    let acks = AckLog::new(move || clock.last_mutation_op());
     fs.capture_crash_points(true);
     proto.run(Arc::new(fs.clone()), &acks);
     fs.capture_crash_points(false);

@@ -17,6 +17,8 @@ const HEADER_BYTES: usize = 20;
 struct AppendLog {
     txns: u64,
     ack_before_sync: bool,
+    /// Reads the record back between the write and the acknowledgement.
+    read_before_ack: bool,
 }
 
 impl AppendLog {
@@ -92,6 +94,10 @@ impl FsCrashProtocol for AppendLog {
             let record = Self::encode(txn, &Self::payload(txn));
             file.write_at(offset, &record).expect("append");
             offset += record.len() as u64;
+            if self.read_before_ack {
+                let mut back = vec![0u8; record.len()];
+                file.read_exact_at(offset - record.len() as u64, &mut back).expect("read back");
+            }
             if self.ack_before_sync {
                 acks.ack(TxnId(txn));
                 file.sync_data().expect("fdatasync");
@@ -127,7 +133,7 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 #[test]
 fn sync_then_ack_passes_every_image() {
     for seed in [1u64, 2, 3] {
-        let proto = AppendLog { txns: 30, ack_before_sync: false };
+        let proto = AppendLog { txns: 30, ack_before_sync: false, read_before_ack: false };
         let report = run_fs_crashtest(&proto, &FsCrashConfig { seed, max_images: None });
         assert!(report.is_clean(), "seed {seed}: {} first failure {:?}", report.line(), report.first_failure);
         assert_eq!(report.crash_points, 2 + 2 * 30, "seed {seed}: create, sync_dir, then write+sync per txn");
@@ -143,7 +149,7 @@ fn sync_then_ack_passes_every_image() {
 #[test]
 fn ack_before_sync_is_caught_and_reproduces() {
     let seed = 11;
-    let proto = AppendLog { txns: 20, ack_before_sync: true };
+    let proto = AppendLog { txns: 20, ack_before_sync: true, read_before_ack: false };
     let report = run_fs_crashtest(&proto, &FsCrashConfig { seed, max_images: None });
     assert!(report.counts.lost > 0, "seed {seed}: {}", report.line());
     let failure = report.first_failure.clone().unwrap_or_else(|| panic!("seed {seed}: no failure recorded"));
@@ -154,9 +160,20 @@ fn ack_before_sync_is_caught_and_reproduces() {
     assert_eq!(why.as_deref(), Some(failure.description.as_str()), "{failure}");
 }
 
+/// Regression: acknowledgements were stamped with the count of all
+/// operations, so a read between the write and an early acknowledgement moved
+/// the stamp past the crash point that must hold the transaction.
+#[test]
+fn ack_before_sync_is_caught_with_a_read_in_between() {
+    let seed = 12;
+    let proto = AppendLog { txns: 10, ack_before_sync: true, read_before_ack: true };
+    let report = run_fs_crashtest(&proto, &FsCrashConfig { seed, max_images: None });
+    assert!(report.counts.lost > 0, "seed {seed}: {}", report.line());
+}
+
 #[test]
 fn max_images_spreads_over_points() {
-    let proto = AppendLog { txns: 20, ack_before_sync: true };
+    let proto = AppendLog { txns: 20, ack_before_sync: true, read_before_ack: false };
     let all = run_fs_crashtest(&proto, &FsCrashConfig { seed: 5, max_images: None });
     let capped = run_fs_crashtest(&proto, &FsCrashConfig { seed: 5, max_images: Some(25) });
     assert_eq!(capped.images, 25, "{}", capped.line());

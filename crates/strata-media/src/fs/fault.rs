@@ -107,6 +107,8 @@ impl Tree {
 
 struct State {
     ops: u64,
+    /// The last successful mutating operation (what a crash point after it sees).
+    last_mutation: u64,
     faults: Vec<(u64, FailMode)>,
     tree: Tree,
     capture: bool,
@@ -158,7 +160,15 @@ impl FaultFs {
     }
 
     pub(crate) fn from_tree(tree: Tree, tear_seed: u64) -> Self {
-        let state = State { ops: 0, faults: Vec::new(), tree, capture: false, points: Vec::new(), tear_seed };
+        let state = State {
+            ops: 0,
+            last_mutation: 0,
+            faults: Vec::new(),
+            tree,
+            capture: false,
+            points: Vec::new(),
+            tear_seed,
+        };
         FaultFs { state: Arc::new(Mutex::new(state)) }
     }
 
@@ -166,6 +176,14 @@ impl FaultFs {
     /// the one after which `ops()` returns `n`.
     pub fn ops(&self) -> u64 {
         self.state.lock().ops
+    }
+
+    /// The index of the last successful mutating operation: the crash point
+    /// that shows the state a caller sees now. Acknowledgements are stamped
+    /// with this, not with [`FaultFs::ops`], so reads between a write and an
+    /// acknowledgement cannot move the stamp past the point that must hold it.
+    pub fn last_mutation_op(&self) -> u64 {
+        self.state.lock().last_mutation
     }
 
     /// Makes operation `op_index` fail (see [`FaultFs::ops`] for numbering):
@@ -220,6 +238,9 @@ impl FaultFs {
             return Err(io::Error::other(format!("injected fault at operation {op} ({what})")));
         }
         let out = body(&mut state.tree, op)?;
+        if mutating {
+            state.last_mutation = op;
+        }
         if mutating && state.capture {
             let point = FsCrashPoint::new(op, state.tree.clone(), state.tear_seed);
             state.points.push(point);

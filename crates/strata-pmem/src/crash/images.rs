@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::offset::CACHE_LINE_BYTES;
 use crate::sim::SimOpKind;
 
 /// A word whose post-crash value is not determined.
@@ -67,8 +68,10 @@ impl CrashPoint {
     ///
     /// Exhaustive: a mixed-radix decomposition of `index`. Sampled: image 0
     /// keeps every old value, image 1 takes every newest value, and each later
-    /// image draws a probability `p` and takes a new value for each word with
-    /// probability `p`, so both mostly-old and mostly-new images occur.
+    /// image draws a probability `p`; even images take a new value for each
+    /// word with probability `p`, odd images take each cache line's newest
+    /// values with probability `p`. So mostly-old, mostly-new and line-granular
+    /// images all occur. Pass `exhaustive_limit = 0` to force sampling.
     pub fn image(&self, exhaustive_limit: u64, seed: u64, index: u64) -> Vec<u8> {
         let mut image = self.persistent.as_ref().clone();
         let mut put = |w: &UncertainWord, v: u64| {
@@ -88,9 +91,28 @@ impl CrashPoint {
         } else if index > 1 {
             let mut rng = ChaCha8Rng::seed_from_u64(image_seed(seed, self.index, index));
             let p: f64 = rng.gen();
-            for w in &self.uncertain {
-                if rng.gen_bool(p) {
-                    put(w, w.value(rng.gen_range(1..w.choices())));
+            if index.is_multiple_of(2) {
+                // Words independently: a line may be half written back.
+                for w in &self.uncertain {
+                    if rng.gen_bool(p) {
+                        put(w, w.value(rng.gen_range(1..w.choices())));
+                    }
+                }
+            } else {
+                // Whole cache lines: a line is written back with all of its
+                // newest words or none, as eviction usually does; this finds
+                // "this line reached media, that one did not" orderings that
+                // per-word draws over many words almost never produce.
+                let mut line = u64::MAX;
+                let mut take = false;
+                for w in &self.uncertain {
+                    if w.word_offset / CACHE_LINE_BYTES != line {
+                        line = w.word_offset / CACHE_LINE_BYTES;
+                        take = rng.gen_bool(p);
+                    }
+                    if take {
+                        put(w, *w.new_values.last().expect("uncertain word has a new value"));
+                    }
                 }
             }
         }

@@ -75,9 +75,10 @@ fn check_image(
     point: &CrashPoint,
     acks: &AckLog,
     cfg: &PmemCrashConfig,
+    exhaustive_limit: u64,
     image: u64,
 ) -> (OracleCounts, Option<String>) {
-    let region = Arc::new(Region::sim_from_image(point.image(cfg.exhaustive_limit, cfg.seed, image)));
+    let region = Arc::new(Region::sim_from_image(point.image(exhaustive_limit, cfg.seed, image)));
     let acked = acks.acked_by(point.op);
     match proto.recover_and_check(&region, &acked) {
         Ok(v) => v,
@@ -86,20 +87,28 @@ fn check_image(
 }
 
 /// Per-point image counts after applying `max_images` (every point keeps at
-/// least its all-old image).
-fn plan(points: &[CrashPoint], cfg: &PmemCrashConfig) -> Vec<u64> {
-    let mut counts: Vec<u64> =
-        points.iter().map(|p| p.planned_images(cfg.exhaustive_limit, cfg.samples_per_point)).collect();
+/// least its all-old image), and the exhaustive limit each point is checked
+/// with: a point cut below its full enumeration is sampled instead, so the
+/// cut does not leave its high-offset words always old.
+fn plan(points: &[CrashPoint], cfg: &PmemCrashConfig) -> Vec<(u64, u64)> {
+    let mut plan: Vec<(u64, u64)> = points
+        .iter()
+        .map(|p| (p.planned_images(cfg.exhaustive_limit, cfg.samples_per_point), cfg.exhaustive_limit))
+        .collect();
     if let Some(max) = cfg.max_images {
-        let total: u64 = counts.iter().sum();
+        let total: u64 = plan.iter().map(|(c, _)| c).sum();
         if total > max {
             let scale = max as f64 / total as f64;
-            for c in &mut counts {
-                *c = ((*c as f64 * scale).floor() as u64).max(1);
+            for (c, limit) in &mut plan {
+                let cut = ((*c as f64 * scale).floor() as u64).max(1);
+                if cut < *c {
+                    *c = cut;
+                    *limit = 0;
+                }
             }
         }
     }
-    counts
+    plan
 }
 
 /// Crashes `proto` at every flush and fence and checks every planned image.
@@ -114,8 +123,9 @@ pub fn run_pmem_crashtest(proto: &dyn PmemCrashProtocol, cfg: &PmemCrashConfig) 
                 s.spawn(move || {
                     let mut report = CrashReport::new(&proto.name(), "pmem");
                     for (p, point) in points.iter().enumerate().skip(t).step_by(threads) {
-                        for image in 0..counts[p] {
-                            let (c, why) = check_image(proto, point, acks, cfg, image);
+                        let (count, exhaustive_limit) = counts[p];
+                        for image in 0..count {
+                            let (c, why) = check_image(proto, point, acks, cfg, exhaustive_limit, image);
                             report.record(cfg.seed, point.index, image, c, why);
                         }
                     }
@@ -146,6 +156,7 @@ pub fn reproduce_pmem_failure(
     image: u64,
 ) -> (OracleCounts, Option<String>) {
     let (points, acks) = captured_points(proto);
-    let point = points.iter().find(|p| p.index == point).expect("crash point index out of range");
-    check_image(proto, point, &acks, cfg, image)
+    let limits = plan(&points, cfg);
+    let p = points.iter().position(|p| p.index == point).expect("crash point index out of range");
+    check_image(proto, &points[p], &acks, cfg, limits[p].1, image)
 }

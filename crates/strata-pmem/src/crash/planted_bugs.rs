@@ -39,6 +39,9 @@ enum SlotBug {
     MissingFence,
     /// Writes payload and commit word, flushes both, one fence: unordered.
     FlagInSameBatch,
+    /// Flushes the payload, then stores the commit word before the fence: the
+    /// word may be evicted to media before the payload's write-back completes.
+    FlagBeforeFence,
 }
 
 struct SlotLog(SlotBug);
@@ -69,6 +72,12 @@ impl PmemCrashProtocol for SlotLog {
                     r.store_u64(slot, t | VALID);
                     r.flush(slot, SLOT_BYTES);
                     r.fence();
+                }
+                SlotBug::FlagBeforeFence => {
+                    r.flush(slot + 8, PAYLOAD_BYTES as u64);
+                    r.store_u64(slot, t | VALID);
+                    r.fence();
+                    r.persist(slot, 8);
                 }
             }
             acks.ack(TxnId(t));
@@ -185,6 +194,14 @@ fn planted_flag_in_same_batch_is_caught_as_partial() {
     let report = run_pmem_crashtest(&SlotLog(SlotBug::FlagInSameBatch), &cfg());
     assert!(report.counts.partial > 0, "{}", report.line());
     assert_eq!(report.counts.lost, 0, "{}", report.line());
+}
+
+/// Regression: the simulator once took crash points only after flushes and
+/// fences, so a store between a flush and its fence always looked ordered.
+#[test]
+fn planted_flag_stored_before_the_fence_is_caught_as_partial() {
+    let report = run_pmem_crashtest(&SlotLog(SlotBug::FlagBeforeFence), &cfg());
+    assert!(report.counts.partial > 0, "{}", report.line());
 }
 
 #[test]
