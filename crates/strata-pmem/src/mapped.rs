@@ -161,47 +161,63 @@ impl MappedRegion {
         self.insn
     }
 
+    /// Splits `[offset, offset + len)` into a partial first word, whole
+    /// words, and a partial last word: the byte counts of each part.
+    fn split(offset: u64, len: usize) -> (usize, usize, usize) {
+        let head = ((WORD_BYTES - offset % WORD_BYTES) % WORD_BYTES).min(len as u64) as usize;
+        let body = (len - head) / 8 * 8;
+        (head, body, len - head - body)
+    }
+
     /// Copies `buf.len()` bytes from `offset` (bounds checked by the caller)
     /// with one relaxed atomic load per word touched.
     pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) {
-        let mut at = offset;
-        let mut done = 0;
-        while done < buf.len() {
-            let word_at = at & !(WORD_BYTES - 1);
-            let skip = (at - word_at) as usize;
-            let n = (8 - skip).min(buf.len() - done);
-            let bytes = self.word(word_at).load(Ordering::Relaxed).to_ne_bytes();
-            buf[done..done + n].copy_from_slice(&bytes[skip..skip + n]);
-            done += n;
-            at += n as u64;
+        let (head, body, tail) = Self::split(offset, buf.len());
+        if head > 0 {
+            self.read_partial(offset, &mut buf[..head]);
         }
+        let words_at = offset + head as u64;
+        for (i, chunk) in buf[head..head + body].chunks_exact_mut(8).enumerate() {
+            let v = self.word(words_at + 8 * i as u64).load(Ordering::Relaxed);
+            chunk.copy_from_slice(&v.to_ne_bytes());
+        }
+        if tail > 0 {
+            self.read_partial(words_at + body as u64, &mut buf[head + body..]);
+        }
+    }
+
+    fn read_partial(&self, offset: u64, buf: &mut [u8]) {
+        let skip = (offset % WORD_BYTES) as usize;
+        let bytes = self.word(offset - skip as u64).load(Ordering::Relaxed).to_ne_bytes();
+        buf.copy_from_slice(&bytes[skip..skip + buf.len()]);
     }
 
     /// Copies `data` to `offset` (bounds checked by the caller): whole words
     /// with one relaxed atomic store each, partial words at the ends merged
     /// with a compare-exchange so neighbouring bytes are never clobbered.
     pub(crate) fn write(&self, offset: u64, data: &[u8]) {
-        let mut at = offset;
-        let mut done = 0;
-        while done < data.len() {
-            let word_at = at & !(WORD_BYTES - 1);
-            let skip = (at - word_at) as usize;
-            let n = (8 - skip).min(data.len() - done);
-            let word = self.word(word_at);
-            if n == 8 {
-                let v = u64::from_ne_bytes(data[done..done + 8].try_into().expect("8 bytes"));
-                word.store(v, Ordering::Relaxed);
-            } else {
-                let part = &data[done..done + n];
-                let _ = word.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                    let mut bytes = old.to_ne_bytes();
-                    bytes[skip..skip + n].copy_from_slice(part);
-                    Some(u64::from_ne_bytes(bytes))
-                });
-            }
-            done += n;
-            at += n as u64;
+        let (head, body, tail) = Self::split(offset, data.len());
+        if head > 0 {
+            self.write_partial(offset, &data[..head]);
         }
+        let words_at = offset + head as u64;
+        for (i, chunk) in data[head..head + body].chunks_exact(8).enumerate() {
+            let v = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+            self.word(words_at + 8 * i as u64).store(v, Ordering::Relaxed);
+        }
+        if tail > 0 {
+            self.write_partial(words_at + body as u64, &data[head + body..]);
+        }
+    }
+
+    fn write_partial(&self, offset: u64, part: &[u8]) {
+        let skip = (offset % WORD_BYTES) as usize;
+        let word = self.word(offset - skip as u64);
+        let _ = word.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+            let mut bytes = old.to_ne_bytes();
+            bytes[skip..skip + part.len()].copy_from_slice(part);
+            Some(u64::from_ne_bytes(bytes))
+        });
     }
 
     fn word(&self, offset: u64) -> &AtomicU64 {

@@ -354,6 +354,27 @@ mod tests {
     }
 
     #[test]
+    fn random_reads_and_writes_match_a_byte_vector_model() {
+        use rand::{Rng, SeedableRng};
+        let seed = 0x5eed_0e61;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let r = Region::anonymous(1024).unwrap();
+        let mut model = vec![0u8; 1024];
+        for step in 0..2000 {
+            let at = rng.gen_range(0..1024usize);
+            let len = rng.gen_range(0..=(1024 - at).min(40));
+            if rng.gen_bool(0.5) {
+                let data: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                r.write(RegionOffset(at as u64), &data);
+                model[at..at + len].copy_from_slice(&data);
+            } else {
+                let got = r.read_vec(RegionOffset(at as u64), len);
+                assert_eq!(got, &model[at..at + len], "seed {seed:#x} step {step}: read {len} at {at}");
+            }
+        }
+    }
+
+    #[test]
     fn sim_region_reads_back_and_counts() {
         exercise(&Region::sim(4096));
     }
