@@ -2,7 +2,8 @@
 //!
 //! Region layout: a checkpoint word at offset 0 (the highest transaction a
 //! checkpoint covers, one failure-atomic persisted store), the log at 256.
-//! The workload commits `txns` transactions with seeded payloads, and every
+//! The workload commits `txns` transactions with seeded payloads (reopening
+//! the log half-way, as a restart does), and every
 //! `checkpoint_every` transactions checkpoints: persists the checkpoint word,
 //! then truncates the log (the order that makes truncation safe). The ring is
 //! small so it wraps several times, exercising pad records and lap skips.
@@ -59,9 +60,15 @@ impl PmemCrashProtocol for SerialPmemCrash {
     }
 
     fn run(&self, region: &Arc<Region>, acks: &AckLog) {
-        let log = SerialLog::create_pmem(region.clone(), LOG_BASE, self.log_capacity_bytes, self.align_bytes)
-            .expect("format log");
+        let mut log =
+            SerialLog::create_pmem(region.clone(), LOG_BASE, self.log_capacity_bytes, self.align_bytes)
+                .expect("format log");
         for t in 1..=self.txns {
+            if t == self.txns / 2 {
+                // A clean restart mid-run: writing resumes where replay ended.
+                drop(log);
+                log = SerialLog::open_pmem(region.clone(), LOG_BASE).expect("reopen log").0;
+            }
             let p = payload(self.seed, t, self.max_payload_bytes);
             match log.commit(TxnId(t), &p) {
                 Ok(_) => acks.ack(TxnId(t)),

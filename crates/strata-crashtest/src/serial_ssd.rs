@@ -1,7 +1,8 @@
 //! Crash test of serial logging on SSD (group commit with fdatasync) against
 //! the fault-injecting file system.
 //!
-//! The workload commits `txns` transactions; every `checkpoint_every` it
+//! The workload commits `txns` transactions (reopening the log half-way, as a
+//! restart does); every `checkpoint_every` it
 //! checkpoints: writes `/db/CHECKPOINT` (the highest covered transaction)
 //! through a temporary file, fdatasync and a durable rename, then truncates
 //! the log (a new segment, the old one removed). Recovery reads the
