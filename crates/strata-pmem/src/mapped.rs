@@ -71,6 +71,7 @@ fn io_err(path: &Path, source: io::Error) -> PmemError {
 }
 
 fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
+    let created = !path.exists();
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -84,6 +85,11 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
     if existing < len {
         file.set_len(len).map_err(|e| io_err(path, e))?;
         file.sync_all().map_err(|e| io_err(path, e))?;
+    }
+    if created {
+        // The new file's directory entry must survive power loss too.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err(dir, e))?;
     }
     Ok((file, len))
 }
