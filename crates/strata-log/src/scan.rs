@@ -62,21 +62,37 @@ fn try_record(src: &dyn LogSource, pos: StreamPos) -> Result<LogRecord, String> 
     decode_record(&bytes, pos)
 }
 
+/// Bytes read at a time while searching past an invalid record.
+const SEARCH_CHUNK_BYTES: u64 = 64 << 10;
+
 /// Whether any valid record lies after the invalid one at `bad`, beyond the
-/// source's tail window.
+/// source's tail window. Every open ends at an invalid record (zeroes or a
+/// stale lap at the least), so this reads the rest of the log in large
+/// chunks and decodes only where the record magic appears.
 fn valid_record_after(src: &dyn LogSource, bad: StreamPos) -> Option<StreamPos> {
     let step = src.search_step();
+    let magic = RECORD_MAGIC.to_le_bytes();
     let mut q = StreamPos(bad.0 + step.max(src.tail_window()));
     while q < src.limit() {
         q = src.next_start(q);
         if q >= src.limit() {
             break;
         }
-        let magic = src.read(q, 4);
-        if magic.as_deref() == Some(&RECORD_MAGIC.to_le_bytes()[..]) && try_record(src, q).is_ok() {
-            return Some(q);
+        let len = SEARCH_CHUNK_BYTES.min(src.room(q));
+        if len < magic.len() as u64 {
+            q = StreamPos(q.0 + step);
+            continue;
         }
-        q = StreamPos(q.0 + step);
+        let chunk = src.read(q, len)?;
+        let mut at = 0u64;
+        while at + magic.len() as u64 <= len {
+            let i = at as usize;
+            if chunk[i..i + magic.len()] == magic && try_record(src, StreamPos(q.0 + at)).is_ok() {
+                return Some(StreamPos(q.0 + at));
+            }
+            at += step;
+        }
+        q = StreamPos(q.0 + at);
     }
     None
 }
