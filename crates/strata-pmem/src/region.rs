@@ -327,7 +327,10 @@ mod tests {
 
     #[test]
     fn anonymous_region_reads_back_and_counts() {
-        exercise(&Region::anonymous(4096).unwrap());
+        let r = Region::anonymous(4096).unwrap();
+        exercise(&r);
+        assert_eq!(r.mode(), PmemMode::Emulated);
+        assert_eq!(r.read_vec(RegionOffset(100), 5), b"hello");
     }
 
     #[test]
@@ -376,7 +379,11 @@ mod tests {
 
     #[test]
     fn sim_region_reads_back_and_counts() {
-        exercise(&Region::sim(4096));
+        let r = Region::sim(4096);
+        exercise(&r);
+        assert_eq!(r.mode(), PmemMode::Sim);
+        let image = r.as_sim().unwrap().persistent_image();
+        assert_eq!(&image[100..105], b"hello", "persisted by exercise()");
     }
 
     #[test]
