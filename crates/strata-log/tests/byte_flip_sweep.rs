@@ -222,28 +222,28 @@ fn write_pmem_log(capacity_bytes: u64, align_bytes: u64) -> Written {
     Written { image, history: live.clone(), live, head_word: HEAD_WORD }
 }
 
-#[test]
-fn pmem_serial_log_every_byte_flip_is_detected_or_a_valid_prefix() {
-    let log = write_pmem_log(4096, 8);
+/// Sweeps a freshly written PMem serial log with records at `align_bytes`.
+/// The head word must never move replay: its check bits catch every flip
+/// (with 256-byte alignment a flipped bit of an unchecked zero head would land
+/// on a record start).
+fn sweep_fresh_pmem_log(align_bytes: u64) -> Counts {
+    let log = write_pmem_log(4096, align_bytes);
     let end = DATA_AREA_OFFSET as usize + log.live.last().unwrap().lsn.0 as usize;
     let counts = sweep(&log, 0..end + SLACK_BYTES, open_pmem_image);
-    report("pmem, 8-byte alignment", &counts);
-    // No packed record end is a power of two, so no single-bit flip of the
-    // zero head word lands on a record boundary here.
+    report(&format!("pmem, {align_bytes}-byte alignment"), &counts);
+    counts
+}
+
+#[test]
+fn pmem_serial_log_every_byte_flip_is_detected_or_a_valid_prefix() {
+    let counts = sweep_fresh_pmem_log(8);
     assert_eq!(counts.head_word_moved, 0);
 }
 
-/// Every record starts on its own 256-byte media block (`align` 256): then
-/// single-bit flips of the zero head word to 256, 512, ... land on record
-/// starts, and the known gap shows.
+/// Every record starts on its own 256-byte media block (`align` 256).
 #[test]
 fn pmem_serial_log_256_aligned_every_byte_flip_is_detected_or_a_valid_prefix() {
-    let log = write_pmem_log(4096, 256);
-    let end = DATA_AREA_OFFSET as usize + log.live.last().unwrap().lsn.0 as usize;
-    let counts = sweep(&log, 0..end + SLACK_BYTES, open_pmem_image);
-    report("pmem, 256-byte alignment", &counts);
-    // With 256-byte alignment a flipped head bit used to land on a record
-    // start; the head word's check bits now catch every such flip.
+    let counts = sweep_fresh_pmem_log(256);
     assert_eq!(counts.head_word_moved, 0);
 }
 
