@@ -47,6 +47,7 @@ use strata_media::{AckLog, OracleCounts, TxnId};
 
 use super::{Halloc, HallocConfig, ObjectId, PoolId, PoolSpec, VolatileAllocator, ZoneId};
 use crate::crash::PmemCrashProtocol;
+use crate::error::PmemError;
 use crate::offset::{RegionOffset, WORD_BYTES};
 use crate::region::Region;
 
@@ -403,36 +404,24 @@ impl HallocCrashProtocol {
             }
         };
         // Application restart: drop references that fail `check`.
-        let mut objects: Vec<Option<ObjectId>> = vec![None; OBJECT_SLOTS];
-        for (s, owned) in objects.iter_mut().enumerate() {
-            let raw = r.load_u64(object_slot(s));
-            if raw == 0 {
-                continue;
-            }
-            match h.object_id_from_raw(raw - 1) {
-                Ok(id) if h.check(id) => *owned = Some(id),
-                Ok(_) => r.store_u64_persist(object_slot(s), 0),
-                Err(e) => {
-                    counts.partial += 1;
-                    note(&mut why, format!("object slot {s}: {e}"));
-                }
-            }
-        }
-        let mut zones: Vec<Option<ZoneId>> = vec![None; ZONE_SLOTS];
-        for (s, owned) in zones.iter_mut().enumerate() {
-            let raw = r.load_u64(zone_slot(s));
-            if raw == 0 {
-                continue;
-            }
-            match h.zone_id_from_raw(raw - 1) {
-                Ok(z) if h.check_zone(z) => *owned = Some(z),
-                Ok(_) => r.store_u64_persist(zone_slot(s), 0),
-                Err(e) => {
-                    counts.partial += 1;
-                    note(&mut why, format!("zone slot {s}: {e}"));
-                }
-            }
-        }
+        let objects = reload_owner_slots(
+            r,
+            OBJECT_SLOTS,
+            object_slot,
+            |raw| h.object_id_from_raw(raw),
+            |id| h.check(id),
+            &mut counts,
+            &mut why,
+        );
+        let zones = reload_owner_slots(
+            r,
+            ZONE_SLOTS,
+            zone_slot,
+            |raw| h.zone_id_from_raw(raw),
+            |z| h.check_zone(z),
+            &mut counts,
+            &mut why,
+        );
 
         // Expected owner tables: `must` after the acknowledged operations,
         // `may` after the one in flight.
@@ -540,6 +529,37 @@ impl HallocCrashProtocol {
 
 /// Allocator accounting of one pool: every object is free exactly once, or
 /// committed and owned by exactly one slot (`partial` otherwise).
+/// The application's restart step for one owner table: reads every slot
+/// (an id + 1, 0 = empty), keeps the ids that pass Halloc's `check`, clears
+/// (persistently) the ones that fail it, and counts undecodable ids as
+/// partial.
+fn reload_owner_slots<Id: Copy>(
+    r: &Region,
+    slots: usize,
+    slot_offset: fn(usize) -> RegionOffset,
+    from_raw: impl Fn(u64) -> Result<Id, PmemError>,
+    committed: impl Fn(Id) -> bool,
+    counts: &mut OracleCounts,
+    why: &mut Option<String>,
+) -> Vec<Option<Id>> {
+    let mut owned = vec![None; slots];
+    for (s, owner) in owned.iter_mut().enumerate() {
+        let raw = r.load_u64(slot_offset(s));
+        if raw == 0 {
+            continue;
+        }
+        match from_raw(raw - 1) {
+            Ok(id) if committed(id) => *owner = Some(id),
+            Ok(_) => r.store_u64_persist(slot_offset(s), 0),
+            Err(e) => {
+                counts.partial += 1;
+                why.get_or_insert(format!("slot {s} at {}: {e}", slot_offset(s)));
+            }
+        }
+    }
+    owned
+}
+
 fn account(
     kind: &str,
     count: u64,
