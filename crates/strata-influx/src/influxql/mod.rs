@@ -1,0 +1,1 @@
+//! InfluxQL (being written).

@@ -1,0 +1,5 @@
+//! InfluxDB compatibility layer: line protocol in, InfluxQL queries and
+//! InfluxDB 1.x-shaped JSON out. Works over any `strata_series::SeriesStore`.
+
+pub mod influxql;
+pub mod line_protocol;

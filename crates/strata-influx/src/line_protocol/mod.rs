@@ -1,0 +1,1 @@
+//! Line protocol (being written).

@@ -1,0 +1,1 @@
+//! Block files (being written).

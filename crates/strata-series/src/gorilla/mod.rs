@@ -1,0 +1,1 @@
+//! Gorilla codec (being written).

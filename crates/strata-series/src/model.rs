@@ -1,0 +1,147 @@
+//! The series data model (DESIGN.md section 4, InfluxDB line protocol):
+//! points, field values and types, series keys and ids, time ranges.
+//! Everything above the series engine (line protocol, InfluxQL, server,
+//! benchmarks) speaks these types.
+
+use std::fmt;
+
+/// Nanoseconds since the Unix epoch (line protocol's default precision).
+pub type TimestampNs = i64;
+
+/// Identifies one series (measurement + sorted tags + field key) within the
+/// engine; assigned in creation order, never reused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SeriesId(pub u64);
+
+impl fmt::Display for SeriesId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "S{}", self.0)
+    }
+}
+
+/// The type of a field; fixed at its first write per (database, measurement, field).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FieldType {
+    Float,
+    Integer,
+    Unsigned,
+    Boolean,
+    String,
+}
+
+impl FieldType {
+    /// Stable one-byte code used in on-media formats.
+    pub fn code(self) -> u8 {
+        match self {
+            FieldType::Float => 1,
+            FieldType::Integer => 2,
+            FieldType::Unsigned => 3,
+            FieldType::Boolean => 4,
+            FieldType::String => 5,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<FieldType> {
+        Some(match code {
+            1 => FieldType::Float,
+            2 => FieldType::Integer,
+            3 => FieldType::Unsigned,
+            4 => FieldType::Boolean,
+            5 => FieldType::String,
+            _ => return None,
+        })
+    }
+
+    /// The name InfluxDB uses in `SHOW FIELD KEYS`.
+    pub fn influx_name(self) -> &'static str {
+        match self {
+            FieldType::Float => "float",
+            FieldType::Integer => "integer",
+            FieldType::Unsigned => "unsigned",
+            FieldType::Boolean => "boolean",
+            FieldType::String => "string",
+        }
+    }
+}
+
+/// One field value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldValue {
+    Float(f64),
+    Integer(i64),
+    Unsigned(u64),
+    Boolean(bool),
+    String(String),
+}
+
+impl FieldValue {
+    pub fn field_type(&self) -> FieldType {
+        match self {
+            FieldValue::Float(_) => FieldType::Float,
+            FieldValue::Integer(_) => FieldType::Integer,
+            FieldValue::Unsigned(_) => FieldType::Unsigned,
+            FieldValue::Boolean(_) => FieldType::Boolean,
+            FieldValue::String(_) => FieldType::String,
+        }
+    }
+
+    /// Bit-exact equality (NaN payloads and -0.0 compare by bits).
+    pub fn same_bits(&self, other: &FieldValue) -> bool {
+        match (self, other) {
+            (FieldValue::Float(a), FieldValue::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => self == other,
+        }
+    }
+}
+
+/// One line of line protocol: measurement, tag set (sorted by key, keys
+/// unique), field set (at least one field, keys unique), timestamp.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub measurement: String,
+    pub tags: Vec<(String, String)>,
+    pub fields: Vec<(String, FieldValue)>,
+    pub timestamp_ns: TimestampNs,
+}
+
+/// A series key without its database: measurement + sorted tags + field key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SeriesKey {
+    pub measurement: String,
+    pub tags: Vec<(String, String)>,
+    pub field: String,
+}
+
+impl fmt::Display for SeriesKey {
+    /// Line-protocol style: `cpu,host=a#usage`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.measurement)?;
+        for (k, v) in &self.tags {
+            write!(f, ",{k}={v}")?;
+        }
+        write!(f, "#{}", self.field)
+    }
+}
+
+/// An inclusive time range `[min_ns, max_ns]`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TimeRange {
+    pub min_ns: TimestampNs,
+    pub max_ns: TimestampNs,
+}
+
+impl TimeRange {
+    pub const ALL: TimeRange = TimeRange { min_ns: i64::MIN, max_ns: i64::MAX };
+
+    pub fn contains(&self, t: TimestampNs) -> bool {
+        self.min_ns <= t && t <= self.max_ns
+    }
+
+    pub fn overlaps(&self, min_ns: TimestampNs, max_ns: TimestampNs) -> bool {
+        self.min_ns <= max_ns && min_ns <= self.max_ns
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.min_ns > self.max_ns
+    }
+}

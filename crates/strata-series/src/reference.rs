@@ -1,0 +1,1 @@
+//! Reference model (being written).

@@ -1,0 +1,59 @@
+//! The interface the query and write paths use: one trait, implemented by
+//! the durable [`crate::SeriesEngine`] and by simple in-memory models in
+//! tests. Each call is one consistent snapshot or one transaction.
+
+use crate::error::EngineError;
+use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
+
+/// One series as the index knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesInfo {
+    pub id: SeriesId,
+    pub measurement: String,
+    /// Sorted by key.
+    pub tags: Vec<(String, String)>,
+    pub field: String,
+    pub field_type: FieldType,
+}
+
+/// Result of one write request (one transaction).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriteOutcome {
+    /// Points (lines) committed together in one transaction.
+    pub points_written: usize,
+    /// Field values committed.
+    pub values_written: usize,
+    /// Points rejected, by index into the request, with the reason (e.g. a
+    /// field type conflict). Rejected points are not part of the transaction.
+    pub rejected: Vec<(usize, String)>,
+}
+
+pub trait SeriesStore: Send + Sync {
+    /// Database names, sorted.
+    fn databases(&self) -> Vec<String>;
+    /// Creates a database (no error if it exists).
+    fn create_database(&self, name: &str) -> Result<(), EngineError>;
+    /// Measurement names of a database, sorted.
+    fn measurements(&self, db: &str) -> Result<Vec<String>, EngineError>;
+    /// Every series of a measurement, sorted by (tags, field).
+    fn series(&self, db: &str, measurement: &str) -> Result<Vec<SeriesInfo>, EngineError>;
+    /// Points of each series in `ids` within `range`, sorted by time, one
+    /// value per timestamp (the latest write wins), from one snapshot: a
+    /// concurrent write is wholly visible or not at all.
+    fn read(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError>;
+    /// Writes `points` as one transaction and returns once it is durable
+    /// under the configured commit protocol. Points whose field type
+    /// conflicts with the established type are rejected (listed in the
+    /// outcome); the rest commit together.
+    fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError>;
+    /// Deletes the points of `ids` within `range` (one transaction); returns
+    /// how many series it touched.
+    fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError>;
+    /// Removes a measurement, its series and their data (one transaction).
+    fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError>;
+}

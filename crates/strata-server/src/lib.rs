@@ -1,0 +1,1 @@
+//! HTTP server (being written).
