@@ -20,5 +20,5 @@ pub mod ssd_log;
 pub use error::LogError;
 pub use lsn::{Lsn, StreamPos};
 pub use record::{LogRecord, RecordKind};
-pub use serial::{CommitLog, SerialLog};
+pub use serial::{CommitLog, NoLog, SerialLog};
 pub use strata_media::TxnId;

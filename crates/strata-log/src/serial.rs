@@ -32,6 +32,22 @@ pub trait CommitLog: Send + Sync {
     fn name(&self) -> &'static str;
     /// Logs one transaction and returns once it may be acknowledged.
     fn commit(&self, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError>;
+    /// Places a transaction in the log order and returns its LSN, possibly
+    /// before it is durable; [`CommitLog::wait`] returns once it is. A caller
+    /// that serializes its submits fixes the replay order while group commit
+    /// still shares one device sync among concurrent waiters. By default the
+    /// submit is the whole commit.
+    fn submit(&self, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
+        self.commit(txn, payload)
+    }
+    /// Returns once the submitted transaction at `lsn` is durable.
+    fn wait(&self, lsn: Lsn) -> Result<(), LogError> {
+        let _ = lsn;
+        Ok(())
+    }
+    /// The stream position just past the last submitted record: the LSN a
+    /// checkpoint taken now covers.
+    fn end(&self) -> Lsn;
     /// Frees the log: a checkpoint covers everything committed so far.
     fn truncate_all(&self) -> Result<(), LogError>;
 }
@@ -115,6 +131,27 @@ impl CommitLog for SerialLog {
         }
     }
 
+    fn submit(&self, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
+        match &self.device {
+            Device::Pmem { .. } => self.commit(txn, payload),
+            Device::Ssd(log) => log.enqueue(RecordKind::Txn, txn, payload),
+        }
+    }
+
+    fn wait(&self, lsn: Lsn) -> Result<(), LogError> {
+        match &self.device {
+            Device::Pmem { .. } => Ok(()),
+            Device::Ssd(log) => log.wait_durable(lsn),
+        }
+    }
+
+    fn end(&self) -> Lsn {
+        match &self.device {
+            Device::Pmem { log, .. } => Lsn(log.tail().0),
+            Device::Ssd(log) => Lsn(log.end().0),
+        }
+    }
+
     fn truncate_all(&self) -> Result<(), LogError> {
         match &self.device {
             Device::Pmem { log, commit_lock } => {
@@ -124,6 +161,39 @@ impl CommitLog for SerialLog {
             }
             Device::Ssd(log) => log.truncate_all(),
         }
+    }
+}
+
+/// The "no logging" variant: nothing is persisted, so only checkpointed data
+/// survives a crash (the papers' upper bound on throughput).
+#[derive(Default)]
+pub struct NoLog {
+    next_lsn: std::sync::atomic::AtomicU64,
+}
+
+impl NoLog {
+    /// A no-op log whose LSNs continue after `start` (a checkpoint's LSN).
+    pub fn starting_at(start: Lsn) -> NoLog {
+        NoLog { next_lsn: std::sync::atomic::AtomicU64::new(start.0) }
+    }
+}
+
+impl CommitLog for NoLog {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn commit(&self, _txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
+        let len = crate::record::record_len(payload.len() as u64);
+        Ok(Lsn(self.next_lsn.fetch_add(len, std::sync::atomic::Ordering::Relaxed) + len))
+    }
+
+    fn end(&self) -> Lsn {
+        Lsn(self.next_lsn.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn truncate_all(&self) -> Result<(), LogError> {
+        Ok(())
     }
 }
 

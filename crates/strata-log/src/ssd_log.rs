@@ -276,6 +276,11 @@ impl SsdLog {
         }
     }
 
+    /// Stream position just past the last enqueued record.
+    pub fn end(&self) -> StreamPos {
+        self.state.lock().next
+    }
+
     /// Stream position up to which everything is durable.
     pub fn durable(&self) -> StreamPos {
         self.state.lock().durable
@@ -283,6 +288,16 @@ impl SsdLog {
 
     /// Appends a record and returns once it is durable (group commit).
     pub fn append(&self, kind: RecordKind, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
+        let lsn = self.enqueue(kind, txn, payload)?;
+        self.wait_durable(lsn)?;
+        Ok(lsn)
+    }
+
+    /// Places a record in the log order without waiting for it to be durable;
+    /// [`SsdLog::wait_durable`] waits. Records become durable in the order
+    /// they were enqueued, so a caller that serializes its enqueues fixes the
+    /// replay order while still sharing one fdatasync with other callers.
+    pub fn enqueue(&self, kind: RecordKind, txn: TxnId, payload: &[u8]) -> Result<Lsn, LogError> {
         if payload.len() as u64 > record::MAX_PAYLOAD_BYTES {
             return Err(LogError::TooLarge {
                 len_bytes: payload.len() as u64,
@@ -302,9 +317,16 @@ impl SsdLog {
         if s.buffer.len() as u64 >= self.options.max_batch_bytes {
             self.changed.notify_all();
         }
+        Ok(lsn)
+    }
+
+    /// Returns once everything up to `lsn` is durable, leading a group
+    /// flush (one write + one fdatasync) if no flush is running.
+    pub fn wait_durable(&self, lsn: Lsn) -> Result<(), LogError> {
+        let mut s = self.state.lock();
         loop {
             if s.durable.0 >= lsn.0 {
-                return Ok(lsn);
+                return Ok(());
             }
             if let Some(p) = &s.poisoned {
                 return Err(LogError::Poisoned(p.clone()));

@@ -4,12 +4,24 @@
 //! files on SSD, and durability through a commit log from `strata-log`.
 
 pub mod block_file;
+pub mod checkpoint;
+pub mod engine;
 pub mod error;
 pub mod gorilla;
+pub mod index;
+pub mod manifest;
 pub mod model;
+pub mod options;
+pub mod recovery;
 pub mod reference;
+pub mod series_data;
 pub mod store;
+pub mod wal;
 
 pub use error::EngineError;
 pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
 pub use store::{SeriesInfo, SeriesStore, WriteOutcome};
+pub use checkpoint::CheckpointReport;
+pub use engine::{EngineStats, SeriesEngine};
+pub use options::EngineOptions;
+pub use recovery::{RecoveryPhase, RecoveryReport};

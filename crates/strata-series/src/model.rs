@@ -145,3 +145,19 @@ impl TimeRange {
         self.min_ns > self.max_ns
     }
 }
+
+/// Database names: 1..=255 bytes, no control characters, no '/' (used as
+/// the v2 "db/rp" bucket separator).
+pub fn validate_database_name(name: &str) -> Result<(), crate::error::EngineError> {
+    let bad = |why: &str| Err(crate::error::EngineError::InvalidDatabaseName(name.to_string(), why.to_string()));
+    if name.is_empty() {
+        return bad("empty");
+    }
+    if name.len() > 255 {
+        return bad("longer than 255 bytes");
+    }
+    if name.chars().any(|c| c.is_control() || c == '/') {
+        return bad("contains a control character or '/'");
+    }
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Configuration: a TOML file (every key optional) plus command-line
+//! overrides. With no file at all, everything lives in `./strata-data` with
+//! an emulated PMem pool file inside it, and the server listens on
+//! 127.0.0.1:8086. `docs/configuration.md` lists every key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Deserialize;
+use strata_pmem::PmemMode;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid configuration file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// The commit protocol of the series engine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Not durable: only checkpointed data survives a crash.
+    None,
+    /// Serial logging on the PMem pool (the default).
+    SerialPmem,
+    /// Serial logging to a file with group commit.
+    SerialSsd,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::None, Protocol::SerialPmem, Protocol::SerialSsd];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::None => "none",
+            Protocol::SerialPmem => "serial-pmem",
+            Protocol::SerialSsd => "serial-ssd",
+        }
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            format!("unknown commit protocol `{s}` (expected none, serial-pmem or serial-ssd)")
+        })
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    pub bind: String,
+    pub auth_token: Option<String>,
+    pub max_body_bytes: usize,
+    pub max_line_bytes: usize,
+    pub max_fields_per_line: usize,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            bind: "127.0.0.1:8086".into(),
+            auth_token: None,
+            max_body_bytes: 32 << 20,
+            max_line_bytes: 64 << 10,
+            max_fields_per_line: 1000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSection {
+    /// `none`, `serial-pmem` or `serial-ssd`.
+    pub protocol: String,
+    /// Created at startup if missing ("" for none).
+    pub default_database: String,
+    /// 0: unlimited.
+    pub max_series_per_database: u64,
+    pub checkpoint_log_bytes: u64,
+    /// 0: checkpoint by log size only.
+    pub checkpoint_interval_s: u64,
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        StorageSection {
+            protocol: "serial-pmem".into(),
+            default_database: "strata".into(),
+            max_series_per_database: 1_000_000,
+            checkpoint_log_bytes: 64 << 20,
+            checkpoint_interval_s: 300,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PmemSection {
+    /// `emulated`, `dax`, `msync` (or `sim` for tests).
+    pub mode: String,
+    /// Relative paths are inside the data directory.
+    pub pool_file: PathBuf,
+    pub pool_bytes: u64,
+    /// Capacity of the log ring inside the pool.
+    pub log_bytes: u64,
+    pub flush_delay_ns_per_line: u64,
+    pub fence_delay_ns: u64,
+}
+
+impl Default for PmemSection {
+    fn default() -> Self {
+        PmemSection {
+            mode: "emulated".into(),
+            pool_file: PathBuf::from("pmem.pool"),
+            pool_bytes: 256 << 20,
+            log_bytes: 192 << 20,
+            flush_delay_ns_per_line: 0,
+            fence_delay_ns: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SsdLogSection {
+    pub max_batch_bytes: u64,
+    pub max_wait_us: u64,
+}
+
+impl Default for SsdLogSection {
+    fn default() -> Self {
+        SsdLogSection { max_batch_bytes: 4 << 20, max_wait_us: 0 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub server: ServerSection,
+    pub storage: StorageSection,
+    pub pmem: PmemSection,
+    pub ssd_log: SsdLogSection,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./strata-data"),
+            server: ServerSection::default(),
+            storage: StorageSection::default(),
+            pmem: PmemSection::default(),
+            ssd_log: SsdLogSection::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a TOML file; missing keys take their defaults, unknown keys are errors.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Config::from_toml(&text).map_err(|e| match e {
+            ConfigError::Invalid(message) => ConfigError::Parse { path: path.to_path_buf(), message },
+            other => other,
+        })
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks values that TOML types cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.protocol()?;
+        self.pmem_mode()?;
+        self.bind_addr()?;
+        if self.pmem.log_bytes + crate::pool::POOL_HEADER_BYTES > self.pmem.pool_bytes {
+            return Err(ConfigError::Invalid(format!(
+                "pmem.log_bytes ({}) does not fit in pmem.pool_bytes ({}) after the {}-byte pool header",
+                self.pmem.log_bytes,
+                self.pmem.pool_bytes,
+                crate::pool::POOL_HEADER_BYTES
+            )));
+        }
+        if self.pmem.log_bytes < 1 << 20 {
+            return Err(ConfigError::Invalid("pmem.log_bytes must be at least 1 MiB".into()));
+        }
+        if self.server.max_body_bytes == 0 || self.server.max_line_bytes == 0 || self.server.max_fields_per_line == 0 {
+            return Err(ConfigError::Invalid("server limits must be positive".into()));
+        }
+        Ok(())
+    }
+
+    pub fn protocol(&self) -> Result<Protocol, ConfigError> {
+        self.storage.protocol.parse().map_err(ConfigError::Invalid)
+    }
+
+    pub fn pmem_mode(&self) -> Result<PmemMode, ConfigError> {
+        self.pmem.mode.parse().map_err(ConfigError::Invalid)
+    }
+
+    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.server
+            .bind
+            .parse()
+            .map_err(|e| ConfigError::Invalid(format!("server.bind `{}`: {e}", self.server.bind)))
+    }
+
+    pub fn pool_path(&self) -> PathBuf {
+        self.data_dir.join(&self.pmem.pool_file)
+    }
+
+    pub fn series_dir(&self) -> PathBuf {
+        self.data_dir.join("series")
+    }
+
+    pub fn wal_dir(&self) -> PathBuf {
+        self.data_dir.join("wal")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_default_configuration() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("./strata-data"));
+        assert_eq!(c.protocol().unwrap(), Protocol::SerialPmem);
+        assert_eq!(c.bind_addr().unwrap().to_string(), "127.0.0.1:8086");
+        assert_eq!(c.pool_path(), PathBuf::from("./strata-data/pmem.pool"));
+    }
+
+    #[test]
+    fn keys_override_and_mistakes_are_named() {
+        let c = Config::from_toml("data_dir = \"/tmp/x\"\n[storage]\nprotocol = \"serial-ssd\"\n").unwrap();
+        assert_eq!(c.protocol().unwrap(), Protocol::SerialSsd);
+        assert_eq!(c.wal_dir(), PathBuf::from("/tmp/x/wal"));
+        let e = Config::from_toml("[storage]\nprotocol = \"paxos\"\n").unwrap_err().to_string();
+        assert!(e.contains("unknown commit protocol `paxos`"), "{e}");
+        let e = Config::from_toml("[storage]\nprotcol = \"none\"\n").unwrap_err().to_string();
+        assert!(e.contains("protcol"), "unknown keys are rejected by name: {e}");
+        let e = Config::from_toml("[pmem]\npool_bytes = 1048576\n").unwrap_err().to_string();
+        assert!(e.contains("does not fit"), "{e}");
+    }
+}

@@ -1,0 +1,10 @@
+//! The engine facade (DESIGN.md section 2): `Db::open(config)` lays out the
+//! data directory, opens the PMem pool and the configured commit protocol,
+//! recovers the series engine and runs background checkpoints.
+
+pub mod config;
+pub mod db;
+pub mod pool;
+
+pub use config::{Config, ConfigError, Protocol};
+pub use db::{Db, DbError};

@@ -1,0 +1,214 @@
+//! Checkpoint of the series engine (the baseline's, declog.txt section 5.1:
+//! seal the open blocks, write them to SSD, then truncate the log).
+//!
+//! Protocol, all under the order mutex (new commits wait; readers go on):
+//! 1. drain the applier, so the DRAM state holds exactly the records up to
+//!    the log's end `L`;
+//! 2. seal: every series' DRAM points become one sorted Gorilla block, all
+//!    written to a new block file, fsynced with its directory;
+//! 3. install: the series reference their new blocks and drop their DRAM
+//!    points (under the apply gate, so a reader sees one or the other);
+//! 4. write the manifest (index, live files, tombstones, checkpoint LSN `L`)
+//!    atomically by rename;
+//! 5. truncate the log.
+//!
+//! A crash before 4 leaves the old manifest, which does not list the new
+//! file: recovery deletes it and replays the log. A crash between 4 and 5
+//! leaves records with LSN <= L in the log: recovery skips them. Blocking
+//! commits during a checkpoint is the baseline's cost; DecLog (section 4.5)
+//! removes it.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::MutexGuard;
+use strata_log::Lsn;
+
+use crate::block_file::{BlockFile, BlockFileWriter};
+use crate::engine::{OrderState, SeriesEngine};
+use crate::error::EngineError;
+use crate::manifest::{write_manifest, Manifest, ManifestSeries, ManifestTombstone};
+use crate::series_data::SealedBlock;
+
+/// What one checkpoint did.
+#[derive(Clone, Debug, Default)]
+pub struct CheckpointReport {
+    pub checkpoint_seq: u64,
+    pub checkpoint_lsn: u64,
+    pub series_sealed: u64,
+    pub points_sealed: u64,
+    pub block_file_bytes: u64,
+    pub log_bytes_freed: u64,
+    pub duration_s: f64,
+}
+
+impl std::fmt::Display for CheckpointReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "checkpoint {} at LSN {}: sealed {} points of {} series into {} bytes, freed {} log bytes in {:.3} s",
+            self.checkpoint_seq,
+            self.checkpoint_lsn,
+            self.points_sealed,
+            self.series_sealed,
+            self.block_file_bytes,
+            self.log_bytes_freed,
+            self.duration_s
+        )
+    }
+}
+
+impl SeriesEngine {
+    /// Takes a checkpoint now (also called on graceful shutdown).
+    pub fn checkpoint(&self) -> Result<CheckpointReport, EngineError> {
+        let mut order = self.order.lock();
+        self.checkpoint_locked(&mut order)
+    }
+
+    /// Bytes of log written since the last checkpoint.
+    pub fn log_bytes_since_checkpoint(&self) -> u64 {
+        let lsn = self.ckpt.lock().checkpoint_lsn;
+        self.log.end().0.saturating_sub(lsn.0)
+    }
+
+    pub(crate) fn checkpoint_locked(
+        &self,
+        order: &mut MutexGuard<'_, OrderState>,
+    ) -> Result<CheckpointReport, EngineError> {
+        let started = Instant::now();
+        self.drain(order);
+        let cut = self.log.end();
+        let (file_seq, prev_lsn) = {
+            let ck = self.ckpt.lock();
+            (ck.next_file_seq, ck.checkpoint_lsn)
+        };
+        let mut report = CheckpointReport { checkpoint_lsn: cut.0, ..Default::default() };
+
+        // 2. Seal. Commits are excluded by the order mutex, so the DRAM state
+        // cannot change; the gate is held shared only to satisfy readers' view.
+        let mut writer: Option<BlockFileWriter> = None;
+        let mut sealed_ids = Vec::new();
+        {
+            let _gate = self.gate.read();
+            for shard in &self.shards {
+                let shard = shard.lock();
+                let mut ids: Vec<_> = shard.keys().copied().collect();
+                ids.sort();
+                for id in ids {
+                    let Some(input) = shard[&id].seal_input()? else { continue };
+                    if writer.is_none() {
+                        writer = Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
+                    }
+                    let w = writer.as_mut().expect("created");
+                    w.append(id, input.min_ts, input.max_ts, input.point_count, &input.block)?;
+                    report.series_sealed += 1;
+                    report.points_sealed += input.point_count as u64;
+                    sealed_ids.push(id);
+                }
+            }
+        }
+        let new_file = match writer {
+            Some(w) => {
+                let meta = w.finish()?;
+                report.block_file_bytes = meta.len_bytes;
+                Some((Arc::new(BlockFile::open(self.opts.fs.clone(), &meta.path)?), meta))
+            }
+            None => None,
+        };
+
+        // 3. Install.
+        if let Some((file, meta)) = &new_file {
+            let _gate = self.gate.write();
+            self.files.write().insert(file_seq, file.clone());
+            for entry in &meta.entries {
+                let mut shard = self.shard(entry.series).lock();
+                if let Some(data) = shard.get_mut(&entry.series) {
+                    data.install_sealed(SealedBlock { file_seq, entry: entry.clone() });
+                }
+            }
+            for shard in &self.shards {
+                for data in shard.lock().values_mut() {
+                    data.prune_tombstones();
+                }
+            }
+        }
+        let next_file_seq = if new_file.is_some() { file_seq + 1 } else { file_seq };
+
+        // 4. Manifest.
+        let checkpoint_seq = self.ckpt.lock().checkpoint_seq + 1;
+        let manifest = self.build_manifest(checkpoint_seq, cut, next_file_seq);
+        write_manifest(self.opts.fs.as_ref(), &self.opts.dir, &manifest)?;
+        self.remove_unreferenced_files(&manifest)?;
+
+        // 5. Truncate.
+        self.log.truncate_all()?;
+        report.checkpoint_seq = checkpoint_seq;
+        report.log_bytes_freed = cut.0.saturating_sub(prev_lsn.0);
+        report.duration_s = started.elapsed().as_secs_f64();
+        let mut ck = self.ckpt.lock();
+        ck.checkpoint_seq = checkpoint_seq;
+        ck.checkpoint_lsn = cut;
+        ck.next_file_seq = next_file_seq;
+        ck.last_at = Instant::now();
+        ck.last_duration_s = report.duration_s;
+        drop(ck);
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .checkpoint_seconds_total_us
+            .fetch_add((report.duration_s * 1e6) as u64, Ordering::Relaxed);
+        Ok(report)
+    }
+
+    pub(crate) fn build_manifest(&self, checkpoint_seq: u64, cut: Lsn, next_file_seq: u64) -> Manifest {
+        let index = self.index.read();
+        let series: Vec<ManifestSeries> = index
+            .all()
+            .into_iter()
+            .map(|(id, e)| ManifestSeries { id, db: e.db.clone(), key: e.key.clone(), field_type: e.field_type })
+            .collect();
+        let mut tombstones = Vec::new();
+        let mut live_files = std::collections::BTreeSet::new();
+        for shard in &self.shards {
+            for (id, data) in shard.lock().iter() {
+                if index.entry(*id).is_none() {
+                    continue;
+                }
+                live_files.extend(data.sealed.iter().map(|b| b.file_seq));
+                tombstones.extend(data.tombstones.iter().map(|t| ManifestTombstone {
+                    series: *id,
+                    min_ts: t.range.min_ns,
+                    max_ts: t.range.max_ns,
+                    upto_file_seq: t.upto_file_seq,
+                }));
+            }
+        }
+        tombstones.sort_by_key(|t| (t.series, t.upto_file_seq, t.min_ts));
+        Manifest {
+            checkpoint_seq,
+            checkpoint_lsn: cut.0,
+            protocol: self.log.name().to_string(),
+            next_series_id: index.next_id(),
+            next_file_seq,
+            databases: index.databases(),
+            series,
+            block_files: live_files.into_iter().collect(),
+            tombstones,
+        }
+    }
+
+    /// Closes and deletes block files no live series references any more
+    /// (after drops); the manifest no longer lists them.
+    fn remove_unreferenced_files(&self, manifest: &Manifest) -> Result<(), EngineError> {
+        let doomed: Vec<Arc<BlockFile>> = {
+            let mut files = self.files.write();
+            let gone: Vec<u64> =
+                files.keys().copied().filter(|s| manifest.block_files.binary_search(s).is_err()).collect();
+            gone.into_iter().filter_map(|s| files.remove(&s)).collect()
+        };
+        for f in doomed {
+            self.opts.fs.remove(f.path())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,224 @@
+//! The series index: databases, and per database the map from series key
+//! (measurement + sorted tags + field key) to series id, and each
+//! measurement's established field types. Persisted in the manifest at each
+//! checkpoint (`docs/format/manifest.md`) and, between checkpoints, by the
+//! series definitions inside WAL records (`docs/format/series-wal.md`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::model::{FieldType, SeriesId, SeriesKey};
+use crate::store::SeriesInfo;
+
+/// Where a series belongs and what it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesEntry {
+    pub db: String,
+    pub key: SeriesKey,
+    pub field_type: FieldType,
+}
+
+#[derive(Default)]
+struct MeasurementIndex {
+    /// (tags, field) -> id, in the order SHOW SERIES lists them.
+    series: BTreeMap<(Vec<(String, String)>, String), SeriesId>,
+    field_types: BTreeMap<String, FieldType>,
+}
+
+#[derive(Default)]
+struct DbIndex {
+    measurements: BTreeMap<String, MeasurementIndex>,
+    series_count: u64,
+}
+
+#[derive(Default)]
+pub struct SeriesIndex {
+    databases: BTreeMap<String, DbIndex>,
+    series: HashMap<SeriesId, SeriesEntry>,
+    next_id: u64,
+}
+
+impl SeriesIndex {
+    pub fn new(next_id: u64) -> SeriesIndex {
+        SeriesIndex { next_id, ..Default::default() }
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Raises the next id to at least `next_id` (ids of dropped series stay used).
+    pub fn max_next_id(mut self, next_id: u64) -> SeriesIndex {
+        self.next_id = self.next_id.max(next_id);
+        self
+    }
+
+    /// Returns true if the database is new.
+    pub fn create_database(&mut self, name: &str) -> bool {
+        if self.databases.contains_key(name) {
+            return false;
+        }
+        self.databases.insert(name.to_string(), DbIndex::default());
+        true
+    }
+
+    pub fn has_database(&self, name: &str) -> bool {
+        self.databases.contains_key(name)
+    }
+
+    pub fn databases(&self) -> Vec<String> {
+        self.databases.keys().cloned().collect()
+    }
+
+    pub fn series_count(&self, db: &str) -> u64 {
+        self.databases.get(db).map_or(0, |d| d.series_count)
+    }
+
+    pub fn total_series(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn lookup(&self, db: &str, key: &SeriesKey) -> Option<SeriesId> {
+        let m = self.databases.get(db)?.measurements.get(&key.measurement)?;
+        m.series.get(&(key.tags.clone(), key.field.clone())).copied()
+    }
+
+    /// Looks up without cloning the key parts: tags and field borrowed.
+    pub fn lookup_parts(
+        &self,
+        db: &str,
+        measurement: &str,
+        tags: &[(String, String)],
+        field: &str,
+    ) -> Option<SeriesId> {
+        let m = self.databases.get(db)?.measurements.get(measurement)?;
+        // BTreeMap keys are owned tuples; a range probe would not help, so
+        // build the key once (the write path calls this once per field).
+        m.series.get(&(tags.to_vec(), field.to_string())).copied()
+    }
+
+    pub fn field_type(&self, db: &str, measurement: &str, field: &str) -> Option<FieldType> {
+        self.databases.get(db)?.measurements.get(measurement)?.field_types.get(field).copied()
+    }
+
+    pub fn entry(&self, id: SeriesId) -> Option<&SeriesEntry> {
+        self.series.get(&id)
+    }
+
+    /// A fresh id (never reused, also across drops).
+    pub fn allocate_id(&mut self) -> SeriesId {
+        let id = SeriesId(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// Adds a series (live creation, manifest load or replay). If the key is
+    /// bound to another id (replay of a record a checkpoint already
+    /// covers), it is rebound to `id`. The database is created if missing.
+    pub fn insert(&mut self, db: &str, id: SeriesId, key: SeriesKey, field_type: FieldType) {
+        if let Some(e) = self.series.get(&id) {
+            if e.db == db && e.key == key {
+                return;
+            }
+        }
+        if let Some(old) = self.lookup(db, &key) {
+            self.remove(old);
+        }
+        self.create_database(db);
+        let d = self.databases.get_mut(db).expect("created");
+        let m = d.measurements.entry(key.measurement.clone()).or_default();
+        m.series.insert((key.tags.clone(), key.field.clone()), id);
+        m.field_types.entry(key.field.clone()).or_insert(field_type);
+        d.series_count += 1;
+        self.next_id = self.next_id.max(id.0 + 1);
+        self.series.insert(id, SeriesEntry { db: db.to_string(), key, field_type });
+    }
+
+    fn remove(&mut self, id: SeriesId) {
+        let Some(e) = self.series.remove(&id) else { return };
+        if let Some(d) = self.databases.get_mut(&e.db) {
+            if let Some(m) = d.measurements.get_mut(&e.key.measurement) {
+                m.series.remove(&(e.key.tags.clone(), e.key.field.clone()));
+            }
+            d.series_count -= 1;
+        }
+    }
+
+    /// Removes a measurement; returns the ids of its series.
+    pub fn drop_measurement(&mut self, db: &str, measurement: &str) -> Vec<SeriesId> {
+        let Some(d) = self.databases.get_mut(db) else { return Vec::new() };
+        let Some(m) = d.measurements.remove(measurement) else { return Vec::new() };
+        let ids: Vec<SeriesId> = m.series.values().copied().collect();
+        d.series_count -= ids.len() as u64;
+        for id in &ids {
+            self.series.remove(id);
+        }
+        ids
+    }
+
+    pub fn measurements(&self, db: &str) -> Option<Vec<String>> {
+        Some(self.databases.get(db)?.measurements.keys().cloned().collect())
+    }
+
+    pub fn series_of(&self, db: &str, measurement: &str) -> Option<Vec<SeriesInfo>> {
+        let d = self.databases.get(db)?;
+        let Some(m) = d.measurements.get(measurement) else { return Some(Vec::new()) };
+        Some(
+            m.series
+                .iter()
+                .map(|((tags, field), id)| SeriesInfo {
+                    id: *id,
+                    measurement: measurement.to_string(),
+                    tags: tags.clone(),
+                    field: field.clone(),
+                    field_type: m.field_types[field],
+                })
+                .collect(),
+        )
+    }
+
+    /// Every series, sorted by id (for the manifest).
+    pub fn all(&self) -> Vec<(SeriesId, &SeriesEntry)> {
+        let mut v: Vec<_> = self.series.iter().map(|(id, e)| (*id, e)).collect();
+        v.sort_by_key(|(id, _)| *id);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(m: &str, host: &str, f: &str) -> SeriesKey {
+        SeriesKey { measurement: m.into(), tags: vec![("host".into(), host.into())], field: f.into() }
+    }
+
+    #[test]
+    fn insert_lookup_drop_and_ids_never_reused() {
+        let mut ix = SeriesIndex::new(0);
+        ix.create_database("db");
+        let a = ix.allocate_id();
+        ix.insert("db", a, key("cpu", "a", "u"), FieldType::Float);
+        let b = ix.allocate_id();
+        ix.insert("db", b, key("mem", "a", "free"), FieldType::Integer);
+        assert_eq!(ix.lookup("db", &key("cpu", "a", "u")), Some(a));
+        assert_eq!(ix.field_type("db", "cpu", "u"), Some(FieldType::Float));
+        assert_eq!(ix.series_count("db"), 2);
+        assert_eq!(ix.drop_measurement("db", "cpu"), vec![a]);
+        assert_eq!(ix.lookup("db", &key("cpu", "a", "u")), None);
+        assert_eq!(ix.field_type("db", "cpu", "u"), None, "a dropped measurement forgets its types");
+        assert_eq!(ix.series_count("db"), 1);
+        assert!(ix.allocate_id().0 > b.0);
+        assert_eq!(ix.measurements("db").unwrap(), vec!["mem".to_string()]);
+    }
+
+    #[test]
+    fn replay_rebinds_a_key_to_the_record_id() {
+        let mut ix = SeriesIndex::new(0);
+        ix.insert("db", SeriesId(9), key("cpu", "a", "u"), FieldType::Float);
+        ix.insert("db", SeriesId(7), key("cpu", "a", "u"), FieldType::Float);
+        assert_eq!(ix.lookup("db", &key("cpu", "a", "u")), Some(SeriesId(7)));
+        assert!(ix.entry(SeriesId(9)).is_none());
+        assert_eq!(ix.series_count("db"), 1);
+        assert_eq!(ix.next_id(), 10);
+    }
+}

@@ -1,0 +1,104 @@
+//! Shared scaffolding for the series engine's scenario tests: opening an
+//! engine over each commit log and restarting it from a crash image.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata_log::ssd_log::SsdLogOptions;
+use strata_log::{CommitLog, LogRecord, NoLog, SerialLog};
+use strata_media::fs::{FileSystem, RealFs};
+use strata_pmem::{Region, RegionOffset};
+use strata_series::{EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LogKind {
+    None,
+    SerialPmem,
+    SerialSsd,
+}
+
+pub const ALL_LOGS: [LogKind; 3] = [LogKind::None, LogKind::SerialPmem, LogKind::SerialSsd];
+
+/// An engine plus what it needs to be restarted.
+pub struct Harness {
+    pub kind: LogKind,
+    pub dir: tempfile::TempDir,
+    pub region: Option<Arc<Region>>,
+    pub engine: Option<Arc<SeriesEngine>>,
+}
+
+const LOG_BASE: RegionOffset = RegionOffset(0);
+pub const PMEM_LOG_BYTES: u64 = 1 << 20;
+
+fn open_log(kind: LogKind, dir: &Path, region: Option<&Arc<Region>>, fresh: bool) -> (Box<dyn CommitLog>, Vec<LogRecord>) {
+    match kind {
+        LogKind::None => (Box::new(NoLog::default()), Vec::new()),
+        LogKind::SerialPmem => {
+            let region = region.expect("pmem region").clone();
+            if fresh {
+                (Box::new(SerialLog::create_pmem(region, LOG_BASE, PMEM_LOG_BYTES, 8).unwrap()), Vec::new())
+            } else {
+                let (log, recs) = SerialLog::open_pmem(region, LOG_BASE).unwrap();
+                (Box::new(log), recs)
+            }
+        }
+        LogKind::SerialSsd => {
+            let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
+            let (log, recs) = SerialLog::open_ssd(fs, &dir.join("wal"), SsdLogOptions::default()).unwrap();
+            (Box::new(log), recs)
+        }
+    }
+}
+
+impl Harness {
+    pub fn new(kind: LogKind) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let region = (kind == LogKind::SerialPmem).then(|| Arc::new(Region::sim(PMEM_LOG_BYTES + 64 * 1024)));
+        let mut h = Harness { kind, dir, region, engine: None };
+        h.start(true);
+        h.engine().create_database("db").unwrap();
+        h
+    }
+
+    fn start(&mut self, fresh: bool) {
+        let (log, recs) = open_log(self.kind, self.dir.path(), self.region.as_ref(), fresh);
+        let opts = EngineOptions::new(self.dir.path().join("series"));
+        let (engine, _report) = SeriesEngine::open(opts, log, recs, &|_, _, _| {}).unwrap();
+        self.engine = Some(engine);
+    }
+
+    pub fn engine(&self) -> &Arc<SeriesEngine> {
+        self.engine.as_ref().unwrap()
+    }
+
+    /// Restarts as after a crash: DRAM is gone; PMem keeps only what was
+    /// persisted (the simulator's persistent image); SSD files keep what
+    /// the OS has (the process died, the machine did not).
+    pub fn crash_restart(&mut self) {
+        self.engine = None;
+        if let Some(r) = &self.region {
+            let image = r.as_sim().unwrap().persistent_image();
+            self.region = Some(Arc::new(Region::sim_from_image(image)));
+        }
+        self.start(false);
+    }
+}
+
+pub fn point(m: &str, host: &str, fields: Vec<(&str, FieldValue)>, ts: i64) -> Point {
+    Point {
+        measurement: m.into(),
+        tags: vec![("host".into(), host.into())],
+        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        timestamp_ns: ts,
+    }
+}
+
+/// All points of `measurement`'s series with field `field`, by host.
+pub fn dump(store: &dyn SeriesStore, db: &str, measurement: &str) -> Vec<(String, Vec<(i64, FieldValue)>)> {
+    let series = store.series(db, measurement).unwrap();
+    let ids: Vec<_> = series.iter().map(|s| s.id).collect();
+    let data = store.read(db, &ids, strata_series::TimeRange::ALL).unwrap();
+    series.iter().zip(data).map(|(s, d)| (format!("{:?}#{}", s.tags, s.field), d)).collect()
+}
