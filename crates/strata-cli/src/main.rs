@@ -3,6 +3,11 @@
 
 mod bench;
 mod crashtest;
+mod engine_hooks;
+mod inspect;
+mod open_args;
+mod recover;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -15,6 +20,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the InfluxDB-compatible HTTP API (127.0.0.1:8086 by default) over
+    /// the data directory (./strata-data by default), recovering it first.
+    Serve(serve::ServeArgs),
+    /// Recover the data directory, print what was found and the time per phase.
+    Recover(recover::RecoverArgs),
+    /// Dump the logs, the manifest (series index) and the block files readably.
+    Inspect(inspect::InspectArgs),
     /// Crash-test every commit protocol against the PMem crash simulator and
     /// the fault-injecting file system; exits non-zero on any violation.
     Crashtest(crashtest::CrashtestArgs),
@@ -25,6 +37,9 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Recover(args) => recover::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Crashtest(args) => crashtest::run(args),
         Command::Bench(args) => bench::run(args),
     }

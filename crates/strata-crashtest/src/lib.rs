@@ -9,6 +9,9 @@
 pub mod halloc_pmem;
 pub mod serial_pmem;
 pub mod serial_ssd;
+pub mod series_pmem;
+pub mod series_ssd;
+mod series_workload;
 pub mod suite;
 mod workload;
 

@@ -11,6 +11,8 @@ use strata_pmem::crash::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashCo
 use crate::halloc_pmem::halloc_crash;
 use crate::serial_pmem::SerialPmemCrash;
 use crate::serial_ssd::SerialSsdCrash;
+use crate::series_pmem::SeriesPmemCrash;
+use crate::series_ssd::SeriesSsdCrash;
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -18,11 +20,18 @@ pub enum SuiteTarget {
     SerialPmem,
     SerialSsd,
     HallocPmem,
+    SeriesPmem,
+    SeriesSsd,
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 3] =
-        [SuiteTarget::SerialPmem, SuiteTarget::SerialSsd, SuiteTarget::HallocPmem];
+    pub const ALL: [SuiteTarget; 5] = [
+        SuiteTarget::SerialPmem,
+        SuiteTarget::SerialSsd,
+        SuiteTarget::HallocPmem,
+        SuiteTarget::SeriesPmem,
+        SuiteTarget::SeriesSsd,
+    ];
 
     /// `protocol/medium`, as accepted by `--only`.
     pub fn label(self) -> &'static str {
@@ -30,6 +39,8 @@ impl SuiteTarget {
             SuiteTarget::SerialPmem => "serial/pmem",
             SuiteTarget::SerialSsd => "serial/ssd",
             SuiteTarget::HallocPmem => "halloc/pmem",
+            SuiteTarget::SeriesPmem => "series-serial/pmem",
+            SuiteTarget::SeriesSsd => "series-serial/ssd",
         }
     }
 
@@ -89,6 +100,18 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             let ops = if o.quick { 60 } else { 400 };
             let samples = if o.quick { 16 } else { 64 };
             Protocol::Pmem(Box::new(halloc_crash(o.seed, ops)), pmem_cfg(samples))
+        }
+        SuiteTarget::SeriesPmem => {
+            let txns = if o.quick { 30 } else { 150 };
+            let samples = if o.quick { 4 } else { 24 };
+            Protocol::Pmem(Box::new(SeriesPmemCrash::new(o.seed, txns)), pmem_cfg(samples))
+        }
+        SuiteTarget::SeriesSsd => {
+            let txns = if o.quick { 24 } else { 200 };
+            Protocol::Ssd(
+                Box::new(SeriesSsdCrash::new(o.seed, txns)),
+                FsCrashConfig { seed: o.seed, max_images: o.images },
+            )
         }
     }
 }

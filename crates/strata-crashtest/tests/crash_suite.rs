@@ -32,3 +32,13 @@ fn serial_on_ssd_survives_every_crash_point() {
 fn halloc_survives_every_crash_point() {
     check(SuiteTarget::HallocPmem);
 }
+
+#[test]
+fn series_engine_on_pmem_survives_every_crash_point() {
+    check(SuiteTarget::SeriesPmem);
+}
+
+#[test]
+fn series_engine_on_ssd_survives_every_crash_point() {
+    check(SuiteTarget::SeriesSsd);
+}

@@ -196,7 +196,10 @@ impl Config {
         if self.pmem.log_bytes < 1 << 20 {
             return Err(ConfigError::Invalid("pmem.log_bytes must be at least 1 MiB".into()));
         }
-        if self.server.max_body_bytes == 0 || self.server.max_line_bytes == 0 || self.server.max_fields_per_line == 0 {
+        if self.server.max_body_bytes == 0
+            || self.server.max_line_bytes == 0
+            || self.server.max_fields_per_line == 0
+        {
             return Err(ConfigError::Invalid("server limits must be positive".into()));
         }
         Ok(())

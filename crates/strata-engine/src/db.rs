@@ -74,8 +74,11 @@ impl Db {
             }
             Protocol::SerialPmem => {
                 let r = Self::open_region(config)?;
-                let (log, records, _) = open_pool_log(r.clone(), config.pmem.log_bytes)
-                    .map_err(|message| DbError::Pool { path: config.pool_path().display().to_string(), message })?;
+                let (log, records, _) =
+                    open_pool_log(r.clone(), config.pmem.log_bytes).map_err(|message| DbError::Pool {
+                        path: config.pool_path().display().to_string(),
+                        message,
+                    })?;
                 region = Some(r);
                 (Box::new(log), records)
             }
@@ -95,8 +98,8 @@ impl Db {
             Protocol::SerialPmem => config.storage.checkpoint_log_bytes.min(config.pmem.log_bytes / 2),
             _ => config.storage.checkpoint_log_bytes,
         };
-        opts.checkpoint_interval =
-            (config.storage.checkpoint_interval_s > 0).then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
+        opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0)
+            .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
         let (engine, recovery) = SeriesEngine::open(opts, log, replay, progress)?;
         if !config.storage.default_database.is_empty() {
             engine.create_database(&config.storage.default_database)?;
@@ -140,8 +143,9 @@ impl Db {
                     0
                 } else {
                     let r = Self::open_region(config)?;
-                    let (_, records, _) = open_pool_log(r, config.pmem.log_bytes)
-                        .map_err(|message| DbError::Pool { path: config.pool_path().display().to_string(), message })?;
+                    let (_, records, _) = open_pool_log(r, config.pmem.log_bytes).map_err(|message| {
+                        DbError::Pool { path: config.pool_path().display().to_string(), message }
+                    })?;
                     records.iter().filter(|r| r.lsn > checkpoint_lsn).count()
                 }
             }

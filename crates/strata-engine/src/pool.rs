@@ -28,13 +28,19 @@ pub const POOL_CRC_COVERED: std::ops::Range<u64> = 8..32;
 pub const POOL_LOG_ALIGN_BYTES: u64 = 8;
 
 fn header_crc(region: &Region) -> u32 {
-    let bytes = region.read_vec(RegionOffset(POOL_CRC_COVERED.start), (POOL_CRC_COVERED.end - POOL_CRC_COVERED.start) as usize);
+    let bytes = region.read_vec(
+        RegionOffset(POOL_CRC_COVERED.start),
+        (POOL_CRC_COVERED.end - POOL_CRC_COVERED.start) as usize,
+    );
     crc32c::crc32c(&bytes)
 }
 
 /// Opens the serial log in the pool, formatting the pool if it never was.
 /// Returns the log, its committed records and whether it was formatted now.
-pub fn open_pool_log(region: Arc<Region>, log_capacity_bytes: u64) -> Result<(SerialLog, Vec<LogRecord>, bool), String> {
+pub fn open_pool_log(
+    region: Arc<Region>,
+    log_capacity_bytes: u64,
+) -> Result<(SerialLog, Vec<LogRecord>, bool), String> {
     let magic = region.load_u64(RegionOffset(POOL_OFFSET_MAGIC));
     if magic == 0 {
         let base = RegionOffset(POOL_HEADER_BYTES);
@@ -57,10 +63,13 @@ pub fn open_pool_log(region: Arc<Region>, log_capacity_bytes: u64) -> Result<(Se
     }
     let version = region.load_u64(RegionOffset(POOL_OFFSET_VERSION));
     if version != POOL_FORMAT_VERSION as u64 {
-        return Err(format!("PMem pool format version {version} is not supported (expected {POOL_FORMAT_VERSION})"));
+        return Err(format!(
+            "PMem pool format version {version} is not supported (expected {POOL_FORMAT_VERSION})"
+        ));
     }
     let base = RegionOffset(region.load_u64(RegionOffset(POOL_OFFSET_LOG_BASE)));
-    let (log, records) = SerialLog::open_pmem(region, base).map_err(|e| format!("opening the PMem log: {e}"))?;
+    let (log, records) =
+        SerialLog::open_pmem(region, base).map_err(|e| format!("opening the PMem log: {e}"))?;
     Ok((log, records, false))
 }
 
@@ -77,7 +86,8 @@ mod tests {
         assert!(fresh && recs.is_empty());
         log.commit(TxnId(1), b"abc").unwrap();
         let image = region.as_sim().unwrap().persistent_image();
-        let (_, recs, fresh) = open_pool_log(Arc::new(Region::sim_from_image(image.clone())), 64 << 10).unwrap();
+        let (_, recs, fresh) =
+            open_pool_log(Arc::new(Region::sim_from_image(image.clone())), 64 << 10).unwrap();
         assert!(!fresh);
         assert_eq!(recs.len(), 1);
         let mut torn = image.clone();
@@ -102,7 +112,10 @@ mod tests {
             ("POOL_OFFSET_CRC", POOL_OFFSET_CRC),
             ("POOL_LOG_ALIGN_BYTES", POOL_LOG_ALIGN_BYTES),
         ] {
-            assert!(doc.contains(&format!("`{name}` = {value}")), "docs/format/pmem-pool.md lacks `{name}` = {value}");
+            assert!(
+                doc.contains(&format!("`{name}` = {value}")),
+                "docs/format/pmem-pool.md lacks `{name}` = {value}"
+            );
         }
         assert!(doc.contains("STRATAPO"));
     }

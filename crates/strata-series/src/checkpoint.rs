@@ -98,7 +98,8 @@ impl SeriesEngine {
                 for id in ids {
                     let Some(input) = shard[&id].seal_input()? else { continue };
                     if writer.is_none() {
-                        writer = Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
+                        writer =
+                            Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
                     }
                     let w = writer.as_mut().expect("created");
                     w.append(id, input.min_ts, input.max_ts, input.point_count, &input.block)?;
@@ -165,7 +166,12 @@ impl SeriesEngine {
         let series: Vec<ManifestSeries> = index
             .all()
             .into_iter()
-            .map(|(id, e)| ManifestSeries { id, db: e.db.clone(), key: e.key.clone(), field_type: e.field_type })
+            .map(|(id, e)| ManifestSeries {
+                id,
+                db: e.db.clone(),
+                key: e.key.clone(),
+                field_type: e.field_type,
+            })
             .collect();
         let mut tombstones = Vec::new();
         let mut live_files = std::collections::BTreeSet::new();

@@ -139,6 +139,14 @@ impl SeriesEngine {
         &self.shards[(id.0 % SHARD_COUNT as u64) as usize]
     }
 
+    /// `Err(reason)` once a log failure stopped writes.
+    pub fn health(&self) -> Result<(), String> {
+        match &*self.poisoned.lock() {
+            Some(why) => Err(format!("writes stopped after a log failure: {why}")),
+            None => Ok(()),
+        }
+    }
+
     fn check_poisoned(&self) -> Result<(), EngineError> {
         match &*self.poisoned.lock() {
             Some(why) => Err(EngineError::Other(format!(
@@ -173,7 +181,11 @@ impl SeriesEngine {
 
     /// Submits a record under the order mutex; a full PMem ring checkpoints
     /// (emptying the log) and retries once.
-    fn submit_locked(&self, order: &mut MutexGuard<'_, OrderState>, payload: &[u8]) -> Result<Lsn, EngineError> {
+    fn submit_locked(
+        &self,
+        order: &mut MutexGuard<'_, OrderState>,
+        payload: &[u8],
+    ) -> Result<Lsn, EngineError> {
         let txn = TxnId(order.next_txn);
         order.next_txn += 1;
         let lsn = match self.log.submit(txn, payload) {
@@ -183,7 +195,9 @@ impl SeriesEngine {
             }
             other => other?,
         };
-        self.counters.log_bytes_written.fetch_add(strata_log::record::record_len(payload.len() as u64), Ordering::Relaxed);
+        self.counters
+            .log_bytes_written
+            .fetch_add(strata_log::record::record_len(payload.len() as u64), Ordering::Relaxed);
         Ok(lsn)
     }
 
@@ -298,7 +312,11 @@ impl SeriesEngine {
                         new_types.insert((&p.measurement, f), v.field_type());
                         new_series.push(NewSeries {
                             id,
-                            key: SeriesKey { measurement: p.measurement.clone(), tags: p.tags.clone(), field: f.clone() },
+                            key: SeriesKey {
+                                measurement: p.measurement.clone(),
+                                tags: p.tags.clone(),
+                                field: f.clone(),
+                            },
                             field_type: v.field_type(),
                         });
                         id
@@ -383,7 +401,8 @@ impl SeriesEngine {
                     EngineError::corruption(file.path().display().to_string(), format!("block of {id}: {e}"))
                 })?;
                 for (i, t) in block.timestamps.iter().enumerate() {
-                    let masked = tombstones.iter().any(|x| x.upto_file_seq >= b.file_seq && x.range.contains(*t));
+                    let masked =
+                        tombstones.iter().any(|x| x.upto_file_seq >= b.file_seq && x.range.contains(*t));
                     if range.contains(*t) && !masked {
                         points.insert(*t, block.value(i));
                     }
@@ -448,7 +467,10 @@ impl SeriesStore for SeriesEngine {
     }
 
     fn series(&self, db: &str, measurement: &str) -> Result<Vec<SeriesInfo>, EngineError> {
-        self.index.read().series_of(db, measurement).ok_or_else(|| EngineError::UnknownDatabase(db.to_string()))
+        self.index
+            .read()
+            .series_of(db, measurement)
+            .ok_or_else(|| EngineError::UnknownDatabase(db.to_string()))
     }
 
     fn read(
@@ -487,6 +509,9 @@ impl SeriesStore for SeriesEngine {
         if !self.index.read().has_database(db) {
             return Err(EngineError::UnknownDatabase(db.to_string()));
         }
-        self.commit_sync(WalRecord::DropMeasurement { db: db.to_string(), measurement: measurement.to_string() })
+        self.commit_sync(WalRecord::DropMeasurement {
+            db: db.to_string(),
+            measurement: measurement.to_string(),
+        })
     }
 }

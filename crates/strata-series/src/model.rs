@@ -149,7 +149,8 @@ impl TimeRange {
 /// Database names: 1..=255 bytes, no control characters, no '/' (used as
 /// the v2 "db/rp" bucket separator).
 pub fn validate_database_name(name: &str) -> Result<(), crate::error::EngineError> {
-    let bad = |why: &str| Err(crate::error::EngineError::InvalidDatabaseName(name.to_string(), why.to_string()));
+    let bad =
+        |why: &str| Err(crate::error::EngineError::InvalidDatabaseName(name.to_string(), why.to_string()));
     if name.is_empty() {
         return bad("empty");
     }

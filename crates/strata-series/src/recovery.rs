@@ -18,9 +18,9 @@ use crate::engine::SeriesEngine;
 use crate::error::EngineError;
 use crate::index::SeriesIndex;
 use crate::manifest::read_manifest;
+use crate::model::TimeRange;
 use crate::options::EngineOptions;
 use crate::series_data::{SealedBlock, SeriesData, Tombstone};
-use crate::model::TimeRange;
 use crate::wal::WalRecord;
 
 /// Phases reported to a progress callback: (phase, done, total).
@@ -63,9 +63,17 @@ impl fmt::Display for RecoveryReport {
         }
         writeln!(f, "databases           {}", self.databases)?;
         writeln!(f, "series              {}", self.series)?;
-        writeln!(f, "block files         {} ({} sealed blocks, {} tombstones)", self.block_files, self.sealed_blocks, self.tombstones)?;
+        writeln!(
+            f,
+            "block files         {} ({} sealed blocks, {} tombstones)",
+            self.block_files, self.sealed_blocks, self.tombstones
+        )?;
         if self.orphan_files_removed > 0 {
-            writeln!(f, "orphan block files  {} removed (from an unfinished checkpoint)", self.orphan_files_removed)?;
+            writeln!(
+                f,
+                "orphan block files  {} removed (from an unfinished checkpoint)",
+                self.orphan_files_removed
+            )?;
         }
         writeln!(
             f,

@@ -99,7 +99,8 @@ impl SeriesData {
             }
             self.open = open;
         }
-        let doomed: Vec<TimestampNs> = self.patch.range(range.min_ns..=range.max_ns).map(|(t, _)| *t).collect();
+        let doomed: Vec<TimestampNs> =
+            self.patch.range(range.min_ns..=range.max_ns).map(|(t, _)| *t).collect();
         for t in doomed {
             self.patch.remove(&t);
         }
@@ -148,7 +149,8 @@ impl SeriesData {
         let (min_ts, max_ts) = (points[0].0, points[points.len() - 1].0);
         let point_count = u32::try_from(points.len())
             .map_err(|_| EngineError::Other(format!("{} points in one series block", points.len())))?;
-        let block = encode_points(self.field_type(), &points).map_err(|e| EngineError::Other(e.to_string()))?;
+        let block =
+            encode_points(self.field_type(), &points).map_err(|e| EngineError::Other(e.to_string()))?;
         Ok(Some(SealInput { min_ts, max_ts, point_count, block }))
     }
 
@@ -164,7 +166,9 @@ impl SeriesData {
     pub fn prune_tombstones(&mut self) {
         let sealed = &self.sealed;
         self.tombstones.retain(|t| {
-            sealed.iter().any(|b| b.file_seq <= t.upto_file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
+            sealed
+                .iter()
+                .any(|b| b.file_seq <= t.upto_file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
         });
     }
 }

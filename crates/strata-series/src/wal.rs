@@ -121,7 +121,11 @@ impl WalRecord {
                         tags.push((r.string()?, r.string()?));
                     }
                     let field = r.string()?;
-                    new_series.push(NewSeries { id, key: SeriesKey { measurement, tags, field }, field_type });
+                    new_series.push(NewSeries {
+                        id,
+                        key: SeriesKey { measurement, tags, field },
+                        field_type,
+                    });
                 }
                 let n = r.count(8 + 8 + 2)?;
                 let mut points = Vec::with_capacity(n);
@@ -142,9 +146,7 @@ impl WalRecord {
                 }
                 WalRecord::Delete { db, series, range }
             }
-            KIND_DROP_MEASUREMENT => {
-                WalRecord::DropMeasurement { db: r.string()?, measurement: r.string()? }
-            }
+            KIND_DROP_MEASUREMENT => WalRecord::DropMeasurement { db: r.string()?, measurement: r.string()? },
             other => return Err(format!("unknown series WAL record kind {other}")),
         };
         if r.at != bytes.len() {

@@ -100,7 +100,11 @@ fn type_conflicts_reject_the_point_and_commit_the_rest() {
     assert_eq!(out.points_written, 2);
     let rejected: Vec<usize> = out.rejected.iter().map(|r| r.0).collect();
     assert_eq!(rejected, vec![0, 3], "{:?}", out.rejected);
-    assert!(out.rejected[0].1.contains("is type integer, already exists as type float"), "{:?}", out.rejected);
+    assert!(
+        out.rejected[0].1.contains("is type integer, already exists as type float"),
+        "{:?}",
+        out.rejected
+    );
     assert_eq!(e.series("db", "cpu").unwrap().len(), 3);
 }
 
@@ -136,7 +140,8 @@ fn a_full_pmem_ring_checkpoints_instead_of_failing() {
     let big = "x".repeat(2000);
     // 1 MiB ring, ~2 KiB per request: several wraps.
     for i in 0..2000 {
-        e.write("db", &[point("log", "a", vec![("msg", FieldValue::String(format!("{i}{big}")))], i)]).unwrap();
+        e.write("db", &[point("log", "a", vec![("msg", FieldValue::String(format!("{i}{big}")))], i)])
+            .unwrap();
     }
     assert!(e.stats().checkpoints > 0);
     drop(e);

@@ -32,6 +32,18 @@ pub trait PmemCrashProtocol: Sync {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
     ) -> Result<(OracleCounts, Option<String>), String>;
+    /// [`PmemCrashProtocol::recover_and_check`], told the simulator operation
+    /// count at the crash point. Protocols that also keep state off PMem (files
+    /// written by checkpoints) use it to restore that state as of the crash.
+    fn recover_and_check_at(
+        &self,
+        region: &Arc<Region>,
+        acked: &BTreeSet<TxnId>,
+        crash_op: u64,
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        let _ = crash_op;
+        self.recover_and_check(region, acked)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -80,7 +92,7 @@ fn check_image(
 ) -> (OracleCounts, Option<String>) {
     let region = Arc::new(Region::sim_from_image(point.image(exhaustive_limit, cfg.seed, image)));
     let acked = acks.acked_by(point.op);
-    match proto.recover_and_check(&region, &acked) {
+    match proto.recover_and_check_at(&region, &acked, point.op) {
         Ok(v) => v,
         Err(e) => (OracleCounts { partial: 1, ..Default::default() }, Some(format!("recovery failed: {e}"))),
     }

@@ -32,7 +32,12 @@ pub struct Harness {
 const LOG_BASE: RegionOffset = RegionOffset(0);
 pub const PMEM_LOG_BYTES: u64 = 1 << 20;
 
-fn open_log(kind: LogKind, dir: &Path, region: Option<&Arc<Region>>, fresh: bool) -> (Box<dyn CommitLog>, Vec<LogRecord>) {
+fn open_log(
+    kind: LogKind,
+    dir: &Path,
+    region: Option<&Arc<Region>>,
+    fresh: bool,
+) -> (Box<dyn CommitLog>, Vec<LogRecord>) {
     match kind {
         LogKind::None => (Box::new(NoLog::default()), Vec::new()),
         LogKind::SerialPmem => {

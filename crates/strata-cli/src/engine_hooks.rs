@@ -1,0 +1,128 @@
+//! What `strata serve` gives the HTTP server beyond the store: checkpoint on
+//! shutdown, health, and the engine's metrics in Prometheus text format
+//! (log bytes, checkpoints, recovery phases, PMem persist counts).
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use strata_engine::Db;
+use strata_server::EngineHooks;
+
+pub struct DbHooks(pub Arc<Db>);
+
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+}
+
+impl EngineHooks for DbHooks {
+    fn checkpoint(&self) -> Result<String, String> {
+        self.0.stop_background_checkpoints();
+        self.0.engine().checkpoint().map(|r| r.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn health(&self) -> Result<(), String> {
+        self.0.engine().health()
+    }
+
+    fn metrics_text(&self, out: &mut String) {
+        let s = self.0.engine().stats();
+        let r = self.0.recovery();
+        let _ = writeln!(out, "# HELP strata_commit_protocol_info The configured commit protocol.\n# TYPE strata_commit_protocol_info gauge\nstrata_commit_protocol_info{{protocol=\"{}\"}} 1", s.protocol);
+        metric(
+            out,
+            "strata_engine_txns_committed_total",
+            "counter",
+            "Transactions committed by the engine.",
+            s.txns_committed,
+        );
+        metric(
+            out,
+            "strata_engine_points_written_total",
+            "counter",
+            "Points committed by the engine.",
+            s.points_written,
+        );
+        metric(
+            out,
+            "strata_engine_values_written_total",
+            "counter",
+            "Field values committed by the engine.",
+            s.values_written,
+        );
+        metric(
+            out,
+            "strata_log_bytes_written_total",
+            "counter",
+            "Bytes of log records written.",
+            s.log_bytes_written,
+        );
+        metric(
+            out,
+            "strata_log_bytes",
+            "gauge",
+            "Bytes of log since the last checkpoint.",
+            s.log_bytes_since_checkpoint,
+        );
+        metric(out, "strata_series", "gauge", "Series in the index.", s.series);
+        metric(out, "strata_databases", "gauge", "Databases.", s.databases);
+        metric(out, "strata_dram_points", "gauge", "Points held in open blocks in DRAM.", s.dram_points);
+        metric(out, "strata_dram_bytes", "gauge", "Compressed bytes of open blocks in DRAM.", s.dram_bytes);
+        metric(out, "strata_block_files", "gauge", "Live block files on SSD.", s.block_files);
+        metric(
+            out,
+            "strata_block_file_bytes",
+            "gauge",
+            "Bytes of live block files on SSD.",
+            s.block_file_bytes,
+        );
+        metric(out, "strata_checkpoints_total", "counter", "Checkpoints taken since start.", s.checkpoints);
+        metric(
+            out,
+            "strata_checkpoint_last_seconds",
+            "gauge",
+            "Duration of the last checkpoint.",
+            s.last_checkpoint_s,
+        );
+        let _ = writeln!(out, "# HELP strata_recovery_seconds Duration of each recovery phase at the last start.\n# TYPE strata_recovery_seconds gauge");
+        for (phase, v) in [
+            ("manifest", r.manifest_s),
+            ("block_files", r.block_files_s),
+            ("replay", r.replay_s),
+            ("total", r.total_s),
+        ] {
+            let _ = writeln!(out, "strata_recovery_seconds{{phase=\"{phase}\"}} {v}");
+        }
+        metric(
+            out,
+            "strata_recovery_log_records",
+            "gauge",
+            "Log records replayed at the last start.",
+            r.log_records - r.log_records_skipped,
+        );
+        if let Some(region) = self.0.region() {
+            let p = region.stats();
+            metric(
+                out,
+                "strata_pmem_lines_flushed_total",
+                "counter",
+                "Cache lines written back to the PMem pool.",
+                p.lines_flushed,
+            );
+            metric(out, "strata_pmem_fences_total", "counter", "Store fences on the PMem pool.", p.fences);
+            metric(
+                out,
+                "strata_pmem_bytes_persisted_total",
+                "counter",
+                "Bytes persisted to the PMem pool.",
+                p.bytes_persisted,
+            );
+            metric(
+                out,
+                "strata_pmem_media_blocks_total",
+                "counter",
+                "256-byte media blocks touched per fence window.",
+                p.media_blocks_written,
+            );
+        }
+    }
+}

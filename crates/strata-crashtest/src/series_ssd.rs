@@ -1,0 +1,73 @@
+//! Crash test of the series engine with serial logging on SSD and
+//! checkpoints, everything on the fault-injecting file system: a crash at
+//! every file operation (log appends and fdatasyncs, block file writes, the
+//! manifest's write-rename, segment rotation), with torn last sectors.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata_log::ssd_log::SsdLogOptions;
+use strata_log::SerialLog;
+use strata_media::fs::{FileSystem, FsCrashProtocol};
+use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
+
+use crate::series_workload::{
+    check_prefix, execute, prefix_states, read_state, workload, SeriesState, SeriesTxn, DB,
+};
+
+pub struct SeriesSsdCrash {
+    pub seed: u64,
+    pub checkpoint_every: u64,
+    txns_planned: Vec<SeriesTxn>,
+    states: Vec<SeriesState>,
+}
+
+impl SeriesSsdCrash {
+    pub fn new(seed: u64, txns: u64) -> Self {
+        let planned = workload(seed, txns);
+        let states = prefix_states(&planned);
+        SeriesSsdCrash { seed, checkpoint_every: 6, txns_planned: planned, states }
+    }
+
+    fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, String> {
+        let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
+            .map_err(|e| e.to_string())?;
+        let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new("/series") };
+        SeriesEngine::open(opts, Box::new(log), records, &|_, _, _| {})
+            .map(|(e, _)| e)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl FsCrashProtocol for SeriesSsdCrash {
+    fn name(&self) -> String {
+        "series-serial".into()
+    }
+
+    fn run(&self, fs: Arc<dyn FileSystem>, acks: &AckLog) {
+        let engine = Self::open(fs).expect("open");
+        engine.create_database(DB).expect("create db");
+        for (i, txn) in self.txns_planned.iter().enumerate() {
+            let t = i as u64 + 1;
+            match execute(engine.as_ref(), txn) {
+                Ok(()) => acks.ack(TxnId(t)),
+                Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
+            }
+            if t % self.checkpoint_every == 0 {
+                engine.checkpoint().expect("checkpoint");
+            }
+        }
+    }
+
+    fn recover_and_check(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        acked: &BTreeSet<TxnId>,
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        let engine = Self::open(fs)?;
+        let state = read_state(engine.as_ref() as &dyn SeriesStore)?;
+        Ok(check_prefix(&self.states, &state, acked))
+    }
+}
