@@ -301,3 +301,27 @@ mod tests {
         assert!(decoded > 0, "some mutated inputs still decode");
     }
 }
+
+#[cfg(test)]
+mod format_doc {
+    use super::*;
+
+    #[test]
+    fn format_doc_lists_every_constant() {
+        let doc = include_str!("../../../docs/format/series-wal.md");
+        for (name, value) in [
+            ("WAL_FORMAT_VERSION", WAL_FORMAT_VERSION),
+            ("KIND_CREATE_DATABASE", KIND_CREATE_DATABASE),
+            ("KIND_WRITE", KIND_WRITE),
+            ("KIND_DELETE", KIND_DELETE),
+            ("KIND_DROP_MEASUREMENT", KIND_DROP_MEASUREMENT),
+        ] {
+            assert!(doc.contains(&format!("`{name}` = {value}")), "series-wal.md lacks `{name}` = {value}");
+        }
+        for t in
+            [FieldType::Float, FieldType::Integer, FieldType::Unsigned, FieldType::Boolean, FieldType::String]
+        {
+            assert!(doc.contains(&format!("{} {}", t.code(), t.influx_name())), "type code of {t:?}");
+        }
+    }
+}

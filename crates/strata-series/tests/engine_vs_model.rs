@@ -1,0 +1,132 @@
+//! Property test: the durable engine against the in-memory reference model
+//! (`strata_series::reference::MemStore`). Random requests (writes with
+//! overwrites, out-of-order points and type conflicts; range deletes;
+//! measurement drops), checkpoints and crash restarts; after every step both
+//! stores must answer every read the same.
+
+mod common;
+
+use common::{Harness, LogKind};
+use proptest::prelude::*;
+use strata_series::reference::MemStore;
+use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(Vec<Point>),
+    Delete { measurement: &'static str, host: Option<&'static str>, range: TimeRange },
+    Drop(&'static str),
+    Checkpoint,
+    Restart,
+}
+
+const MEASUREMENTS: [&str; 2] = ["cpu", "mem"];
+const HOSTS: [&str; 3] = ["a", "b", "c"];
+
+fn value() -> impl Strategy<Value = FieldValue> {
+    prop_oneof![
+        4 => (-1e6f64..1e6).prop_map(FieldValue::Float),
+        1 => any::<i64>().prop_map(FieldValue::Integer),
+        1 => any::<bool>().prop_map(FieldValue::Boolean),
+        1 => "[a-c]{0,3}".prop_map(FieldValue::String),
+    ]
+}
+
+fn point() -> impl Strategy<Value = Point> {
+    (0..2usize, 0..3usize, prop::collection::vec((0..3usize, value()), 1..3), 0..60i64).prop_map(
+        |(m, h, fields, ts)| {
+            let mut fs: Vec<(String, FieldValue)> = Vec::new();
+            for (f, v) in fields {
+                let key = ["x", "y", "z"][f].to_string();
+                fs.retain(|(k, _)| *k != key);
+                fs.push((key, v));
+            }
+            Point {
+                measurement: MEASUREMENTS[m].into(),
+                tags: vec![("host".into(), HOSTS[h].into())],
+                fields: fs,
+                timestamp_ns: ts * 10,
+            }
+        },
+    )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => prop::collection::vec(point(), 1..5).prop_map(Op::Write),
+        2 => (0..2usize, prop::option::of(0..3usize), 0..600i64, 0..300i64).prop_map(|(m, h, a, len)| Op::Delete {
+            measurement: MEASUREMENTS[m],
+            host: h.map(|h| HOSTS[h]),
+            range: TimeRange { min_ns: a, max_ns: a + len },
+        }),
+        1 => (0..2usize).prop_map(|m| Op::Drop(MEASUREMENTS[m])),
+        2 => Just(Op::Checkpoint),
+        2 => Just(Op::Restart),
+    ]
+}
+
+fn snapshot(s: &dyn SeriesStore) -> Vec<(String, Vec<(String, Vec<(i64, FieldValue)>)>)> {
+    let mut out = Vec::new();
+    for m in s.measurements("db").unwrap() {
+        let series = s.series("db", &m).unwrap();
+        let ids: Vec<_> = series.iter().map(|x| x.id).collect();
+        let data = s.read("db", &ids, TimeRange::ALL).unwrap();
+        let mut per: Vec<_> = series
+            .iter()
+            .zip(data)
+            .map(|(x, d)| (format!("{:?}#{}:{:?}", x.tags, x.field, x.field_type), d))
+            .collect();
+        per.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push((m, per));
+    }
+    out
+}
+
+fn apply(s: &dyn SeriesStore, op: &Op) -> String {
+    match op {
+        Op::Write(points) => match s.write("db", points) {
+            Ok(o) => format!(
+                "{} {} {:?}",
+                o.points_written,
+                o.values_written,
+                o.rejected.iter().map(|r| r.0).collect::<Vec<_>>()
+            ),
+            Err(e) => format!("error {e}"),
+        },
+        Op::Delete { measurement, host, range } => {
+            let ids: Vec<_> = s
+                .series("db", measurement)
+                .unwrap()
+                .into_iter()
+                .filter(|x| host.is_none_or(|h| x.tags[0].1 == h))
+                .map(|x| x.id)
+                .collect();
+            format!("{:?}", s.delete("db", &ids, *range).map_err(|e| e.to_string()))
+        }
+        Op::Drop(m) => format!("{:?}", s.drop_measurement("db", m).map_err(|e| e.to_string())),
+        Op::Checkpoint | Op::Restart => String::new(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_the_reference_model(ops in prop::collection::vec(op(), 1..40), pmem in any::<bool>()) {
+        let mut h = Harness::new(if pmem { LogKind::SerialPmem } else { LogKind::SerialSsd });
+        let model = MemStore::new();
+        model.create_database("db").unwrap();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                Op::Checkpoint => { h.engine().checkpoint().unwrap(); }
+                Op::Restart => h.crash_restart(),
+                _ => {
+                    let (got, want) = (apply(h.engine().as_ref(), op), apply(&model, op));
+                    prop_assert_eq!(got, want, "outcome of step {} {:?}", i, op);
+                }
+            }
+            let (got, want) = (snapshot(h.engine().as_ref()), snapshot(&model));
+            prop_assert_eq!(got, want, "state after step {} {:?}", i, op);
+        }
+    }
+}
