@@ -38,6 +38,9 @@ use crate::series_data::{SealedBlock, SeriesData};
 use crate::store::{SeriesInfo, SeriesStore, WriteOutcome};
 use crate::wal::{NewSeries, WalRecord};
 
+/// A series created by the request being planned: (measurement, tags, field).
+type NewSeriesRef<'a> = (&'a str, &'a [(String, String)], &'a str);
+
 /// Series data is split into shards by series id.
 pub const SHARD_COUNT: usize = 16;
 
@@ -280,7 +283,7 @@ impl SeriesEngine {
         }
         let mut outcome = WriteOutcome::default();
         let mut new_series: Vec<NewSeries> = Vec::new();
-        let mut new_ids: HashMap<(&str, &[(String, String)], &str), SeriesId> = HashMap::new();
+        let mut new_ids: HashMap<NewSeriesRef<'_>, SeriesId> = HashMap::new();
         let mut new_types: HashMap<(&str, &str), FieldType> = HashMap::new();
         let mut out_points = Vec::new();
         let mut next_id = index.next_id();

@@ -65,7 +65,10 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn snapshot(s: &dyn SeriesStore) -> Vec<(String, Vec<(String, Vec<(i64, FieldValue)>)>)> {
+/// Per measurement, per series (described as a string), its points.
+type Snapshot = Vec<(String, Vec<(String, Vec<(i64, FieldValue)>)>)>;
+
+fn snapshot(s: &dyn SeriesStore) -> Snapshot {
     let mut out = Vec::new();
     for m in s.measurements("db").unwrap() {
         let series = s.series("db", &m).unwrap();
