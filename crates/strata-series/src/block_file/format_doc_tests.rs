@@ -1,0 +1,146 @@
+//! Keeps `docs/format/block-file.md` and the code in agreement: every
+//! constant with its value, every field table row with the code's offset and
+//! size, each structure tiled without gaps, and an encoded file checked at
+//! the documented offsets.
+
+use super::*;
+use crate::model::SeriesId;
+
+const DOC: &str = include_str!("../../../../docs/format/block-file.md");
+
+/// The rows of the first table after `heading` and before the next heading
+/// (cells trimmed, backticks removed), header row included.
+pub(crate) fn table(doc: &str, heading: &str) -> Vec<Vec<String>> {
+    let start = doc.find(heading).unwrap_or_else(|| panic!("doc lacks section {heading:?}"));
+    let rest = &doc[start + heading.len()..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    rest[..end]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
+        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().replace('`', "")).collect())
+        .collect()
+}
+
+/// The value column of constant `name` in the `## Constants` table.
+pub(crate) fn constant(doc: &str, name: &str) -> String {
+    let rows = table(doc, "## Constants");
+    let row =
+        rows.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("constant {name} missing from the doc"));
+    row[1].clone()
+}
+
+/// Checks a field table: each `(name, offset, size)` has its row, the rows
+/// are exactly these fields, and they tile `total` bytes.
+pub(crate) fn check_fields(doc: &str, heading: &str, fields: &[(&str, usize, usize)], total: usize) {
+    let rows = table(doc, heading);
+    assert_eq!(rows[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
+    assert_eq!(rows.len() - 1, fields.len(), "{heading}: the doc has exactly these fields");
+    let mut next = 0;
+    for (row, &(name, offset, size)) in rows[1..].iter().zip(fields) {
+        assert_eq!(row[3], name, "{heading}: field order");
+        assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
+        assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
+        assert_eq!(offset, next, "{heading}: {name} leaves no gap");
+        next = offset + size;
+    }
+    assert_eq!(next, total, "{heading}: fields cover the structure");
+}
+
+#[test]
+fn constants_agree_with_the_doc() {
+    assert_eq!(constant(DOC, "BLOCK_FILE_MAGIC"), format!("{BLOCK_FILE_MAGIC:#018x}"));
+    assert_eq!(constant(DOC, "BLOCK_FILE_FOOTER_MAGIC"), format!("{BLOCK_FILE_FOOTER_MAGIC:#018x}"));
+    assert_eq!(&BLOCK_FILE_MAGIC.to_le_bytes(), b"STRATABF");
+    assert_eq!(&BLOCK_FILE_FOOTER_MAGIC.to_le_bytes(), b"STRBFEND");
+    assert!(DOC.contains("`STRATABF`") && DOC.contains("`STRBFEND`"), "the doc spells the magics in ASCII");
+    assert_eq!(constant(DOC, "BLOCK_FILE_FORMAT_VERSION"), BLOCK_FILE_FORMAT_VERSION.to_string());
+    assert_eq!(constant(DOC, "BLOCK_FILE_HEADER_BYTES"), BLOCK_FILE_HEADER_BYTES.to_string());
+    assert_eq!(constant(DOC, "HDR_CRC_COVERED_BYTES"), HDR_CRC_COVERED_BYTES.to_string());
+    assert_eq!(constant(DOC, "BLOCK_INDEX_ENTRY_BYTES"), BLOCK_INDEX_ENTRY_BYTES.to_string());
+    assert_eq!(constant(DOC, "BLOCK_FILE_FOOTER_BYTES"), BLOCK_FILE_FOOTER_BYTES.to_string());
+    assert_eq!(constant(DOC, "BLOCK_FILE_NAME_DIGITS"), BLOCK_FILE_NAME_DIGITS.to_string());
+    assert!(DOC.contains(&block_file_name(42)), "the doc shows a file name");
+    assert!(DOC.contains(&format!("({} MiB)", WRITE_CHUNK_BYTES >> 20)), "the doc gives WRITE_CHUNK_BYTES");
+}
+
+#[test]
+fn field_tables_agree_with_the_code() {
+    check_fields(
+        DOC,
+        "### Header",
+        &[
+            ("magic", HDR_OFFSET_MAGIC, 8),
+            ("version", HDR_OFFSET_VERSION, 4),
+            ("reserved", HDR_OFFSET_RESERVED, 4),
+            ("file_seq", HDR_OFFSET_FILE_SEQ, 8),
+            ("reserved2", HDR_OFFSET_RESERVED2, 4),
+            ("header_crc", HDR_OFFSET_CRC, 4),
+        ],
+        BLOCK_FILE_HEADER_BYTES as usize,
+    );
+    assert_eq!(HDR_OFFSET_CRC, HDR_CRC_COVERED_BYTES, "the CRC covers everything before it");
+    check_fields(
+        DOC,
+        "### Index entry",
+        &[
+            ("series", ENTRY_OFFSET_SERIES, 8),
+            ("min_ts", ENTRY_OFFSET_MIN_TS, 8),
+            ("max_ts", ENTRY_OFFSET_MAX_TS, 8),
+            ("point_count", ENTRY_OFFSET_POINT_COUNT, 4),
+            ("block_offset", ENTRY_OFFSET_BLOCK_OFFSET, 8),
+            ("block_len", ENTRY_OFFSET_BLOCK_LEN, 4),
+            ("block_crc", ENTRY_OFFSET_BLOCK_CRC, 4),
+        ],
+        BLOCK_INDEX_ENTRY_BYTES as usize,
+    );
+    check_fields(
+        DOC,
+        "### Footer",
+        &[
+            ("index_offset", FTR_OFFSET_INDEX_OFFSET, 8),
+            ("entry_count", FTR_OFFSET_ENTRY_COUNT, 4),
+            ("index_crc", FTR_OFFSET_INDEX_CRC, 4),
+            ("magic", FTR_OFFSET_MAGIC, 8),
+        ],
+        BLOCK_FILE_FOOTER_BYTES as usize,
+    );
+}
+
+/// An encoded file holds what the document says at the documented offsets.
+#[test]
+fn encoded_file_matches_the_documented_layout() {
+    let (a, b) = ([0xAAu8; 5], [0xBBu8; 3]);
+    let blocks = [
+        BlockSpec { series: SeriesId(9), min_ts: -5, max_ts: 7, point_count: 4, bytes: &a },
+        BlockSpec { series: SeriesId(2), min_ts: 100, max_ts: 100, point_count: 1, bytes: &b },
+    ];
+    let f = encode_block_file(0x0102_0304_0506_0708, &blocks).unwrap();
+    let u32_at = |at: usize| u32::from_le_bytes(f[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_le_bytes(f[at..at + 8].try_into().unwrap());
+    assert_eq!(&f[..8], b"STRATABF");
+    assert_eq!(u32_at(8), 1);
+    assert_eq!(u64_at(16), 0x0102_0304_0506_0708);
+    assert_eq!(u32_at(28), crc32c::crc32c(&f[..28]));
+    assert_eq!(f[32..37], a, "blocks in append order from offset 32");
+    assert_eq!(f[37..40], b);
+    let index_offset = 40;
+    let footer = f.len() - 24;
+    assert_eq!(footer, index_offset + 2 * 44);
+    assert_eq!(u64_at(footer), index_offset as u64);
+    assert_eq!(u32_at(footer + 8), 2);
+    assert_eq!(u32_at(footer + 12), crc32c::crc32c(&f[index_offset..footer]));
+    assert_eq!(&f[footer + 16..], b"STRBFEND");
+    // Index sorted by series: series 2 first.
+    let e = index_offset;
+    assert_eq!(u64_at(e), 2);
+    assert_eq!(u64_at(e + 8) as i64, 100);
+    assert_eq!(u64_at(e + 16) as i64, 100);
+    assert_eq!(u32_at(e + 24), 1);
+    assert_eq!(u64_at(e + 28), 37);
+    assert_eq!(u32_at(e + 36), 3);
+    assert_eq!(u32_at(e + 40), crc32c::crc32c(&b));
+    let e = index_offset + 44;
+    assert_eq!((u64_at(e), u64_at(e + 8) as i64, u64_at(e + 28), u32_at(e + 36)), (9, -5, 32, 5));
+}

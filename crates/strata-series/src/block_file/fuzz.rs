@@ -1,0 +1,152 @@
+//! The entry point of the `block_file_open` fuzz target
+//! (`fuzz/fuzz_targets/block_file_open.rs`), kept in the crate so that a
+//! stable-toolchain smoke test runs the same checks.
+
+use super::format::{check_block, encode_block_file, BlockIndexEntry, BlockSpec, BLOCK_FILE_HEADER_BYTES};
+use super::BlockFile;
+use crate::model::SeriesId;
+
+/// Feeds `data` to [`BlockFile::parse`] and panics if a property of
+/// `docs/format/block-file.md` fails.
+///
+/// Input: `flags (1) | rest`. Flag bit 0 clear: `rest` is a file image.
+/// Flag bit 0 set: `rest` is `seq (8) | at (4) | xor (1) | recipe...`; a
+/// valid file is built from the recipe, must parse to its blocks, and one
+/// byte at `at % len` is xored with `xor`: the damaged file must be rejected
+/// unless the byte lies in a block, in which case the index is unchanged and
+/// that block's CRC fails. Flag bit 1 (with bit 0) also parses the prefix of
+/// `at % len` bytes.
+///
+/// Whatever `parse` accepts must re-encode to exactly the same bytes.
+pub fn fuzz_block_file_parse(data: &[u8]) {
+    let Some((&flags, rest)) = data.split_first() else {
+        return;
+    };
+    if flags & 1 == 0 {
+        let _ = check_parse(rest);
+        return;
+    }
+    let mut recipe = Recipe(rest);
+    let seq = recipe.u64();
+    let at = recipe.u32() as usize;
+    let xor = recipe.u8();
+    let owned = recipe.blocks();
+    let specs: Vec<BlockSpec<'_>> = owned
+        .iter()
+        .map(|(series, min_ts, max_ts, point_count, bytes)| BlockSpec {
+            series: SeriesId(*series),
+            min_ts: *min_ts,
+            max_ts: *max_ts,
+            point_count: *point_count,
+            bytes,
+        })
+        .collect();
+    let image = encode_block_file(seq, &specs).expect("recipe blocks are valid");
+    let entries = check_parse(&image).expect("a freshly encoded file parses");
+    assert_eq!(entries.len(), specs.len());
+    for spec in &specs {
+        let found = entries.iter().any(|e| {
+            e.series == spec.series
+                && (e.min_ts, e.max_ts, e.point_count) == (spec.min_ts, spec.max_ts, spec.point_count)
+                && block_of(&image, e) == Some(spec.bytes)
+        });
+        assert!(found, "block {spec:?} missing from the parsed index");
+    }
+    let at = at % image.len();
+    if xor != 0 {
+        let mut damaged = image.clone();
+        damaged[at] ^= xor;
+        let index_offset = entries.iter().filter_map(|e| e.end()).max().unwrap_or(BLOCK_FILE_HEADER_BYTES);
+        let in_data = (BLOCK_FILE_HEADER_BYTES..index_offset).contains(&(at as u64));
+        match check_parse(&damaged) {
+            Ok(damaged_entries) => {
+                assert!(in_data, "a damaged byte at offset {at} outside every block was accepted");
+                assert_eq!(damaged_entries, entries, "damage in a block changed the index");
+                let hit = entries
+                    .iter()
+                    .find(|e| e.offset <= at as u64 && (at as u64) < e.offset + u64::from(e.len_bytes));
+                let hit = hit.expect("the damaged byte lies in a block");
+                let block = block_of(&damaged, hit).expect("block within the file");
+                assert!(check_block(hit, block).is_err(), "damaged block at offset {at} passes its CRC");
+            }
+            Err(_) => assert!(!in_data, "damage at offset {at} inside a block failed the parse"),
+        }
+    }
+    if flags & 2 != 0 {
+        let _ = check_parse(&image[..at]);
+    }
+}
+
+/// Parses `bytes`; if accepted and every block passes its CRC, checks that
+/// re-encoding the parsed blocks in file order gives the same bytes.
+fn check_parse(bytes: &[u8]) -> Result<Vec<BlockIndexEntry>, String> {
+    let (seq, entries) = BlockFile::parse(bytes)?;
+    let blocks_valid = entries.iter().all(|e| {
+        let block = block_of(bytes, e).expect("accepted entries lie within the file");
+        check_block(e, block).is_ok()
+    });
+    if !blocks_valid {
+        return Ok(entries);
+    }
+    let mut by_offset: Vec<&BlockIndexEntry> = entries.iter().collect();
+    by_offset.sort_by_key(|e| e.offset);
+    let specs: Vec<BlockSpec<'_>> = by_offset
+        .iter()
+        .map(|e| BlockSpec {
+            series: e.series,
+            min_ts: e.min_ts,
+            max_ts: e.max_ts,
+            point_count: e.point_count,
+            bytes: block_of(bytes, e).expect("accepted entries lie within the file"),
+        })
+        .collect();
+    let again = encode_block_file(seq, &specs).expect("accepted entries re-encode");
+    assert!(again == bytes, "an accepted file does not re-encode to the same bytes");
+    Ok(entries)
+}
+
+fn block_of<'a>(bytes: &'a [u8], e: &BlockIndexEntry) -> Option<&'a [u8]> {
+    let start = usize::try_from(e.offset).ok()?;
+    bytes.get(start..start.checked_add(e.len_bytes as usize)?)
+}
+
+/// Reads fuzz bytes; zero once exhausted.
+struct Recipe<'a>(&'a [u8]);
+
+type OwnedBlock = (u64, i64, i64, u32, Vec<u8>);
+
+impl Recipe<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+
+    fn u64(&mut self) -> u64 {
+        u64::from(self.u32()) | u64::from(self.u32()) << 32
+    }
+
+    /// Up to 23 blocks over 5 series, with colliding `min_ts` likely.
+    fn blocks(&mut self) -> Vec<OwnedBlock> {
+        let count = self.u8() % 24;
+        (0..count)
+            .map(|i| {
+                let series = u64::from(self.u8() % 5);
+                let min_ts = i64::from(self.u8() as i8) * 1000;
+                let max_ts = min_ts + i64::from(self.u8()) * 10;
+                let point_count = u32::from(self.u8()) + 1;
+                let len = usize::from(self.u8() % 40) + 1;
+                let bytes = (0..len).map(|j| self.u8() ^ (i.wrapping_mul(31) ^ j as u8)).collect();
+                (series, min_ts, max_ts, point_count, bytes)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,299 @@
+//! The binary encoding of the [`Manifest`] (`docs/format/manifest.md`): a
+//! 24-byte header (magic, version, body CRC32C, body length) and a body of
+//! little-endian integers and length-prefixed UTF-8 strings. Decoding checks
+//! everything, never panics and allocates at most in proportion to its input.
+
+use std::collections::HashSet;
+
+use super::{Manifest, ManifestSeries, ManifestTombstone};
+use crate::model::{FieldType, SeriesId, SeriesKey};
+
+/// "STRATAMF" (manifest) as a little-endian u64.
+pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"STRATAMF");
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+pub const MANIFEST_HEADER_BYTES: usize = 24;
+pub const MF_OFFSET_MAGIC: usize = 0;
+pub const MF_OFFSET_VERSION: usize = 8;
+pub const MF_OFFSET_BODY_CRC: usize = 12;
+pub const MF_OFFSET_BODY_LEN: usize = 16;
+
+/// Smallest encodings of list items, to bound a count by the bytes left.
+const STRING_MIN_BYTES: usize = 4;
+const SERIES_MIN_BYTES: usize = 8 + 3 * STRING_MIN_BYTES + 4 + 1;
+const TAG_MIN_BYTES: usize = 2 * STRING_MIN_BYTES;
+const BLOCK_FILE_BYTES: usize = 8;
+const TOMBSTONE_BYTES: usize = 32;
+
+/// The file bytes of `m`: header and body. Encodes whatever it is given;
+/// [`decode_manifest`] accepts the result if [`validate_manifest`] does.
+pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
+    let mut body = Vec::new();
+    put_u64(&mut body, m.checkpoint_seq);
+    put_u64(&mut body, m.checkpoint_lsn);
+    put_str(&mut body, &m.protocol);
+    put_u64(&mut body, m.next_series_id);
+    put_u64(&mut body, m.next_file_seq);
+    put_u32(&mut body, m.databases.len() as u32);
+    for db in &m.databases {
+        put_str(&mut body, db);
+    }
+    put_u32(&mut body, m.series.len() as u32);
+    for s in &m.series {
+        put_u64(&mut body, s.id.0);
+        put_str(&mut body, &s.db);
+        put_str(&mut body, &s.key.measurement);
+        put_u32(&mut body, s.key.tags.len() as u32);
+        for (k, v) in &s.key.tags {
+            put_str(&mut body, k);
+            put_str(&mut body, v);
+        }
+        put_str(&mut body, &s.key.field);
+        body.push(s.field_type.code());
+    }
+    put_u32(&mut body, m.block_files.len() as u32);
+    for seq in &m.block_files {
+        put_u64(&mut body, *seq);
+    }
+    put_u32(&mut body, m.tombstones.len() as u32);
+    for t in &m.tombstones {
+        put_u64(&mut body, t.series.0);
+        put_u64(&mut body, t.min_ts as u64);
+        put_u64(&mut body, t.max_ts as u64);
+        put_u64(&mut body, t.upto_file_seq);
+    }
+    let mut out = Vec::with_capacity(MANIFEST_HEADER_BYTES + body.len());
+    put_u64(&mut out, MANIFEST_MAGIC);
+    put_u32(&mut out, MANIFEST_FORMAT_VERSION);
+    put_u32(&mut out, crc32c::crc32c(&body));
+    put_u64(&mut out, body.len() as u64);
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Decodes and validates a whole `MANIFEST` file. Never panics; allocates at
+/// most in proportion to `bytes.len()`.
+pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
+    if bytes.len() < MANIFEST_HEADER_BYTES {
+        return Err(format!("{} bytes, shorter than the {MANIFEST_HEADER_BYTES}-byte header", bytes.len()));
+    }
+    let mut header = Reader { bytes: &bytes[..MANIFEST_HEADER_BYTES], at: 0 };
+    if header.u64()? != MANIFEST_MAGIC {
+        return Err("bad magic (not a manifest)".into());
+    }
+    let version = header.u32()?;
+    if version != MANIFEST_FORMAT_VERSION {
+        return Err(format!("unknown manifest format version {version}"));
+    }
+    let body_crc = header.u32()?;
+    let body_len = header.u64()?;
+    let body = &bytes[MANIFEST_HEADER_BYTES..];
+    if body_len != body.len() as u64 {
+        return Err(format!("header gives a body of {body_len} bytes, the file holds {}", body.len()));
+    }
+    let crc = crc32c::crc32c(body);
+    if crc != body_crc {
+        return Err(format!("body CRC mismatch (stored {body_crc:#010x}, computed {crc:#010x})"));
+    }
+    let m = decode_body(&mut Reader { bytes: body, at: 0 })?;
+    validate_manifest(&m)?;
+    Ok(m)
+}
+
+fn decode_body(r: &mut Reader<'_>) -> Result<Manifest, String> {
+    let checkpoint_seq = r.u64()?;
+    let checkpoint_lsn = r.u64()?;
+    let protocol = r.string("protocol")?;
+    let next_series_id = r.u64()?;
+    let next_file_seq = r.u64()?;
+    let count = r.count("databases", STRING_MIN_BYTES)?;
+    let mut databases = Vec::with_capacity(count);
+    for _ in 0..count {
+        databases.push(r.string("database name")?);
+    }
+    let count = r.count("series", SERIES_MIN_BYTES)?;
+    let mut series = Vec::with_capacity(count);
+    for _ in 0..count {
+        series.push(decode_series(r)?);
+    }
+    let count = r.count("block files", BLOCK_FILE_BYTES)?;
+    let mut block_files = Vec::with_capacity(count);
+    for _ in 0..count {
+        block_files.push(r.u64()?);
+    }
+    let count = r.count("tombstones", TOMBSTONE_BYTES)?;
+    let mut tombstones = Vec::with_capacity(count);
+    for _ in 0..count {
+        tombstones.push(ManifestTombstone {
+            series: SeriesId(r.u64()?),
+            min_ts: r.u64()? as i64,
+            max_ts: r.u64()? as i64,
+            upto_file_seq: r.u64()?,
+        });
+    }
+    if r.at != r.bytes.len() {
+        return Err(format!("{} bytes after the tombstones", r.bytes.len() - r.at));
+    }
+    Ok(Manifest {
+        checkpoint_seq,
+        checkpoint_lsn,
+        protocol,
+        next_series_id,
+        next_file_seq,
+        databases,
+        series,
+        block_files,
+        tombstones,
+    })
+}
+
+fn decode_series(r: &mut Reader<'_>) -> Result<ManifestSeries, String> {
+    let id = SeriesId(r.u64()?);
+    let db = r.string("series database")?;
+    let measurement = r.string("measurement")?;
+    let count = r.count("tags", TAG_MIN_BYTES)?;
+    let mut tags = Vec::with_capacity(count);
+    for _ in 0..count {
+        tags.push((r.string("tag key")?, r.string("tag value")?));
+    }
+    let field = r.string("field key")?;
+    let code = r.u8()?;
+    let field_type =
+        FieldType::from_code(code).ok_or_else(|| format!("series {id}: unknown field type code {code}"))?;
+    Ok(ManifestSeries { id, db, key: SeriesKey { measurement, tags, field }, field_type })
+}
+
+/// The invariants of a manifest (`docs/format/manifest.md`, "Validity").
+/// `write_manifest` refuses, and `decode_manifest` rejects, a manifest
+/// breaking one.
+pub fn validate_manifest(m: &Manifest) -> Result<(), String> {
+    let fits = |what: &str, len: usize| {
+        u32::try_from(len).map(|_| ()).map_err(|_| format!("{what}: {len} exceeds u32::MAX"))
+    };
+    fits("protocol length", m.protocol.len())?;
+    for list in [
+        ("databases", m.databases.len()),
+        ("series", m.series.len()),
+        ("block files", m.block_files.len()),
+        ("tombstones", m.tombstones.len()),
+    ] {
+        fits(list.0, list.1)?;
+    }
+    let mut databases = HashSet::with_capacity(m.databases.len());
+    for db in &m.databases {
+        fits("database name length", db.len())?;
+        if !databases.insert(db.as_str()) {
+            return Err(format!("database {db:?} listed twice"));
+        }
+    }
+    let mut keys = HashSet::with_capacity(m.series.len());
+    for (i, s) in m.series.iter().enumerate() {
+        if i > 0 && m.series[i - 1].id >= s.id {
+            return Err(format!(
+                "series {} follows series {}: ids not strictly ascending",
+                s.id,
+                m.series[i - 1].id
+            ));
+        }
+        if s.id.0 >= m.next_series_id {
+            return Err(format!("series {} is not below next_series_id {}", s.id, m.next_series_id));
+        }
+        if !databases.contains(s.db.as_str()) {
+            return Err(format!("series {} belongs to unlisted database {:?}", s.id, s.db));
+        }
+        for text in [&s.db, &s.key.measurement, &s.key.field] {
+            fits("string length", text.len())?;
+        }
+        fits("tag count", s.key.tags.len())?;
+        for (j, (k, v)) in s.key.tags.iter().enumerate() {
+            fits("tag length", k.len().max(v.len()))?;
+            if j > 0 && s.key.tags[j - 1].0 >= *k {
+                return Err(format!("series {}: tag keys not strictly ascending at {k:?}", s.id));
+            }
+        }
+        if !keys.insert((s.db.as_str(), &s.key)) {
+            return Err(format!("series {}: key {} in database {:?} listed twice", s.id, s.key, s.db));
+        }
+    }
+    for (i, seq) in m.block_files.iter().enumerate() {
+        if i > 0 && m.block_files[i - 1] >= *seq {
+            return Err(format!("block file seqs not strictly ascending at {seq}"));
+        }
+        if *seq >= m.next_file_seq {
+            return Err(format!("block file seq {seq} is not below next_file_seq {}", m.next_file_seq));
+        }
+    }
+    for t in &m.tombstones {
+        if t.min_ts > t.max_ts {
+            return Err(format!(
+                "tombstone of series {}: min_ts {} > max_ts {}",
+                t.series, t.min_ts, t.max_ts
+            ));
+        }
+        if t.series.0 >= m.next_series_id {
+            return Err(format!(
+                "tombstone of series {} is not below next_series_id {}",
+                t.series, m.next_series_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u32(out, s.len() as u32);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Reads the body; every read is bounds-checked.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(len).filter(|&end| end <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("truncated: {len} bytes needed at body offset {}", self.at))?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let at = self.at;
+        let len = self.u32()? as usize;
+        let bytes = self.take(len)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{what} at body offset {at} is not UTF-8"))
+    }
+
+    /// A list count, checked against the bytes left so that it cannot make
+    /// the decoder allocate more than the input justifies.
+    fn count(&mut self, what: &str, item_min_bytes: usize) -> Result<usize, String> {
+        let count = self.u32()? as usize;
+        let left = self.bytes.len() - self.at;
+        if count > left / item_min_bytes {
+            return Err(format!("{count} {what} cannot fit in the {left} bytes left"));
+        }
+        Ok(count)
+    }
+}
