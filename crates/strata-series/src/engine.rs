@@ -288,6 +288,10 @@ impl SeriesEngine {
         let mut out_points = Vec::new();
         let mut next_id = index.next_id();
         for (i, p) in points.iter().enumerate() {
+            if let Some(why) = malformed(p) {
+                outcome.rejected.push((i, why));
+                continue;
+            }
             let conflict = p.fields.iter().find_map(|(f, v)| {
                 let have = index
                     .field_type(db, &p.measurement, f)
@@ -450,6 +454,29 @@ impl SeriesEngine {
         s.checkpoints = c.checkpoints.load(Ordering::Relaxed);
         s
     }
+}
+
+/// A point the model does not allow (the line protocol parser never
+/// produces one; in-process callers might).
+fn malformed(p: &Point) -> Option<String> {
+    if p.measurement.is_empty() {
+        return Some("empty measurement name".into());
+    }
+    if p.fields.is_empty() {
+        return Some(format!("point of measurement \"{}\" has no fields", p.measurement));
+    }
+    if p.tags.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Some(format!(
+            "tags of a point of \"{}\" are not sorted by key with unique keys",
+            p.measurement
+        ));
+    }
+    let mut keys: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    if keys.windows(2).any(|w| w[0] == w[1]) {
+        return Some(format!("a point of \"{}\" has the same field twice", p.measurement));
+    }
+    None
 }
 
 impl SeriesStore for SeriesEngine {

@@ -150,3 +150,37 @@ fn a_full_pmem_ring_checkpoints_instead_of_failing() {
     assert_eq!(d[0].1.len(), 2000);
     assert_eq!(d[0].1[1999].1, FieldValue::String(format!("1999{big}")));
 }
+
+#[test]
+fn malformed_points_are_rejected_not_checkpointed() {
+    let h = Harness::new(LogKind::SerialSsd);
+    let e = h.engine();
+    let mut unsorted = point("cpu", "a", vec![("u", f(1.0))], 1);
+    unsorted.tags = vec![("z".into(), "1".into()), ("a".into(), "2".into())];
+    let mut twice = point("cpu", "a", vec![("u", f(1.0)), ("u", f(2.0))], 1);
+    twice.timestamp_ns = 2;
+    let empty = point("cpu", "a", vec![], 3);
+    let out = e.write("db", &[unsorted, twice, empty, point("cpu", "a", vec![("u", f(4.0))], 4)]).unwrap();
+    assert_eq!(out.rejected.iter().map(|r| r.0).collect::<Vec<_>>(), vec![0, 1, 2], "{:?}", out.rejected);
+    assert_eq!(out.points_written, 1);
+    e.checkpoint().expect("only well-formed series reach the manifest");
+}
+
+#[test]
+fn the_series_limit_rejects_the_whole_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = strata_series::EngineOptions::new(dir.path());
+    opts.max_series_per_database = Some(2);
+    let log = Box::new(strata_log::NoLog::default());
+    let (e, _) = strata_series::SeriesEngine::open(opts, log, Vec::new(), &|_, _, _| {}).unwrap();
+    e.create_database("db").unwrap();
+    e.write("db", &[point("cpu", "a", vec![("u", f(1.0)), ("v", f(1.0))], 1)]).unwrap();
+    let err = e
+        .write("db", &[point("cpu", "a", vec![("u", f(2.0))], 2), point("cpu", "b", vec![("u", f(1.0))], 1)]);
+    assert!(matches!(err, Err(EngineError::SeriesLimit { limit: 2, .. })), "{err:?}");
+    assert_eq!(
+        dump(e.as_ref(), "db", "cpu").iter().map(|s| s.1.len()).sum::<usize>(),
+        2,
+        "nothing of it was written"
+    );
+}

@@ -1,1 +1,0 @@
-//! Block files (being written).
