@@ -68,7 +68,7 @@ impl Default for ServerSection {
         ServerSection {
             bind: "127.0.0.1:8086".into(),
             auth_token: None,
-            max_body_bytes: 32 << 20,
+            max_body_bytes: 25_000_000,
             max_line_bytes: 64 << 10,
             max_fields_per_line: 1000,
         }

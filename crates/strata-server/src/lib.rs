@@ -1,1 +1,100 @@
-//! HTTP server (being written).
+//! The HTTP server behind `strata serve` (DESIGN.md section 7): InfluxDB 1.x
+//! `/write`, 2.x `/api/v2/write`, `/query`, `/ping`, `/health` and
+//! `/metrics` over any [`SeriesStore`], with optional token auth, request
+//! limits and graceful shutdown. Endpoints, limits and status codes:
+//! `docs/http-api.md`.
+
+pub mod auth;
+pub mod config;
+pub mod errors;
+pub mod gzip;
+pub mod hooks;
+pub mod limits;
+pub mod metrics;
+pub mod params;
+pub mod partial_write;
+pub mod routes;
+pub mod shutdown;
+mod state;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use strata_series::SeriesStore;
+
+pub use config::ServerConfig;
+pub use errors::ServerError;
+pub use hooks::{EngineHooks, NoopHooks};
+
+use metrics::Metrics;
+use state::AppState;
+
+/// Serves on `listener` until `shutdown` completes, then lets in-flight
+/// requests finish (at most [`shutdown::SHUTDOWN_GRACE`]) and calls
+/// `hooks.checkpoint()`, logging its summary. A failed checkpoint is an error.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    store: Arc<dyn SeriesStore>,
+    hooks: Arc<dyn EngineHooks>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_until(listener, store, hooks, config, shutdown).await.map_err(|e| match e {
+        ServerError::Io(io) => io,
+        other => std::io::Error::other(other.to_string()),
+    })
+}
+
+async fn serve_until(
+    listener: tokio::net::TcpListener,
+    store: Arc<dyn SeriesStore>,
+    hooks: Arc<dyn EngineHooks>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    config.validate()?;
+    let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: Metrics::new() });
+    let app = routes::router(state);
+    let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
+    let signal = async move {
+        shutdown.await;
+        let _ = stopping_tx.send(true);
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+    let grace = async move {
+        let _ = stopping_rx.wait_for(|stopping| *stopping).await;
+        tokio::time::sleep(shutdown::SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = std::future::IntoFuture::into_future(server) => served?,
+        () = grace => eprintln!(
+            "strata serve: requests still open after {:?}; checkpointing anyway",
+            shutdown::SHUTDOWN_GRACE
+        ),
+    }
+    shutdown::checkpoint(hooks).await.map(|_summary| ())
+}
+
+/// Builds a multi-thread runtime, binds `config.bind`, prints `listening on
+/// http://ADDR` to stderr, serves until SIGINT or SIGTERM, then checkpoints
+/// through `hooks`.
+pub fn run(
+    store: Arc<dyn SeriesStore>,
+    hooks: Arc<dyn EngineHooks>,
+    config: ServerConfig,
+) -> Result<(), ServerError> {
+    config.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("strata-http")
+        .build()
+        .map_err(ServerError::Runtime)?;
+    runtime.block_on(async move {
+        let addr = config.bind;
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
+        let signals = shutdown::signals()?;
+        eprintln!("listening on http://{}", listener.local_addr()?);
+        serve_until(listener, store, hooks, config, signals).await
+    })
+}

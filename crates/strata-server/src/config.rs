@@ -1,0 +1,113 @@
+//! Server configuration: where to listen, the optional token, and every
+//! request limit, with the documented defaults (docs/http-api.md, "Limits").
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use crate::ServerError;
+
+/// Default listen address: loopback on InfluxDB's port, so Influx clients work unchanged.
+pub const DEFAULT_BIND: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8086);
+/// Default request body limit, on the wire and after gzip decompression
+/// (InfluxDB 1.x `max-body-size` default: 25,000,000 bytes).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 25_000_000;
+/// Default limit on one line of line protocol (1 MiB: room for InfluxDB's
+/// 64 KiB string fields with many tags and fields around them).
+pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+/// Default limit on fields in one line (the line protocol parser's default).
+pub const DEFAULT_MAX_FIELDS_PER_LINE: usize = 1000;
+/// Reported in `X-Influxdb-Version`, `/ping?verbose=true` and `/health`. It
+/// starts with "1." because clients tell an InfluxDB 1.x API by that prefix.
+pub const DEFAULT_VERSION: &str = concat!("1.8.10-strata.", env!("CARGO_PKG_VERSION"));
+
+/// Configuration of `strata serve`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Listen address; default [`DEFAULT_BIND`] (127.0.0.1:8086).
+    pub bind: SocketAddr,
+    /// When set, every endpoint requires this token (see docs/http-api.md, "Authentication").
+    pub auth_token: Option<String>,
+    /// Largest request body accepted, compressed and decompressed; larger is 413.
+    pub max_body_bytes: usize,
+    /// Longest line of line protocol accepted; a longer line is rejected (400, by line number).
+    pub max_line_bytes: usize,
+    /// Most fields in one line; a line with more is rejected (400, by line number).
+    pub max_fields_per_line: usize,
+    /// Version string reported to clients.
+    pub version: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: DEFAULT_BIND,
+            auth_token: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_fields_per_line: DEFAULT_MAX_FIELDS_PER_LINE,
+            version: DEFAULT_VERSION.to_string(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Rejects limits of zero, an empty token and a version that cannot be an HTTP header.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        let invalid = |what: &str| Err(ServerError::InvalidConfig(what.to_string()));
+        if self.max_body_bytes == 0 {
+            return invalid("max_body_bytes must be at least 1");
+        }
+        if self.max_line_bytes == 0 {
+            return invalid("max_line_bytes must be at least 1");
+        }
+        if self.max_fields_per_line == 0 {
+            return invalid("max_fields_per_line must be at least 1");
+        }
+        if matches!(&self.auth_token, Some(t) if t.is_empty()) {
+            return invalid("auth_token must not be empty (leave it unset to disable authentication)");
+        }
+        if self.version.is_empty() || !self.version.bytes().all(|b| b.is_ascii_graphic()) {
+            return invalid("version must be non-empty visible ASCII (it is sent as a header)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_values_and_valid() {
+        let config = ServerConfig::default();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:8086");
+        assert_eq!(config.auth_token, None);
+        assert_eq!(config.max_body_bytes, 25_000_000);
+        assert_eq!(config.max_line_bytes, 1_048_576);
+        assert_eq!(config.max_fields_per_line, 1000);
+        assert!(config.version.starts_with("1."), "{}", config.version);
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn validate_rejects_zero_limits_and_empty_token() {
+        let bad = [
+            ServerConfig { max_body_bytes: 0, ..Default::default() },
+            ServerConfig { max_line_bytes: 0, ..Default::default() },
+            ServerConfig { max_fields_per_line: 0, ..Default::default() },
+            ServerConfig { auth_token: Some(String::new()), ..Default::default() },
+            ServerConfig { version: "1.8 beta".into(), ..Default::default() },
+        ];
+        for config in bad {
+            let err = config.validate().unwrap_err();
+            assert!(matches!(err, ServerError::InvalidConfig(_)), "{err}");
+        }
+    }
+
+    #[test]
+    fn docs_table_lists_every_default() {
+        let doc = include_str!("../../../docs/http-api.md");
+        for value in ["127.0.0.1:8086", "25000000", "1048576", "1000"] {
+            assert!(doc.contains(value), "docs/http-api.md does not mention {value}");
+        }
+    }
+}

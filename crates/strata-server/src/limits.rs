@@ -1,0 +1,145 @@
+//! Request size limits: reading a body with `max_body_bytes` (413 from the
+//! `Content-Length` header before reading anything, or as soon as a streamed
+//! body passes the limit), undoing `Content-Encoding` with the same limit on
+//! the decompressed size, and the per-line limits handed to the parser.
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, HeaderMap, StatusCode};
+use http_body_util::BodyExt;
+use strata_influx::line_protocol::LineLimits;
+
+use crate::config::ServerConfig;
+use crate::errors::ApiError;
+use crate::gzip::{self, GzipError};
+
+/// How the body was encoded on the wire.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ContentEncoding {
+    Identity,
+    Gzip,
+}
+
+/// 413 in InfluxDB's words plus which limit was hit.
+pub fn too_large(what: &str, max_bytes: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request Entity Too Large: {what} is larger than max_body_bytes ({max_bytes} bytes)"),
+    )
+}
+
+/// The `Content-Encoding` of a request: absent or `identity` is plain, `gzip`
+/// is decompressed, anything else is 415.
+pub fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, ApiError> {
+    let Some(value) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(ContentEncoding::Identity);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    if text.is_empty() || text.eq_ignore_ascii_case("identity") {
+        Ok(ContentEncoding::Identity)
+    } else if text.eq_ignore_ascii_case("gzip") || text.eq_ignore_ascii_case("x-gzip") {
+        Ok(ContentEncoding::Gzip)
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("unsupported Content-Encoding {text:?} (use gzip or none)"),
+        ))
+    }
+}
+
+/// Reads the whole body, refusing (413) a declared `Content-Length` above
+/// `max_bytes` without reading it, and a streamed body as soon as it passes
+/// `max_bytes`. A body that ends early (client gone) is 400.
+pub async fn read_body(headers: &HeaderMap, body: Body, max_bytes: usize) -> Result<Bytes, ApiError> {
+    if let Some(declared) = headers.get(header::CONTENT_LENGTH) {
+        let declared: u64 = declared
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| ApiError::bad_request("invalid Content-Length header"))?;
+        if declared > max_bytes as u64 {
+            return Err(too_large("body", max_bytes));
+        }
+    }
+    let mut body = body;
+    // A body that arrives in one frame (the common case) is kept without a copy.
+    let mut first: Option<Bytes> = None;
+    let mut collected: Vec<u8> = Vec::new();
+    let mut total_bytes = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        total_bytes += data.len();
+        if total_bytes > max_bytes {
+            return Err(too_large("body", max_bytes));
+        }
+        match first.take() {
+            None if collected.is_empty() => first = Some(data),
+            None => collected.extend_from_slice(&data),
+            Some(earlier) => {
+                collected.extend_from_slice(&earlier);
+                collected.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(collected)))
+}
+
+/// Undoes `encoding` with `max_bytes` as the limit on the decoded size.
+pub fn decode_body(raw: Bytes, encoding: ContentEncoding, max_bytes: usize) -> Result<Bytes, ApiError> {
+    match encoding {
+        ContentEncoding::Identity => Ok(raw),
+        ContentEncoding::Gzip => match gzip::decompress_limited(&raw, max_bytes) {
+            Ok(plain) => Ok(Bytes::from(plain)),
+            Err(GzipError::TooLarge { .. }) => Err(too_large("decompressed body", max_bytes)),
+            Err(e @ GzipError::Invalid(_)) => Err(ApiError::bad_request(e.to_string())),
+        },
+    }
+}
+
+/// The per-line limits of the configuration, for the line protocol parser.
+pub fn line_limits(config: &ServerConfig) -> LineLimits {
+    LineLimits { max_line_bytes: config.max_line_bytes, max_fields_per_line: config.max_fields_per_line }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[tokio::test]
+    async fn declared_length_over_the_limit_is_413_unread() {
+        let h = headers(&[(header::CONTENT_LENGTH, "11")]);
+        let err = read_body(&h, Body::from("0123456789A"), 10).await.unwrap_err();
+        assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(err.message.contains("max_body_bytes (10 bytes)"), "{}", err.message);
+        let bad = headers(&[(header::CONTENT_LENGTH, "ten")]);
+        assert_eq!(read_body(&bad, Body::empty(), 10).await.unwrap_err().status, 400);
+    }
+
+    #[tokio::test]
+    async fn streamed_body_is_cut_at_the_limit() {
+        let err = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 11]), 10).await.unwrap_err();
+        assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
+        let ok = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 10]), 10).await.unwrap();
+        assert_eq!(ok.len(), 10);
+    }
+
+    #[test]
+    fn encodings() {
+        assert_eq!(content_encoding(&HeaderMap::new()).unwrap(), ContentEncoding::Identity);
+        let gz = headers(&[(header::CONTENT_ENCODING, "GZIP")]);
+        assert_eq!(content_encoding(&gz).unwrap(), ContentEncoding::Gzip);
+        let br = headers(&[(header::CONTENT_ENCODING, "br")]);
+        assert_eq!(content_encoding(&br).unwrap_err().status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let err = decode_body(Bytes::from_static(b"nope"), ContentEncoding::Gzip, 100).unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+    }
+}

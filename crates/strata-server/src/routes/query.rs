@@ -1,0 +1,93 @@
+//! `GET|POST /query?q=&db=&epoch=&pretty=`: InfluxQL through
+//! `strata_influx::influxql::execute`, answered with its JSON (200; errors of
+//! single statements stay inside the results, as InfluxDB does) or 400 when
+//! the query does not parse.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use strata_influx::influxql::{execute, QueryError, QueryParams};
+
+use crate::errors::ApiError;
+use crate::limits;
+use crate::params::Params;
+use crate::state::AppState;
+
+/// `GET|POST /query`. A POST body of type `application/x-www-form-urlencoded`
+/// is read (within `max_body_bytes`) and its parameters win over the URL's.
+pub async fn query(
+    State(state): State<Arc<AppState>>,
+    method: Method,
+    RawQuery(url_query): RawQuery,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match run_query(&state, method, url_query, &headers, body).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded"))
+}
+
+async fn run_query(
+    state: &Arc<AppState>,
+    method: Method,
+    url_query: Option<String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let mut params = Params::default();
+    if method == Method::POST && is_form(headers) {
+        let raw = limits::read_body(headers, body, state.config.max_body_bytes).await?;
+        params = Params::parse(&raw);
+    }
+    params.extend(Params::from_query(url_query.as_deref()));
+    let Some(text) = params.get_nonblank("q").map(str::to_string) else {
+        return Err(ApiError::bad_request("missing required parameter \"q\""));
+    };
+    let now_ns = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let query_params = QueryParams {
+        db: params.get_nonblank("db").map(str::to_string),
+        epoch: params.get_nonblank("epoch").map(str::to_string),
+        now_ns: i64::try_from(now_ns).unwrap_or(i64::MAX),
+    };
+    let pretty = params.flag("pretty");
+
+    let task_state = Arc::clone(state);
+    let started = Instant::now();
+    let outcome =
+        tokio::task::spawn_blocking(move || execute(&*task_state.store, &text, &query_params)).await;
+    state.metrics.query.observe(started.elapsed());
+    let value = match outcome {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => return Err(ApiError::new(query_error_status(&e), e.to_string())),
+        Err(e) => {
+            return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("query task failed: {e}")))
+        }
+    };
+    let text = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }
+        .map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode result: {e}"))
+        })?;
+    let mut response = (StatusCode::OK, text).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+/// Every request-level query error is the client's (400); failures of
+/// single statements are inside the 200 results.
+fn query_error_status(error: &QueryError) -> StatusCode {
+    match error {
+        QueryError::Parse(_) | QueryError::BadParam(_) => StatusCode::BAD_REQUEST,
+    }
+}
