@@ -1,1 +1,76 @@
-//! InfluxQL (being written).
+//! The InfluxQL subset: scanner ([`lexer`]), syntax tree ([`ast`]),
+//! parser ([`parser`]), executor over any [`SeriesStore`] ([`exec`]) and
+//! InfluxDB 1.x-shaped JSON ([`response`]).
+//!
+//! Supported: `SELECT` (raw fields, `*`, count/sum/min/max/mean/first/last
+//! incl. `f(*)`, aliases, WHERE on time, tags and fields, GROUP BY
+//! time(interval[, offset]) and tags or `*`, fill(none|null|previous|n),
+//! ORDER BY time, LIMIT, OFFSET), `SHOW DATABASES | MEASUREMENTS |
+//! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`,
+//! `CREATE DATABASE`, `DROP MEASUREMENT`, `DELETE`. Where InfluxDB's
+//! behaviour needed a decision, the module documentation of [`exec`] says
+//! what was done.
+
+pub mod ast;
+pub mod exec;
+mod fuzz;
+pub mod lexer;
+pub mod parser;
+pub mod response;
+pub mod time;
+
+#[cfg(test)]
+mod exec_tests;
+#[cfg(test)]
+mod parser_tests;
+#[cfg(test)]
+mod property_tests;
+
+use strata_series::SeriesStore;
+use thiserror::Error;
+
+pub use ast::Statement;
+pub use fuzz::fuzz_influxql;
+pub use response::Epoch;
+
+/// Parameters of one `/query` request.
+#[derive(Clone, Debug, Default)]
+pub struct QueryParams {
+    /// The `db` parameter: the database of statements that name none.
+    pub db: Option<String>,
+    /// The `epoch` parameter: `ns`, `u`, `µ`, `ms`, `s`, `m` or `h` for
+    /// integer times; absent (or empty) for RFC3339 strings.
+    pub epoch: Option<String>,
+    /// What `now()` means, nanoseconds since the Unix epoch.
+    pub now_ns: i64,
+}
+
+/// Errors that fail the whole request (HTTP 400). Errors of one
+/// statement's execution are reported inside its result instead.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum QueryError {
+    /// The query text does not parse; the message has InfluxDB's form,
+    /// e.g. `found EOF, expected FROM at line 1, char 9`.
+    #[error("error parsing query: {0}")]
+    Parse(String),
+    /// A request parameter is invalid (e.g. an unknown `epoch`).
+    #[error("{0}")]
+    BadParam(String),
+}
+
+/// Parses `;`-separated statements.
+pub fn parse_query(text: &str) -> Result<Vec<Statement>, QueryError> {
+    parser::parse_statements(text).map_err(|e| QueryError::Parse(e.to_string()))
+}
+
+/// Parses and runs `text` against `store` and returns the InfluxDB 1.x
+/// response body `{"results":[...]}`.
+pub fn execute(
+    store: &dyn SeriesStore,
+    text: &str,
+    params: &QueryParams,
+) -> Result<serde_json::Value, QueryError> {
+    let epoch = Epoch::parse(params.epoch.as_deref())?;
+    let statements = parse_query(text)?;
+    Ok(exec::execute_statements(store, &statements, params, epoch))
+}

@@ -1,0 +1,618 @@
+//! The InfluxQL syntax tree and its canonical text form. `Display` prints
+//! every statement so that parsing the text gives back an equal tree (the
+//! fuzz target checks this): identifiers are quoted when they are not
+//! plain words or are keywords, strings and regexes are escaped, floats
+//! always carry a decimal point, durations use the largest exact unit.
+
+use std::fmt;
+
+use super::lexer::keyword;
+use super::time::format_duration;
+
+/// A whole statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Statement {
+    Select(SelectStatement),
+    ShowDatabases,
+    ShowMeasurements(ShowMeasurements),
+    ShowTagKeys(ShowTagKeys),
+    ShowTagValues(ShowTagValues),
+    ShowFieldKeys(ShowFieldKeys),
+    ShowSeries(ShowSeries),
+    ShowRetentionPolicies { on: Option<String> },
+    CreateDatabase { name: String },
+    DropMeasurement { name: String },
+    Delete(DeleteStatement),
+}
+
+impl Statement {
+    /// True for statements that only read (InfluxDB accepts only these
+    /// with `GET /query`).
+    pub fn is_read_only(&self) -> bool {
+        !matches!(
+            self,
+            Statement::CreateDatabase { .. } | Statement::DropMeasurement { .. } | Statement::Delete(_)
+        )
+    }
+}
+
+/// `[db.[rp].]measurement`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasurementRef {
+    pub database: Option<String>,
+    pub retention_policy: Option<String>,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectStatement {
+    pub fields: Vec<Field>,
+    pub from: MeasurementRef,
+    pub condition: Option<Expr>,
+    pub dimensions: Vec<Dimension>,
+    pub fill: Fill,
+    pub order_desc: bool,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// One item of the SELECT list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub expr: Expr,
+    pub alias: Option<String>,
+}
+
+/// One item of GROUP BY.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dimension {
+    /// `time(interval[, offset])`, nanoseconds; a zero offset is not printed.
+    Time {
+        interval_ns: i64,
+        offset_ns: i64,
+    },
+    Tag(String),
+    /// `*`: every tag key.
+    AllTags,
+}
+
+/// `fill(...)`; `Null` is the default and is not printed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fill {
+    Null,
+    None,
+    Previous,
+    Integer(i64),
+    Float(f64),
+}
+
+/// `::field` / `::tag` on a variable reference.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RefKind {
+    Field,
+    Tag,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Or,
+    And,
+    Eq,
+    Neq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+    EqRegex,
+    NeqRegex,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+impl BinaryOp {
+    /// InfluxQL precedence: OR < AND < comparisons < + - < * / %.
+    pub fn precedence(self) -> u8 {
+        match self {
+            BinaryOp::Or => 1,
+            BinaryOp::And => 2,
+            BinaryOp::Eq
+            | BinaryOp::Neq
+            | BinaryOp::Lt
+            | BinaryOp::Lte
+            | BinaryOp::Gt
+            | BinaryOp::Gte
+            | BinaryOp::EqRegex
+            | BinaryOp::NeqRegex => 4,
+            BinaryOp::Add | BinaryOp::Sub => 5,
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod => 6,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Or => "OR",
+            BinaryOp::And => "AND",
+            BinaryOp::Eq => "=",
+            BinaryOp::Neq => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::Lte => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Gte => ">=",
+            BinaryOp::EqRegex => "=~",
+            BinaryOp::NeqRegex => "!~",
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        self.precedence() == 4
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    VarRef {
+        name: String,
+        kind: Option<RefKind>,
+    },
+    Wildcard,
+    /// A function call; the name is lower case (`MEAN(x)` is `mean(x)`).
+    Call {
+        name: String,
+        args: Vec<Expr>,
+    },
+    Integer(i64),
+    Number(f64),
+    Str(String),
+    Bool(bool),
+    /// A duration literal in nanoseconds.
+    Duration(i64),
+    /// A regex literal's pattern (validated when parsed).
+    Regex(String),
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// Unary minus on something that is not a number literal.
+    Neg(Box<Expr>),
+    Paren(Box<Expr>),
+}
+
+impl Expr {
+    pub fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }
+    }
+
+    pub fn var(name: &str) -> Expr {
+        Expr::VarRef { name: name.to_string(), kind: None }
+    }
+
+    /// Is this `time` (case-insensitive, no `::` kind)?
+    pub fn is_time_ref(&self) -> bool {
+        matches!(self, Expr::VarRef { name, kind: None } if name.eq_ignore_ascii_case("time"))
+    }
+}
+
+/// `SHOW MEASUREMENTS [ON db] [WITH MEASUREMENT op name|/re/] [WHERE] [LIMIT] [OFFSET]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowMeasurements {
+    pub on: Option<String>,
+    pub with_measurement: Option<NameMatch>,
+    pub condition: Option<Expr>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// `SHOW TAG KEYS [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowTagKeys {
+    pub on: Option<String>,
+    pub from: Option<MeasurementRef>,
+    pub condition: Option<Expr>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// `SHOW TAG VALUES [ON db] [FROM m] WITH KEY ... [WHERE] [LIMIT] [OFFSET]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowTagValues {
+    pub on: Option<String>,
+    pub from: Option<MeasurementRef>,
+    pub key: NameMatch,
+    pub condition: Option<Expr>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// `SHOW FIELD KEYS [ON db] [FROM m] [LIMIT] [OFFSET]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowFieldKeys {
+    pub on: Option<String>,
+    pub from: Option<MeasurementRef>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// `SHOW SERIES [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowSeries {
+    pub on: Option<String>,
+    pub from: Option<MeasurementRef>,
+    pub condition: Option<Expr>,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// `DELETE [FROM m] [WHERE ...]` (at least one of the two).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeleteStatement {
+    pub from: Option<MeasurementRef>,
+    pub condition: Option<Expr>,
+}
+
+/// How `WITH KEY` / `WITH MEASUREMENT` select names.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NameMatch {
+    Eq(String),
+    Neq(String),
+    Regex(String),
+    NotRegex(String),
+    In(Vec<String>),
+}
+
+/// Writes an identifier, double-quoted unless it is a plain word that is
+/// not a keyword.
+pub struct Ident<'a>(pub &'a str);
+
+impl fmt::Display for Ident<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && keyword(s).is_none();
+        if plain {
+            f.write_str(s)
+        } else {
+            write_quoted(f, s, '"')
+        }
+    }
+}
+
+fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str, quote: char) -> fmt::Result {
+    write!(f, "{quote}")?;
+    for c in s.chars() {
+        match c {
+            '\n' => f.write_str("\\n")?,
+            '\\' => f.write_str("\\\\")?,
+            c if c == quote => write!(f, "\\{c}")?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    write!(f, "{quote}")
+}
+
+/// Writes a regex literal: `/` becomes `\/`; escape pairs are copied.
+fn write_regex(f: &mut fmt::Formatter<'_>, pattern: &str) -> fmt::Result {
+    f.write_str("/")?;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                f.write_str("\\")?;
+                if let Some(next) = chars.next() {
+                    write!(f, "{next}")?;
+                }
+            }
+            '/' => f.write_str("\\/")?,
+            c => write!(f, "{c}")?,
+        }
+    }
+    f.write_str("/")
+}
+
+/// A float that re-scans as a float: always with a decimal point.
+pub fn format_float(v: f64) -> String {
+    let text = format!("{v:?}");
+    if text.contains('.') || !text.chars().any(|c| c.is_ascii_digit()) {
+        return text;
+    }
+    match text.find('e') {
+        Some(at) => format!("{}.0{}", &text[..at], &text[at..]),
+        None => format!("{text}.0"),
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::VarRef { name, kind } => {
+                write!(f, "{}", Ident(name))?;
+                match kind {
+                    Some(RefKind::Field) => f.write_str("::field"),
+                    Some(RefKind::Tag) => f.write_str("::tag"),
+                    None => Ok(()),
+                }
+            }
+            Expr::Wildcard => f.write_str("*"),
+            Expr::Call { name, args } => {
+                write!(f, "{}(", Ident(name))?;
+                for (i, arg) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{arg}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Integer(v) => write!(f, "{v}"),
+            Expr::Number(v) => f.write_str(&format_float(*v)),
+            Expr::Str(s) => write_quoted(f, s, '\''),
+            Expr::Bool(b) => f.write_str(if *b { "true" } else { "false" }),
+            Expr::Duration(ns) => f.write_str(&format_duration(*ns)),
+            Expr::Regex(pattern) => write_regex(f, pattern),
+            Expr::Binary { op, lhs, rhs } => write!(f, "{lhs} {} {rhs}", op.symbol()),
+            Expr::Neg(inner) => {
+                let text = inner.to_string();
+                if text.starts_with('-') {
+                    write!(f, "- {text}")
+                } else {
+                    write!(f, "-{text}")
+                }
+            }
+            Expr::Paren(inner) => write!(f, "({inner})"),
+        }
+    }
+}
+
+impl fmt::Display for MeasurementRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.database, &self.retention_policy) {
+            (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp))?,
+            (Some(db), None) => write!(f, "{}..", Ident(db))?,
+            (None, Some(rp)) => write!(f, "{}.", Ident(rp))?,
+            (None, None) => {}
+        }
+        write!(f, "{}", Ident(&self.name))
+    }
+}
+
+impl fmt::Display for NameMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameMatch::Eq(name) => write!(f, "= {}", Ident(name)),
+            NameMatch::Neq(name) => write!(f, "!= {}", Ident(name)),
+            NameMatch::Regex(re) => {
+                f.write_str("=~ ")?;
+                write_regex(f, re)
+            }
+            NameMatch::NotRegex(re) => {
+                f.write_str("!~ ")?;
+                write_regex(f, re)
+            }
+            NameMatch::In(names) => {
+                f.write_str("IN (")?;
+                for (i, name) in names.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{}", Ident(name))?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+struct Clauses<'a> {
+    on: &'a Option<String>,
+    from: Option<&'a MeasurementRef>,
+    condition: &'a Option<Expr>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+}
+
+fn write_on(f: &mut fmt::Formatter<'_>, on: &Option<String>) -> fmt::Result {
+    match on {
+        Some(db) => write!(f, " ON {}", Ident(db)),
+        None => Ok(()),
+    }
+}
+
+fn write_from(f: &mut fmt::Formatter<'_>, from: Option<&MeasurementRef>) -> fmt::Result {
+    match from {
+        Some(m) => write!(f, " FROM {m}"),
+        None => Ok(()),
+    }
+}
+
+fn write_where(f: &mut fmt::Formatter<'_>, condition: &Option<Expr>) -> fmt::Result {
+    match condition {
+        Some(c) => write!(f, " WHERE {c}"),
+        None => Ok(()),
+    }
+}
+
+fn write_limit_offset(f: &mut fmt::Formatter<'_>, limit: Option<u64>, offset: Option<u64>) -> fmt::Result {
+    if let Some(n) = limit {
+        write!(f, " LIMIT {n}")?;
+    }
+    if let Some(n) = offset {
+        write!(f, " OFFSET {n}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Clauses<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_on(f, self.on)?;
+        write_from(f, self.from)?;
+        write_where(f, self.condition)?;
+        write_limit_offset(f, self.limit, self.offset)
+    }
+}
+
+impl fmt::Display for SelectStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SELECT ")?;
+        for (i, field) in self.fields.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", field.expr)?;
+            if let Some(alias) = &field.alias {
+                write!(f, " AS {}", Ident(alias))?;
+            }
+        }
+        write!(f, " FROM {}", self.from)?;
+        write_where(f, &self.condition)?;
+        if !self.dimensions.is_empty() {
+            f.write_str(" GROUP BY ")?;
+            for (i, dimension) in self.dimensions.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                match dimension {
+                    Dimension::Time { interval_ns, offset_ns: 0 } => {
+                        write!(f, "time({})", format_duration(*interval_ns))?
+                    }
+                    Dimension::Time { interval_ns, offset_ns } => {
+                        write!(f, "time({}, {})", format_duration(*interval_ns), format_duration(*offset_ns))?
+                    }
+                    Dimension::Tag(tag) => write!(f, "{}", Ident(tag))?,
+                    Dimension::AllTags => f.write_str("*")?,
+                }
+            }
+        }
+        match &self.fill {
+            Fill::Null => {}
+            Fill::None => f.write_str(" fill(none)")?,
+            Fill::Previous => f.write_str(" fill(previous)")?,
+            Fill::Integer(v) => write!(f, " fill({v})")?,
+            Fill::Float(v) => write!(f, " fill({})", format_float(*v))?,
+        }
+        if self.order_desc {
+            f.write_str(" ORDER BY time DESC")?;
+        }
+        write_limit_offset(f, self.limit, self.offset)
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Select(s) => write!(f, "{s}"),
+            Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
+            Statement::ShowMeasurements(s) => {
+                f.write_str("SHOW MEASUREMENTS")?;
+                write_on(f, &s.on)?;
+                if let Some(m) = &s.with_measurement {
+                    write!(f, " WITH MEASUREMENT {m}")?;
+                }
+                write_where(f, &s.condition)?;
+                write_limit_offset(f, s.limit, s.offset)
+            }
+            Statement::ShowTagKeys(s) => {
+                let clauses = Clauses {
+                    on: &s.on,
+                    from: s.from.as_ref(),
+                    condition: &s.condition,
+                    limit: s.limit,
+                    offset: s.offset,
+                };
+                write!(f, "SHOW TAG KEYS{clauses}")
+            }
+            Statement::ShowTagValues(s) => {
+                f.write_str("SHOW TAG VALUES")?;
+                write_on(f, &s.on)?;
+                write_from(f, s.from.as_ref())?;
+                write!(f, " WITH KEY {}", s.key)?;
+                write_where(f, &s.condition)?;
+                write_limit_offset(f, s.limit, s.offset)
+            }
+            Statement::ShowFieldKeys(s) => {
+                let none = None;
+                let clauses = Clauses {
+                    on: &s.on,
+                    from: s.from.as_ref(),
+                    condition: &none,
+                    limit: s.limit,
+                    offset: s.offset,
+                };
+                write!(f, "SHOW FIELD KEYS{clauses}")
+            }
+            Statement::ShowSeries(s) => {
+                let clauses = Clauses {
+                    on: &s.on,
+                    from: s.from.as_ref(),
+                    condition: &s.condition,
+                    limit: s.limit,
+                    offset: s.offset,
+                };
+                write!(f, "SHOW SERIES{clauses}")
+            }
+            Statement::ShowRetentionPolicies { on } => {
+                f.write_str("SHOW RETENTION POLICIES")?;
+                write_on(f, on)
+            }
+            Statement::CreateDatabase { name } => write!(f, "CREATE DATABASE {}", Ident(name)),
+            Statement::DropMeasurement { name } => write!(f, "DROP MEASUREMENT {}", Ident(name)),
+            Statement::Delete(d) => {
+                f.write_str("DELETE")?;
+                write_from(f, d.from.as_ref())?;
+                write_where(f, &d.condition)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_only_when_needed() {
+        assert_eq!(Ident("cpu_1").to_string(), "cpu_1");
+        assert_eq!(Ident("select").to_string(), "\"select\"");
+        assert_eq!(Ident("key").to_string(), "\"key\"");
+        assert_eq!(Ident("a b").to_string(), "\"a b\"");
+        assert_eq!(Ident("1x").to_string(), "\"1x\"");
+        assert_eq!(Ident("").to_string(), "\"\"");
+        assert_eq!(Ident("say \"hi\"\n").to_string(), "\"say \\\"hi\\\"\\n\"");
+    }
+
+    #[test]
+    fn floats_always_print_a_decimal_point() {
+        assert_eq!(format_float(1.0), "1.0");
+        assert_eq!(format_float(0.25), "0.25");
+        assert_eq!(format_float(1e300), "1.0e300");
+        assert_eq!(format_float(1.5e-9), "1.5e-9");
+    }
+
+    #[test]
+    fn expressions_print_in_source_form() {
+        let e = Expr::binary(
+            BinaryOp::And,
+            Expr::binary(BinaryOp::EqRegex, Expr::var("host"), Expr::Regex("a/b".to_string())),
+            Expr::binary(
+                BinaryOp::Gt,
+                Expr::var("time"),
+                Expr::binary(
+                    BinaryOp::Sub,
+                    Expr::Call { name: "now".to_string(), args: vec![] },
+                    Expr::Duration(3_600_000_000_000),
+                ),
+            ),
+        );
+        assert_eq!(e.to_string(), "host =~ /a\\/b/ AND time > now() - 1h");
+        assert_eq!(Expr::Str("it's".to_string()).to_string(), "'it\\'s'");
+        assert_eq!(Expr::Neg(Box::new(Expr::Integer(-1))).to_string(), "- -1");
+    }
+}

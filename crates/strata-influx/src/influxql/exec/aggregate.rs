@@ -1,0 +1,320 @@
+//! Aggregates, windows and fill (InfluxDB 1.x semantics):
+//! - without GROUP BY time, one row whose time is the lower time bound
+//!   (epoch 0 when unbounded); a statement with a single selector (first,
+//!   last, min, max) instead reports the selected point's time;
+//! - with GROUP BY time, one row per window, stamped with the window
+//!   start; windows run from the window of the lower bound (or, unbounded,
+//!   of the group's first point) to the window of the upper bound (`now()`
+//!   when none is given); fill(none) keeps only windows with data;
+//! - fill(null) reports 0 for count() (InfluxDB's special case);
+//!   fill(previous) repeats the previous window's value of that column in
+//!   output order; fill(n) casts n to the column's type;
+//! - ties: min/max keep the earliest point, first/last the larger value.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use strata_series::{FieldType, FieldValue};
+
+use super::plan::{AggColumn, AggFunc, SelectPlan, Window};
+use super::select::Row;
+use crate::influxql::ast::Fill;
+use crate::influxql::response::{cell_json, limit_rows, Epoch};
+
+/// Most windows one output series may have when empty windows are filled.
+pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
+
+/// Orders two values of one field type (NaN compares equal to everything).
+fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
+    match (a, b) {
+        (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
+        (FieldValue::Unsigned(x), FieldValue::Unsigned(y)) => x.cmp(y),
+        (FieldValue::Boolean(x), FieldValue::Boolean(y)) => x.cmp(y),
+        (FieldValue::String(x), FieldValue::String(y)) => x.cmp(y),
+        _ => Ordering::Equal,
+    }
+}
+
+/// The running state of one aggregate over one window.
+#[derive(Clone, Debug)]
+pub enum Acc {
+    Count(i64),
+    Sum(Option<FieldValue>),
+    Mean { sum: f64, n: u64 },
+    Pick { func: AggFunc, best: Option<(i64, FieldValue)> },
+}
+
+impl Acc {
+    pub fn new(func: AggFunc) -> Acc {
+        match func {
+            AggFunc::Count => Acc::Count(0),
+            AggFunc::Sum => Acc::Sum(None),
+            AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
+            _ => Acc::Pick { func, best: None },
+        }
+    }
+
+    pub fn add(&mut self, time_ns: i64, value: &FieldValue) {
+        match self {
+            Acc::Count(n) => *n += 1,
+            Acc::Sum(total) => {
+                *total = Some(match (total.take(), value) {
+                    (None, v) => v.clone(),
+                    (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
+                    (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => {
+                        FieldValue::Integer(a.wrapping_add(*b))
+                    }
+                    (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => {
+                        FieldValue::Unsigned(a.wrapping_add(*b))
+                    }
+                    (Some(other), _) => other,
+                })
+            }
+            Acc::Mean { sum, n } => {
+                let v = match value {
+                    FieldValue::Float(v) => *v,
+                    FieldValue::Integer(v) => *v as f64,
+                    FieldValue::Unsigned(v) => *v as f64,
+                    _ => return,
+                };
+                *sum += v;
+                *n += 1;
+            }
+            Acc::Pick { func, best } => {
+                let replace = match best {
+                    None => true,
+                    Some((best_time, best_value)) => {
+                        let by_value = order(value, best_value);
+                        let earlier = time_ns < *best_time;
+                        match func {
+                            AggFunc::Min => {
+                                by_value == Ordering::Less || (by_value == Ordering::Equal && earlier)
+                            }
+                            AggFunc::Max => {
+                                by_value == Ordering::Greater || (by_value == Ordering::Equal && earlier)
+                            }
+                            AggFunc::First => {
+                                earlier || (time_ns == *best_time && by_value == Ordering::Greater)
+                            }
+                            _ => {
+                                time_ns > *best_time
+                                    || (time_ns == *best_time && by_value == Ordering::Greater)
+                            }
+                        }
+                    }
+                };
+                if replace {
+                    *best = Some((time_ns, value.clone()));
+                }
+            }
+        }
+    }
+
+    /// The result; `None` when nothing was added.
+    pub fn value(&self) -> Option<FieldValue> {
+        match self {
+            Acc::Count(0) => None,
+            Acc::Count(n) => Some(FieldValue::Integer(*n)),
+            Acc::Sum(total) => total.clone(),
+            Acc::Mean { n: 0, .. } => None,
+            Acc::Mean { sum, n } => Some(FieldValue::Float(sum / *n as f64)),
+            Acc::Pick { best, .. } => best.as_ref().map(|(_, v)| v.clone()),
+        }
+    }
+
+    /// The selected point's time (selectors only).
+    pub fn selected_time(&self) -> Option<i64> {
+        match self {
+            Acc::Pick { best, .. } => best.as_ref().map(|(t, _)| *t),
+            _ => None,
+        }
+    }
+}
+
+fn accumulate(columns: &[AggColumn], accs: &mut [Acc], row: &Row<'_>) {
+    for (column, acc) in columns.iter().zip(accs.iter_mut()) {
+        if let Some(Some(v)) = column.slot.map(|s| &row.values[s]) {
+            acc.add(row.time_ns, v);
+        }
+    }
+}
+
+/// `fill(n)` as a value of the column's output type.
+fn fill_number(fill: &Fill, output: FieldType) -> Option<FieldValue> {
+    let (as_int, as_float) = match fill {
+        Fill::Integer(v) => (*v, *v as f64),
+        Fill::Float(v) => (*v as i64, *v),
+        _ => return None,
+    };
+    Some(match output {
+        FieldType::Float => FieldValue::Float(as_float),
+        FieldType::Integer => FieldValue::Integer(as_int),
+        FieldType::Unsigned => FieldValue::Unsigned(u64::try_from(as_int).unwrap_or(0)),
+        _ => match fill {
+            Fill::Integer(v) => FieldValue::Integer(*v),
+            _ => FieldValue::Float(as_float),
+        },
+    })
+}
+
+/// The value of an empty window of `column`.
+fn fill_cell(fill: &Fill, column: &AggColumn, previous: Option<&FieldValue>) -> Option<FieldValue> {
+    let field_type = column.field_type?;
+    match fill {
+        Fill::Null | Fill::None => (column.func == AggFunc::Count).then_some(FieldValue::Integer(0)),
+        Fill::Previous => previous.cloned(),
+        Fill::Integer(_) | Fill::Float(_) => fill_number(fill, column.func.output_type(field_type)),
+    }
+}
+
+fn clamp_time(t: i128) -> i64 {
+    t.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// Output rows of one group.
+pub fn aggregate_rows(
+    plan: &SelectPlan,
+    columns: &[AggColumn],
+    rows: &[Row<'_>],
+    epoch: Epoch,
+) -> Result<Vec<Vec<Value>>, String> {
+    let fresh = || columns.iter().map(|c| Acc::new(c.func)).collect::<Vec<Acc>>();
+    let out = match plan.window {
+        None => {
+            let mut accs = fresh();
+            for row in rows {
+                accumulate(columns, &mut accs, row);
+            }
+            let values: Vec<Option<FieldValue>> = accs.iter().map(Acc::value).collect();
+            if values.iter().all(Option::is_none) {
+                return Ok(Vec::new());
+            }
+            let single_selector = columns.len() == 1 && columns[0].func.is_selector();
+            let time_ns = match accs[0].selected_time() {
+                Some(t) if single_selector => t,
+                _ if plan.lower_bounded => plan.range.min_ns,
+                _ => 0,
+            };
+            let mut cells = vec![epoch.time(time_ns)];
+            cells.extend(values.iter().map(|v| cell_json(v.as_ref())));
+            vec![cells]
+        }
+        Some(window) => windowed_rows(plan, window, columns, rows, fresh, epoch)?,
+    };
+    Ok(limit_rows(out, plan.limit, plan.offset))
+}
+
+fn windowed_rows(
+    plan: &SelectPlan,
+    window: Window,
+    columns: &[AggColumn],
+    rows: &[Row<'_>],
+    fresh: impl Fn() -> Vec<Acc>,
+    epoch: Epoch,
+) -> Result<Vec<Vec<Value>>, String> {
+    let mut buckets: BTreeMap<i128, Vec<Acc>> = BTreeMap::new();
+    for row in rows {
+        let accs = buckets.entry(window.start(row.time_ns)).or_insert_with(&fresh);
+        accumulate(columns, accs, row);
+    }
+    let filled: BTreeMap<i128, Vec<Option<FieldValue>>> = buckets
+        .into_iter()
+        .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))
+        .filter(|(_, values)| values.iter().any(Option::is_some))
+        .collect();
+    let Some(&first_start) = filled.keys().next() else {
+        return Ok(Vec::new());
+    };
+
+    let mut starts: Vec<i128> = if plan.fill == Fill::None {
+        filled.keys().copied().collect()
+    } else {
+        let from = if plan.lower_bounded { window.start(plan.range.min_ns) } else { first_start };
+        let to = window.start(plan.range.max_ns);
+        let interval = i128::from(window.interval_ns);
+        let count = (to - from) / interval + 1;
+        if count > MAX_SELECT_BUCKETS {
+            return Err(format!("max-select-buckets limit exceeded: ({count}/{MAX_SELECT_BUCKETS})"));
+        }
+        (0..count.max(0)).map(|i| from + i * interval).collect()
+    };
+    if plan.order_desc {
+        starts.reverse();
+    }
+
+    let mut previous: Vec<Option<FieldValue>> = vec![None; columns.len()];
+    let mut out = Vec::with_capacity(starts.len());
+    for start in starts {
+        let mut cells = vec![epoch.time(clamp_time(start))];
+        let bucket = filled.get(&start);
+        for (i, column) in columns.iter().enumerate() {
+            let value = match bucket.and_then(|values| values[i].clone()) {
+                Some(v) => {
+                    previous[i] = Some(v.clone());
+                    Some(v)
+                }
+                None if plan.fill == Fill::None => None,
+                None => fill_cell(&plan.fill, column, previous[i].as_ref()),
+            };
+            cells.push(cell_json(value.as_ref()));
+        }
+        out.push(cells);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(func: AggFunc, points: &[(i64, FieldValue)]) -> (Option<FieldValue>, Option<i64>) {
+        let mut acc = Acc::new(func);
+        for (t, v) in points {
+            acc.add(*t, v);
+        }
+        (acc.value(), acc.selected_time())
+    }
+
+    #[test]
+    fn accumulators_compute_each_function() {
+        let pts = [(3, FieldValue::Integer(5)), (1, FieldValue::Integer(9)), (2, FieldValue::Integer(5))];
+        assert_eq!(run(AggFunc::Count, &pts).0, Some(FieldValue::Integer(3)));
+        assert_eq!(run(AggFunc::Sum, &pts).0, Some(FieldValue::Integer(19)));
+        assert_eq!(run(AggFunc::Mean, &pts).0, Some(FieldValue::Float(19.0 / 3.0)));
+        assert_eq!(run(AggFunc::Min, &pts), (Some(FieldValue::Integer(5)), Some(2)));
+        assert_eq!(run(AggFunc::Max, &pts), (Some(FieldValue::Integer(9)), Some(1)));
+        assert_eq!(run(AggFunc::First, &pts), (Some(FieldValue::Integer(9)), Some(1)));
+        assert_eq!(run(AggFunc::Last, &pts), (Some(FieldValue::Integer(5)), Some(3)));
+        assert_eq!(run(AggFunc::Count, &[]).0, None);
+        assert_eq!(run(AggFunc::Mean, &[]).0, None);
+    }
+
+    #[test]
+    fn selector_ties_follow_influxdb() {
+        let same_time = [(1, FieldValue::Float(1.0)), (1, FieldValue::Float(2.0))];
+        assert_eq!(run(AggFunc::First, &same_time).0, Some(FieldValue::Float(2.0)));
+        assert_eq!(run(AggFunc::Last, &same_time).0, Some(FieldValue::Float(2.0)));
+        let same_value = [(5, FieldValue::Float(1.0)), (2, FieldValue::Float(1.0))];
+        assert_eq!(run(AggFunc::Min, &same_value).1, Some(2));
+        assert_eq!(run(AggFunc::Max, &same_value).1, Some(2));
+    }
+
+    #[test]
+    fn fill_values_take_the_column_type() {
+        let count = AggColumn { func: AggFunc::Count, slot: Some(0), field_type: Some(FieldType::Float) };
+        let mean = AggColumn { func: AggFunc::Mean, slot: Some(0), field_type: Some(FieldType::Integer) };
+        let sum = AggColumn { func: AggFunc::Sum, slot: Some(0), field_type: Some(FieldType::Integer) };
+        assert_eq!(fill_cell(&Fill::Null, &count, None), Some(FieldValue::Integer(0)));
+        assert_eq!(fill_cell(&Fill::Null, &mean, None), None);
+        assert_eq!(fill_cell(&Fill::Integer(7), &mean, None), Some(FieldValue::Float(7.0)));
+        assert_eq!(fill_cell(&Fill::Float(2.5), &sum, None), Some(FieldValue::Integer(2)));
+        assert_eq!(
+            fill_cell(&Fill::Previous, &sum, Some(&FieldValue::Integer(4))),
+            Some(FieldValue::Integer(4))
+        );
+        let missing = AggColumn { func: AggFunc::Count, slot: None, field_type: None };
+        assert_eq!(fill_cell(&Fill::Null, &missing, None), None);
+    }
+}

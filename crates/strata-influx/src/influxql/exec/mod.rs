@@ -1,0 +1,92 @@
+//! The InfluxQL executor over a [`SeriesStore`]: runs statements in order
+//! and shapes each result. Split by concern: [`plan`] (which series, time
+//! range, columns), [`select`] (the one snapshot read, joining and
+//! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
+//! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE).
+//!
+//! Behaviour chosen to match InfluxDB 1.x (see the module docs for details):
+//! - an error stops the query: later statements report `not executed`;
+//! - a SELECT without a time bound reads everything; with GROUP BY time the
+//!   upper bound defaults to `now()`, and without a lower bound the windows
+//!   of each series start at the window of its first point;
+//! - aggregate rows without GROUP BY time carry the lower time bound
+//!   (epoch 0 when unbounded); a lone selector carries its point's time;
+//! - `time` comparisons on both sides of OR are intersected, as InfluxQL's
+//!   `ConditionExpr` does; `time != x` is an error;
+//! - a name in WHERE is a field if the measurement has such a field, else
+//!   a tag (`::field` / `::tag` force it); a missing tag reads as `""`;
+//! - DELETE removes points; series stay listed until DROP MEASUREMENT
+//!   (InfluxDB also drops series left without data);
+//! - one implicit retention policy, `autogen`; `db.rp.m` ignores `rp`;
+//! - windows filled with nulls are capped at [`aggregate::MAX_SELECT_BUCKETS`]
+//!   per series (InfluxDB's `max-select-buckets`, unlimited there).
+
+pub mod aggregate;
+pub mod condition;
+pub mod meta;
+pub mod plan;
+pub mod raw;
+pub mod select;
+
+use serde_json::Value;
+use strata_series::SeriesStore;
+
+use super::ast::Statement;
+use super::response::{statement_result, Epoch, SeriesOut};
+use super::QueryParams;
+
+/// The database a statement uses: its own, else the `db` parameter.
+pub fn resolve_db(explicit: Option<&str>, params: &QueryParams) -> Result<String, String> {
+    match explicit.or(params.db.as_deref()) {
+        Some(db) if !db.is_empty() => Ok(db.to_string()),
+        _ => Err("database name required".to_string()),
+    }
+}
+
+/// Runs one statement.
+pub fn execute_statement(
+    store: &dyn SeriesStore,
+    statement: &Statement,
+    params: &QueryParams,
+    epoch: Epoch,
+) -> Result<Vec<SeriesOut>, String> {
+    match statement {
+        Statement::Select(s) => select::run_select(store, s, params, epoch),
+        Statement::ShowDatabases => Ok(meta::show_databases(store)),
+        Statement::ShowMeasurements(s) => meta::show_measurements(store, s, params),
+        Statement::ShowTagKeys(s) => meta::show_tag_keys(store, s, params),
+        Statement::ShowTagValues(s) => meta::show_tag_values(store, s, params),
+        Statement::ShowFieldKeys(s) => meta::show_field_keys(store, s, params),
+        Statement::ShowSeries(s) => meta::show_series(store, s, params),
+        Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(store, on, params),
+        Statement::CreateDatabase { name } => {
+            store.create_database(name).map_err(|e| e.to_string())?;
+            Ok(Vec::new())
+        }
+        Statement::DropMeasurement { name } => meta::drop_measurement(store, name, params),
+        Statement::Delete(d) => meta::delete(store, d, params),
+    }
+}
+
+/// Runs statements in order and builds `{"results": [...]}`.
+pub fn execute_statements(
+    store: &dyn SeriesStore,
+    statements: &[Statement],
+    params: &QueryParams,
+    epoch: Epoch,
+) -> Value {
+    let mut results = Vec::with_capacity(statements.len());
+    let mut failed = false;
+    for (id, statement) in statements.iter().enumerate() {
+        let outcome = if failed {
+            Err("not executed".to_string())
+        } else {
+            execute_statement(store, statement, params, epoch)
+        };
+        failed |= outcome.is_err();
+        results.push(statement_result(id, &outcome));
+    }
+    let mut body = serde_json::Map::new();
+    body.insert("results".to_string(), Value::Array(results));
+    Value::Object(body)
+}

@@ -1,0 +1,468 @@
+//! SELECT planning: the database and measurement, the time range and
+//! windows, what each output column is, which tag sets survive the tag
+//! predicates, and which series ids (tag set x field) must be read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use strata_series::{FieldType, SeriesId, SeriesStore, TimeRange};
+
+use super::condition::{compile, referenced_names, split_time, Cond, TagsOnly};
+use super::resolve_db;
+use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
+use crate::influxql::QueryParams;
+
+/// The aggregate functions of the subset.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Mean,
+    Min,
+    Max,
+    First,
+    Last,
+}
+
+impl AggFunc {
+    pub fn parse(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "count" => AggFunc::Count,
+            "sum" => AggFunc::Sum,
+            "mean" => AggFunc::Mean,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "first" => AggFunc::First,
+            "last" => AggFunc::Last,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Mean => "mean",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::First => "first",
+            AggFunc::Last => "last",
+        }
+    }
+
+    /// Selectors return one of the input points (and its time).
+    pub fn is_selector(self) -> bool {
+        matches!(self, AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last)
+    }
+
+    /// Whether the function applies to fields of type `t`.
+    pub fn accepts(self, t: FieldType) -> bool {
+        let numeric = matches!(t, FieldType::Float | FieldType::Integer | FieldType::Unsigned);
+        match self {
+            AggFunc::Count | AggFunc::First | AggFunc::Last => true,
+            AggFunc::Sum | AggFunc::Mean | AggFunc::Min | AggFunc::Max => numeric,
+        }
+    }
+
+    /// The type of the result for an input of type `t`.
+    pub fn output_type(self, t: FieldType) -> FieldType {
+        match self {
+            AggFunc::Count => FieldType::Integer,
+            AggFunc::Mean => FieldType::Float,
+            _ => t,
+        }
+    }
+}
+
+/// `GROUP BY time(interval, offset)`, offset normalised into `[0, interval)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub interval_ns: i64,
+    pub offset_ns: i64,
+}
+
+impl Window {
+    /// Start of the window holding `t` (i128: may precede i64::MIN).
+    pub fn start(&self, t: i64) -> i128 {
+        let t = i128::from(t);
+        t - (t - i128::from(self.offset_ns)).rem_euclid(i128::from(self.interval_ns))
+    }
+}
+
+/// Where a raw column's values come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ColumnSource {
+    Field(usize),
+    Tag(String),
+    /// Neither a field nor a tag of the measurement: always null.
+    Missing,
+}
+
+/// One aggregate column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AggColumn {
+    pub func: AggFunc,
+    /// The field slot; `None` when the field does not exist (null column).
+    pub slot: Option<usize>,
+    pub field_type: Option<FieldType>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Projection {
+    Raw(Vec<ColumnSource>),
+    Aggregate(Vec<AggColumn>),
+}
+
+/// One tag set of the measurement and its series id per field slot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TagSet {
+    pub tags: Vec<(String, String)>,
+    pub ids: Vec<Option<SeriesId>>,
+}
+
+/// Everything the SELECT executor needs, decided before reading.
+#[derive(Debug)]
+pub struct SelectPlan {
+    pub db: String,
+    pub measurement: String,
+    /// Output column names, the time column first.
+    pub columns: Vec<String>,
+    pub projection: Projection,
+    /// The range read, inclusive (may be empty).
+    pub range: TimeRange,
+    /// Whether WHERE gave a lower time bound.
+    pub lower_bounded: bool,
+    pub window: Option<Window>,
+    /// Tag keys of GROUP BY, sorted.
+    pub group_keys: Vec<String>,
+    /// Field name of each slot.
+    pub slots: Vec<String>,
+    /// What remains of WHERE once time is removed.
+    pub condition: Option<Cond>,
+    pub tagsets: Vec<TagSet>,
+    pub fill: Fill,
+    pub order_desc: bool,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+/// InfluxQL's column naming: aliases first, then generated names with
+/// `_1`, `_2` suffixes on conflicts (`time` is taken by the time column).
+pub fn column_names(time_name: &str, items: &[(String, Option<String>)]) -> Vec<String> {
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    taken.insert(time_name.to_string(), 1);
+    let mut names: Vec<Option<String>> = items.iter().map(|(_, alias)| alias.clone()).collect();
+    for name in names.iter().flatten() {
+        taken.insert(name.clone(), 1);
+    }
+    for (i, (generated, _)) in items.iter().enumerate() {
+        if names[i].is_some() {
+            continue;
+        }
+        let mut name = generated.clone();
+        if let Some(&count) = taken.get(&name) {
+            let mut n = count;
+            loop {
+                let candidate = format!("{generated}_{n}");
+                if !taken.contains_key(&candidate) {
+                    taken.insert(generated.clone(), n + 1);
+                    name = candidate;
+                    break;
+                }
+                n += 1;
+            }
+        }
+        *taken.entry(name.clone()).or_insert(0) += 1;
+        names[i] = Some(name);
+    }
+    let mut out = vec![time_name.to_string()];
+    out.extend(names.into_iter().map(|n| n.unwrap_or_default()));
+    out
+}
+
+/// A projection item before field slots are assigned.
+enum Item {
+    Raw(RawRef),
+    Agg(AggFunc, Option<String>),
+}
+
+enum RawRef {
+    Field(String),
+    Tag(String),
+    Missing,
+}
+
+struct Schema {
+    field_types: BTreeMap<String, FieldType>,
+    tag_keys: BTreeSet<String>,
+}
+
+impl Schema {
+    /// How a name without `::` resolves: field first, then tag.
+    fn raw_ref(&self, name: &str, kind: Option<RefKind>) -> RawRef {
+        let is_field = self.field_types.contains_key(name);
+        match kind {
+            Some(RefKind::Tag) => RawRef::Tag(name.to_string()),
+            Some(RefKind::Field) | None if is_field => RawRef::Field(name.to_string()),
+            None if self.tag_keys.contains(name) => RawRef::Tag(name.to_string()),
+            _ => RawRef::Missing,
+        }
+    }
+}
+
+/// Plans `stmt`. `Ok(None)` means the measurement has no series.
+pub fn plan_select(
+    store: &dyn SeriesStore,
+    stmt: &SelectStatement,
+    params: &QueryParams,
+) -> Result<Option<SelectPlan>, String> {
+    let db = resolve_db(stmt.from.database.as_deref(), params)?;
+    let measurement = stmt.from.name.clone();
+    let series = store.series(&db, &measurement).map_err(|e| e.to_string())?;
+
+    let mut schema = Schema { field_types: BTreeMap::new(), tag_keys: BTreeSet::new() };
+    for s in &series {
+        schema.field_types.insert(s.field.clone(), s.field_type);
+        schema.tag_keys.extend(s.tags.iter().map(|(k, _)| k.clone()));
+    }
+
+    // GROUP BY.
+    let mut window = None;
+    let mut group_keys: BTreeSet<String> = BTreeSet::new();
+    for dimension in &stmt.dimensions {
+        match dimension {
+            Dimension::Time { interval_ns, offset_ns } => {
+                window =
+                    Some(Window { interval_ns: *interval_ns, offset_ns: offset_ns.rem_euclid(*interval_ns) })
+            }
+            Dimension::Tag(tag) => {
+                group_keys.insert(tag.clone());
+            }
+            Dimension::AllTags => group_keys.extend(schema.tag_keys.iter().cloned()),
+        }
+    }
+
+    // The SELECT list.
+    let mut time_name = "time".to_string();
+    let mut items: Vec<Item> = Vec::new();
+    let mut names: Vec<(String, Option<String>)> = Vec::new();
+    for field in &stmt.fields {
+        match &field.expr {
+            e if e.is_time_ref() => {
+                if let Some(alias) = &field.alias {
+                    time_name = alias.clone();
+                }
+            }
+            Expr::VarRef { name, kind } => {
+                items.push(Item::Raw(schema.raw_ref(name, *kind)));
+                names.push((name.clone(), field.alias.clone()));
+            }
+            Expr::Wildcard => {
+                let mut all: BTreeMap<&String, RawRef> = BTreeMap::new();
+                for tag in schema.tag_keys.iter().filter(|t| !group_keys.contains(*t)) {
+                    all.insert(tag, RawRef::Tag(tag.clone()));
+                }
+                for name in schema.field_types.keys() {
+                    all.insert(name, RawRef::Field(name.clone()));
+                }
+                for (name, raw) in all {
+                    items.push(Item::Raw(raw));
+                    names.push((name.clone(), None));
+                }
+            }
+            Expr::Call { name, args } => {
+                let func = AggFunc::parse(name).ok_or_else(|| format!("undefined function {name}()"))?;
+                if args.len() != 1 {
+                    return Err(format!(
+                        "invalid number of arguments for {name}, expected 1, got {}",
+                        args.len()
+                    ));
+                }
+                match &args[0] {
+                    Expr::VarRef { .. } if args[0].is_time_ref() => {
+                        return Err(format!("expected field argument in {name}()"))
+                    }
+                    Expr::VarRef { name: arg, kind } => {
+                        let field_name = match schema.raw_ref(arg, *kind) {
+                            RawRef::Field(f) => {
+                                let t = schema.field_types[&f];
+                                if !func.accepts(t) {
+                                    return Err(format!(
+                                        "unsupported {}() on field \"{f}\" of type {}",
+                                        func.name(),
+                                        t.influx_name()
+                                    ));
+                                }
+                                Some(f)
+                            }
+                            _ => None,
+                        };
+                        items.push(Item::Agg(func, field_name));
+                        names.push((func.name().to_string(), field.alias.clone()));
+                    }
+                    Expr::Wildcard => {
+                        let base = field.alias.clone().unwrap_or_else(|| func.name().to_string());
+                        for (f, t) in &schema.field_types {
+                            if func.accepts(*t) {
+                                items.push(Item::Agg(func, Some(f.clone())));
+                                names.push((String::new(), Some(format!("{base}_{f}"))));
+                            }
+                        }
+                    }
+                    _ => return Err(format!("expected field argument in {name}()")),
+                }
+            }
+            other => return Err(format!("unsupported expression in SELECT: {other}")),
+        }
+    }
+    if stmt.fields.iter().all(|f| f.expr.is_time_ref()) {
+        return Err("at least 1 non-time field must be queried".to_string());
+    }
+    let has_agg = stmt.fields.iter().any(|f| matches!(f.expr, Expr::Call { .. }));
+    let has_raw = stmt.fields.iter().any(|f| !f.expr.is_time_ref() && !matches!(f.expr, Expr::Call { .. }));
+    if has_raw && has_agg {
+        return Err("mixing aggregate and non-aggregate queries is not supported".to_string());
+    }
+    if !has_agg && window.is_some() {
+        return Err("GROUP BY requires at least one aggregate function".to_string());
+    }
+
+    // WHERE: time range, then the field slots it needs.
+    let (rest, bounds) = match &stmt.condition {
+        Some(c) => split_time(c, params.now_ns)?,
+        None => (None, Default::default()),
+    };
+    let mut slots: Vec<String> = Vec::new();
+    fn slot_of(name: &str, slots: &mut Vec<String>) -> usize {
+        match slots.iter().position(|s| s == name) {
+            Some(i) => i,
+            None => {
+                slots.push(name.to_string());
+                slots.len() - 1
+            }
+        }
+    }
+    let projection = if has_agg {
+        let mut aggs = Vec::new();
+        for item in &items {
+            if let Item::Agg(func, field) = item {
+                let slot = field.as_deref().map(|f| slot_of(f, &mut slots));
+                let field_type = field.as_ref().map(|f| schema.field_types[f]);
+                aggs.push(AggColumn { func: *func, slot, field_type });
+            }
+        }
+        Projection::Aggregate(aggs)
+    } else {
+        let mut raw = Vec::new();
+        for item in &items {
+            if let Item::Raw(r) = item {
+                raw.push(match r {
+                    RawRef::Field(f) => ColumnSource::Field(slot_of(f, &mut slots)),
+                    RawRef::Tag(t) => ColumnSource::Tag(t.clone()),
+                    RawRef::Missing => ColumnSource::Missing,
+                });
+            }
+        }
+        Projection::Raw(raw)
+    };
+    let condition = match &rest {
+        Some(expr) => {
+            let mut refs = Vec::new();
+            referenced_names(expr, &mut refs);
+            for (name, kind) in &refs {
+                if let RawRef::Field(f) = schema.raw_ref(name, *kind) {
+                    slot_of(&f, &mut slots);
+                }
+            }
+            let resolve = |name: &str, kind: Option<RefKind>| match schema.raw_ref(name, kind) {
+                RawRef::Field(f) => {
+                    Cond::Field(slots.iter().position(|s| *s == f).expect("slot assigned above"))
+                }
+                RawRef::Tag(t) => Cond::Tag(t),
+                RawRef::Missing if kind == Some(RefKind::Field) => Cond::Lit(super::condition::Val::Null),
+                RawRef::Missing => Cond::Tag(name.to_string()),
+            };
+            Some(compile(expr, params.now_ns, &resolve)?)
+        }
+        None => None,
+    };
+
+    if series.is_empty() || items.is_empty() {
+        return Ok(None);
+    }
+    let default_max_ns = if window.is_some() { params.now_ns } else { i64::MAX };
+    let range = bounds.range(default_max_ns);
+
+    // Tag sets that can match, and their series per slot.
+    let mut by_tags: BTreeMap<&Vec<(String, String)>, BTreeMap<&str, SeriesId>> = BTreeMap::new();
+    for s in &series {
+        by_tags.entry(&s.tags).or_default().insert(s.field.as_str(), s.id);
+    }
+    let mut tagsets = Vec::new();
+    for (tags, fields) in by_tags {
+        if let Some(c) = &condition {
+            if c.decide(&TagsOnly { tags, fields_unknown: true }) == Some(false) {
+                continue;
+            }
+        }
+        let ids: Vec<Option<SeriesId>> = slots.iter().map(|f| fields.get(f.as_str()).copied()).collect();
+        if ids.iter().any(Option::is_some) {
+            tagsets.push(TagSet { tags: tags.clone(), ids });
+        }
+    }
+
+    Ok(Some(SelectPlan {
+        db,
+        measurement,
+        columns: column_names(&time_name, &names),
+        projection,
+        range,
+        lower_bounded: bounds.min_ns.is_some(),
+        window,
+        group_keys: group_keys.into_iter().collect(),
+        slots,
+        condition,
+        tagsets,
+        fill: stmt.fill.clone(),
+        order_desc: stmt.order_desc,
+        limit: stmt.limit,
+        offset: stmt.offset,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(list: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        list.iter().map(|(n, a)| (n.to_string(), a.map(str::to_string))).collect()
+    }
+
+    #[test]
+    fn column_names_resolve_conflicts_like_influxql() {
+        assert_eq!(
+            column_names("time", &items(&[("mean", None), ("mean", None), ("max", Some("mean_1"))])),
+            vec!["time", "mean", "mean_2", "mean_1"]
+        );
+        assert_eq!(column_names("t", &items(&[("a", Some("x")), ("a", None)])), vec!["t", "x", "a"]);
+        assert_eq!(column_names("time", &items(&[("time", None)])), vec!["time", "time_1"]);
+    }
+
+    #[test]
+    fn windows_start_at_multiples_of_the_interval_plus_offset() {
+        let w = Window { interval_ns: 10, offset_ns: 3 };
+        assert_eq!(w.start(3), 3);
+        assert_eq!(w.start(12), 3);
+        assert_eq!(w.start(13), 13);
+        assert_eq!(w.start(2), -7);
+        assert_eq!(Window { interval_ns: 10, offset_ns: 0 }.start(-1), -10);
+    }
+
+    #[test]
+    fn aggregate_functions_know_their_types() {
+        assert!(AggFunc::Count.accepts(FieldType::String));
+        assert!(!AggFunc::Mean.accepts(FieldType::Boolean));
+        assert_eq!(AggFunc::Mean.output_type(FieldType::Integer), FieldType::Float);
+        assert_eq!(AggFunc::Sum.output_type(FieldType::Unsigned), FieldType::Unsigned);
+        assert!(AggFunc::Last.is_selector() && !AggFunc::Sum.is_selector());
+    }
+}

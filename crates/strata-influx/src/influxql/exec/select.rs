@@ -1,0 +1,114 @@
+//! Runs a planned SELECT: one `store.read` of every needed series (one
+//! snapshot), rows joined by timestamp per tag set, the condition applied,
+//! rows grouped by the GROUP BY tags, then raw or aggregate output.
+
+use std::collections::BTreeMap;
+
+use strata_series::{FieldValue, SeriesId, SeriesStore};
+
+use super::aggregate::aggregate_rows;
+use super::condition::{tag_value, RowView};
+use super::plan::{plan_select, Projection, SelectPlan};
+use super::raw::raw_rows;
+use crate::influxql::ast::SelectStatement;
+use crate::influxql::response::{Epoch, SeriesOut};
+use crate::influxql::QueryParams;
+
+/// One joined row: the values of every field slot of one tag set at one time.
+#[derive(Debug)]
+pub struct Row<'a> {
+    pub time_ns: i64,
+    pub tags: &'a [(String, String)],
+    pub values: Vec<Option<FieldValue>>,
+}
+
+impl RowView for Row<'_> {
+    fn tag(&self, key: &str) -> &str {
+        tag_value(self.tags, key)
+    }
+
+    fn field(&self, slot: usize) -> Option<Option<&FieldValue>> {
+        Some(self.values.get(slot).and_then(Option::as_ref))
+    }
+}
+
+pub fn run_select(
+    store: &dyn SeriesStore,
+    stmt: &SelectStatement,
+    params: &QueryParams,
+    epoch: Epoch,
+) -> Result<Vec<SeriesOut>, String> {
+    let Some(plan) = plan_select(store, stmt, params)? else {
+        return Ok(Vec::new());
+    };
+    let groups = read_rows(store, &plan)?;
+    let mut out = Vec::new();
+    for (key, rows) in groups {
+        let values = match &plan.projection {
+            Projection::Raw(columns) => raw_rows(&plan, columns, &rows, epoch),
+            Projection::Aggregate(columns) => aggregate_rows(&plan, columns, &rows, epoch)?,
+        };
+        if values.is_empty() {
+            continue;
+        }
+        let tags = if plan.group_keys.is_empty() {
+            None
+        } else {
+            Some(plan.group_keys.iter().cloned().zip(key).collect())
+        };
+        out.push(SeriesOut {
+            name: Some(plan.measurement.clone()),
+            tags,
+            columns: plan.columns.clone(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads the plan's series in one call and returns the rows that pass the
+/// condition, grouped by GROUP BY tag values, each group sorted by time
+/// (ties in tag set order).
+fn read_rows<'p>(
+    store: &dyn SeriesStore,
+    plan: &'p SelectPlan,
+) -> Result<BTreeMap<Vec<String>, Vec<Row<'p>>>, String> {
+    let mut ids: Vec<SeriesId> = Vec::new();
+    let mut where_read: Vec<(usize, usize)> = Vec::new();
+    for (tagset_index, tagset) in plan.tagsets.iter().enumerate() {
+        for (slot, id) in tagset.ids.iter().enumerate() {
+            if let Some(id) = id {
+                ids.push(*id);
+                where_read.push((tagset_index, slot));
+            }
+        }
+    }
+    let mut groups: BTreeMap<Vec<String>, Vec<Row<'p>>> = BTreeMap::new();
+    if ids.is_empty() || plan.range.is_empty() {
+        return Ok(groups);
+    }
+    let data = store.read(&plan.db, &ids, plan.range).map_err(|e| e.to_string())?;
+
+    let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
+    for ((tagset_index, slot), points) in where_read.into_iter().zip(data) {
+        let by_time = &mut joined[tagset_index];
+        for (t, v) in points {
+            by_time.entry(t).or_insert_with(|| vec![None; plan.slots.len()])[slot] = Some(v);
+        }
+    }
+    for (tagset, by_time) in plan.tagsets.iter().zip(joined) {
+        let key: Vec<String> =
+            plan.group_keys.iter().map(|k| tag_value(&tagset.tags, k).to_string()).collect();
+        let group = groups.entry(key).or_default();
+        for (time_ns, values) in by_time {
+            let row = Row { time_ns, tags: &tagset.tags, values };
+            if plan.condition.as_ref().is_none_or(|c| c.decide(&row) == Some(true)) {
+                group.push(row);
+            }
+        }
+    }
+    for rows in groups.values_mut() {
+        rows.sort_by_key(|r| r.time_ns);
+    }
+    Ok(groups)
+}

@@ -1,0 +1,589 @@
+//! Recursive-descent parser for the InfluxQL subset (grammar and error
+//! wording after InfluxDB 1.x's `influxql` parser). Expressions use
+//! precedence climbing; their depth is bounded so hostile input cannot
+//! exhaust the stack.
+
+use regex::RegexBuilder;
+
+use super::ast::{
+    BinaryOp, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch, RefKind,
+    SelectStatement, ShowFieldKeys, ShowMeasurements, ShowSeries, ShowTagKeys, ShowTagValues, Statement,
+};
+use super::lexer::{Lexer, ParseError, Pos, Spanned, Token};
+use super::time::parse_duration;
+
+/// Deepest expression tree accepted (operator chains count too): bounds
+/// the recursion of printing, dropping and evaluating a tree.
+pub const MAX_EXPR_DEPTH: usize = 500;
+/// Deepest syntactic nesting (parentheses, calls, unary minus): bounds the
+/// parser's own recursion.
+pub const MAX_NESTING_DEPTH: usize = 100;
+/// Largest compiled regex accepted, bytes.
+pub const MAX_REGEX_BYTES: usize = 1 << 20;
+
+/// Compiles a regex literal the way the executor will.
+pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
+    RegexBuilder::new(pattern).size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES).build().map_err(
+        |e| {
+            let text = e.to_string();
+            let reason = text
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("error:"))
+                .unwrap_or(text.lines().next().unwrap_or(""));
+            format!("invalid regex /{pattern}/: {}", reason.trim_start_matches("error: "))
+        },
+    )
+}
+
+/// Parses statements separated by `;` (empty statements are skipped).
+pub fn parse_statements(text: &str) -> Result<Vec<Statement>, ParseError> {
+    let mut parser = Parser { lexer: Lexer::new(text), peeked: None };
+    let mut statements = Vec::new();
+    let mut after_separator = true;
+    loop {
+        let t = parser.peek()?;
+        match t.token {
+            Token::Eof => return Ok(statements),
+            Token::Semicolon => {
+                parser.next()?;
+                after_separator = true;
+            }
+            _ if !after_separator => return Err(ParseError::expected(&t.found(), &[";"], t.pos)),
+            _ => {
+                statements.push(parser.statement()?);
+                after_separator = false;
+            }
+        }
+    }
+}
+
+struct Parser {
+    lexer: Lexer,
+    peeked: Option<Spanned>,
+}
+
+impl Parser {
+    fn peek(&mut self) -> Result<Spanned, ParseError> {
+        if self.peeked.is_none() {
+            self.peeked = Some(self.lexer.next_token()?);
+        }
+        Ok(self.peeked.clone().expect("just filled"))
+    }
+
+    fn next(&mut self) -> Result<Spanned, ParseError> {
+        match self.peeked.take() {
+            Some(t) => Ok(t),
+            None => self.lexer.next_token(),
+        }
+    }
+
+    fn peek_keyword(&mut self, keyword: &str) -> Result<bool, ParseError> {
+        Ok(matches!(self.peek()?.token, Token::Keyword(k) if k == keyword))
+    }
+
+    /// Consumes `keyword` if it is next.
+    fn accept_keyword(&mut self, keyword: &str) -> Result<bool, ParseError> {
+        if self.peek_keyword(keyword)? {
+            self.next()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn expect_keyword(&mut self, keyword: &str) -> Result<(), ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Keyword(k) if k == keyword => Ok(()),
+            _ => Err(ParseError::expected(&t.found(), &[keyword], t.pos)),
+        }
+    }
+
+    fn accept(&mut self, token: &Token) -> Result<bool, ParseError> {
+        if &self.peek()?.token == token {
+            self.next()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn expect(&mut self, token: Token, shown: &str) -> Result<Spanned, ParseError> {
+        let t = self.next()?;
+        if t.token == token {
+            Ok(t)
+        } else {
+            Err(ParseError::expected(&t.found(), &[shown], t.pos))
+        }
+    }
+
+    fn ident(&mut self) -> Result<String, ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Ident(s) | Token::QuotedIdent(s) => Ok(s),
+            _ => Err(ParseError::expected(&t.found(), &["identifier"], t.pos)),
+        }
+    }
+
+    /// A regex literal at the current position (after `=~` / `!~`).
+    fn regex(&mut self) -> Result<String, ParseError> {
+        if let Some(t) = self.peeked.take() {
+            self.lexer.reset(t.start);
+        }
+        match self.lexer.scan_regex()? {
+            Some((pattern, pos)) => {
+                compile_regex(&pattern).map_err(|e| ParseError::new(e, pos))?;
+                Ok(pattern)
+            }
+            None => {
+                let t = self.peek()?;
+                Err(ParseError::expected(&t.found(), &["regex"], t.pos))
+            }
+        }
+    }
+
+    fn unsigned(&mut self) -> Result<u64, ParseError> {
+        let t = self.next()?;
+        match &t.token {
+            Token::Integer(digits) => digits
+                .parse()
+                .map_err(|_| ParseError::new(format!("unable to parse integer {digits}"), t.pos)),
+            _ => Err(ParseError::expected(&t.found(), &["integer"], t.pos)),
+        }
+    }
+
+    fn statement(&mut self) -> Result<Statement, ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Keyword("SELECT") => Ok(Statement::Select(self.select()?)),
+            Token::Keyword("SHOW") => self.show(),
+            Token::Keyword("CREATE") => {
+                self.expect_keyword("DATABASE")?;
+                Ok(Statement::CreateDatabase { name: self.ident()? })
+            }
+            Token::Keyword("DROP") => {
+                self.expect_keyword("MEASUREMENT")?;
+                Ok(Statement::DropMeasurement { name: self.ident()? })
+            }
+            Token::Keyword("DELETE") => self.delete(),
+            _ => {
+                Err(ParseError::expected(&t.found(), &["SELECT", "DELETE", "SHOW", "CREATE", "DROP"], t.pos))
+            }
+        }
+    }
+
+    fn show(&mut self) -> Result<Statement, ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Keyword("DATABASES") => Ok(Statement::ShowDatabases),
+            Token::Keyword("MEASUREMENTS") => {
+                let on = self.on()?;
+                let with_measurement = if self.accept_keyword("WITH")? {
+                    self.expect_keyword("MEASUREMENT")?;
+                    Some(self.name_match(false)?)
+                } else {
+                    None
+                };
+                let condition = self.where_clause()?;
+                let (limit, offset) = self.limit_offset()?;
+                Ok(Statement::ShowMeasurements(ShowMeasurements {
+                    on,
+                    with_measurement,
+                    condition,
+                    limit,
+                    offset,
+                }))
+            }
+            Token::Keyword("TAG") => {
+                let t = self.next()?;
+                match t.token {
+                    Token::Keyword("KEYS") => {
+                        let on = self.on()?;
+                        let from = self.optional_from()?;
+                        let condition = self.where_clause()?;
+                        let (limit, offset) = self.limit_offset()?;
+                        Ok(Statement::ShowTagKeys(ShowTagKeys { on, from, condition, limit, offset }))
+                    }
+                    Token::Keyword("VALUES") => {
+                        let on = self.on()?;
+                        let from = self.optional_from()?;
+                        self.expect_keyword("WITH")?;
+                        self.expect_keyword("KEY")?;
+                        let key = self.name_match(true)?;
+                        let condition = self.where_clause()?;
+                        let (limit, offset) = self.limit_offset()?;
+                        Ok(Statement::ShowTagValues(ShowTagValues {
+                            on,
+                            from,
+                            key,
+                            condition,
+                            limit,
+                            offset,
+                        }))
+                    }
+                    _ => Err(ParseError::expected(&t.found(), &["KEYS", "VALUES"], t.pos)),
+                }
+            }
+            Token::Keyword("FIELD") => {
+                self.expect_keyword("KEYS")?;
+                let on = self.on()?;
+                let from = self.optional_from()?;
+                let (limit, offset) = self.limit_offset()?;
+                Ok(Statement::ShowFieldKeys(ShowFieldKeys { on, from, limit, offset }))
+            }
+            Token::Keyword("SERIES") => {
+                let on = self.on()?;
+                let from = self.optional_from()?;
+                let condition = self.where_clause()?;
+                let (limit, offset) = self.limit_offset()?;
+                Ok(Statement::ShowSeries(ShowSeries { on, from, condition, limit, offset }))
+            }
+            Token::Keyword("RETENTION") => {
+                self.expect_keyword("POLICIES")?;
+                Ok(Statement::ShowRetentionPolicies { on: self.on()? })
+            }
+            _ => Err(ParseError::expected(
+                &t.found(),
+                &["DATABASES", "FIELD", "MEASUREMENTS", "RETENTION", "SERIES", "TAG"],
+                t.pos,
+            )),
+        }
+    }
+
+    fn on(&mut self) -> Result<Option<String>, ParseError> {
+        if self.accept_keyword("ON")? {
+            return Ok(Some(self.ident()?));
+        }
+        Ok(None)
+    }
+
+    fn optional_from(&mut self) -> Result<Option<MeasurementRef>, ParseError> {
+        if self.accept_keyword("FROM")? {
+            return Ok(Some(self.measurement()?));
+        }
+        Ok(None)
+    }
+
+    fn where_clause(&mut self) -> Result<Option<Expr>, ParseError> {
+        if self.accept_keyword("WHERE")? {
+            return Ok(Some(self.expr()?));
+        }
+        Ok(None)
+    }
+
+    fn limit_offset(&mut self) -> Result<(Option<u64>, Option<u64>), ParseError> {
+        let limit = if self.accept_keyword("LIMIT")? { Some(self.unsigned()?) } else { None };
+        let offset = if self.accept_keyword("OFFSET")? { Some(self.unsigned()?) } else { None };
+        Ok((limit, offset))
+    }
+
+    /// `= name | != name | =~ /re/ | !~ /re/ [| IN (name, ...)]`.
+    fn name_match(&mut self, allow_in: bool) -> Result<NameMatch, ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Eq => Ok(NameMatch::Eq(self.ident()?)),
+            Token::Neq => Ok(NameMatch::Neq(self.ident()?)),
+            Token::EqRegex => Ok(NameMatch::Regex(self.regex()?)),
+            Token::NeqRegex => Ok(NameMatch::NotRegex(self.regex()?)),
+            Token::Keyword("IN") if allow_in => {
+                self.expect(Token::LParen, "(")?;
+                let mut names = vec![self.ident()?];
+                while self.accept(&Token::Comma)? {
+                    names.push(self.ident()?);
+                }
+                self.expect(Token::RParen, ")")?;
+                Ok(NameMatch::In(names))
+            }
+            _ => {
+                let expected: &[&str] =
+                    if allow_in { &["=", "!=", "=~", "!~", "IN"] } else { &["=", "!=", "=~", "!~"] };
+                Err(ParseError::expected(&t.found(), expected, t.pos))
+            }
+        }
+    }
+
+    /// `m`, `rp.m`, `db.rp.m` or `db..m`.
+    fn measurement(&mut self) -> Result<MeasurementRef, ParseError> {
+        let mut segments: Vec<Option<String>> = vec![Some(self.ident()?)];
+        while segments.len() < 3 && self.accept(&Token::Dot)? {
+            if segments.len() == 1 && self.peek()?.token == Token::Dot {
+                // `db..m`: an empty retention policy.
+                segments.push(None);
+                continue;
+            }
+            segments.push(Some(self.ident()?));
+        }
+        let name = segments.pop().flatten().expect("the last segment is an identifier");
+        let (database, retention_policy) = match segments.len() {
+            0 => (None, None),
+            1 => (None, segments.pop().flatten()),
+            _ => {
+                let rp = segments.pop().flatten();
+                (segments.pop().flatten(), rp)
+            }
+        };
+        Ok(MeasurementRef { database, retention_policy, name })
+    }
+
+    fn delete(&mut self) -> Result<Statement, ParseError> {
+        let from = self.optional_from()?;
+        let condition = self.where_clause()?;
+        if from.is_none() && condition.is_none() {
+            let t = self.peek()?;
+            return Err(ParseError::expected(&t.found(), &["FROM", "WHERE"], t.pos));
+        }
+        Ok(Statement::Delete(DeleteStatement { from, condition }))
+    }
+
+    fn select(&mut self) -> Result<SelectStatement, ParseError> {
+        let mut fields = vec![self.field()?];
+        while self.accept(&Token::Comma)? {
+            fields.push(self.field()?);
+        }
+        self.expect_keyword("FROM")?;
+        let from = self.measurement()?;
+        if self.peek()?.token == Token::Comma {
+            let t = self.peek()?;
+            return Err(ParseError::new("selecting from more than one measurement is not supported", t.pos));
+        }
+        let condition = self.where_clause()?;
+        let dimensions = if self.accept_keyword("GROUP")? {
+            self.expect_keyword("BY")?;
+            self.dimensions()?
+        } else {
+            Vec::new()
+        };
+        let fill = self.fill()?;
+        let mut order_desc = false;
+        if self.accept_keyword("ORDER")? {
+            self.expect_keyword("BY")?;
+            let t = self.next()?;
+            match &t.token {
+                Token::Ident(name) if name.eq_ignore_ascii_case("time") => {}
+                _ => return Err(ParseError::new("only ORDER BY time supported at this time", t.pos)),
+            }
+            if self.accept_keyword("DESC")? {
+                order_desc = true;
+            } else {
+                self.accept_keyword("ASC")?;
+            }
+        }
+        let (limit, offset) = self.limit_offset()?;
+        Ok(SelectStatement { fields, from, condition, dimensions, fill, order_desc, limit, offset })
+    }
+
+    fn field(&mut self) -> Result<Field, ParseError> {
+        let expr = self.expr()?;
+        let alias = if self.accept_keyword("AS")? { Some(self.ident()?) } else { None };
+        Ok(Field { expr, alias })
+    }
+
+    fn dimensions(&mut self) -> Result<Vec<Dimension>, ParseError> {
+        let mut out = Vec::new();
+        loop {
+            let t = self.next()?;
+            match t.token {
+                Token::Mul => out.push(Dimension::AllTags),
+                Token::Ident(name)
+                    if name.eq_ignore_ascii_case("time") && self.peek()?.token == Token::LParen =>
+                {
+                    self.next()?;
+                    if out.iter().any(|d| matches!(d, Dimension::Time { .. })) {
+                        return Err(ParseError::new("multiple time dimensions not allowed", t.pos));
+                    }
+                    let interval_ns = self.duration_arg()?;
+                    if interval_ns <= 0 {
+                        return Err(ParseError::new("time dimension must have a positive duration", t.pos));
+                    }
+                    let offset_ns = if self.accept(&Token::Comma)? { self.duration_arg()? } else { 0 };
+                    self.expect(Token::RParen, ")")?;
+                    out.push(Dimension::Time { interval_ns, offset_ns });
+                }
+                Token::Ident(name) | Token::QuotedIdent(name) => out.push(Dimension::Tag(name)),
+                _ => return Err(ParseError::expected(&t.found(), &["identifier", "time", "*"], t.pos)),
+            }
+            if !self.accept(&Token::Comma)? {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// A duration literal, optionally negative.
+    fn duration_arg(&mut self) -> Result<i64, ParseError> {
+        let negative = self.accept(&Token::Sub)?;
+        let t = self.next()?;
+        match &t.token {
+            Token::Duration(text) => parse_duration(text, negative).map_err(|e| ParseError::new(e, t.pos)),
+            _ => Err(ParseError::expected(&t.found(), &["duration"], t.pos)),
+        }
+    }
+
+    fn fill(&mut self) -> Result<Fill, ParseError> {
+        let t = self.peek()?;
+        let is_fill = matches!(&t.token, Token::Ident(name) if name.eq_ignore_ascii_case("fill"));
+        if !is_fill {
+            return Ok(Fill::Null);
+        }
+        self.next()?;
+        self.expect(Token::LParen, "(")?;
+        let negative = self.accept(&Token::Sub)?;
+        let t = self.next()?;
+        let fill = match &t.token {
+            Token::Ident(name) if !negative && name.eq_ignore_ascii_case("null") => Fill::Null,
+            Token::Ident(name) if !negative && name.eq_ignore_ascii_case("none") => Fill::None,
+            Token::Ident(name) if !negative && name.eq_ignore_ascii_case("previous") => Fill::Previous,
+            Token::Integer(digits) => Fill::Integer(signed_integer(digits, negative, t.pos)?),
+            Token::Number(v) => Fill::Float(if negative { -v } else { *v }),
+            _ => {
+                return Err(ParseError::expected(
+                    &t.found(),
+                    &["null", "none", "previous", "a number"],
+                    t.pos,
+                ))
+            }
+        };
+        self.expect(Token::RParen, ")")?;
+        Ok(fill)
+    }
+
+    fn expr(&mut self) -> Result<Expr, ParseError> {
+        Ok(self.binary(1, 0)?.0)
+    }
+
+    fn binary_op(token: &Token) -> Option<BinaryOp> {
+        Some(match token {
+            Token::Keyword("OR") => BinaryOp::Or,
+            Token::Keyword("AND") => BinaryOp::And,
+            Token::Eq => BinaryOp::Eq,
+            Token::Neq => BinaryOp::Neq,
+            Token::Lt => BinaryOp::Lt,
+            Token::Lte => BinaryOp::Lte,
+            Token::Gt => BinaryOp::Gt,
+            Token::Gte => BinaryOp::Gte,
+            Token::EqRegex => BinaryOp::EqRegex,
+            Token::NeqRegex => BinaryOp::NeqRegex,
+            Token::Add => BinaryOp::Add,
+            Token::Sub => BinaryOp::Sub,
+            Token::Mul => BinaryOp::Mul,
+            Token::Div => BinaryOp::Div,
+            Token::Mod => BinaryOp::Mod,
+            _ => return None,
+        })
+    }
+
+    /// Precedence climbing over left-associative operators of at least
+    /// `min_precedence`. Returns the expression and its tree depth.
+    fn binary(&mut self, min_precedence: u8, nesting: usize) -> Result<(Expr, usize), ParseError> {
+        let (mut lhs, mut depth) = self.unary(nesting)?;
+        loop {
+            let t = self.peek()?;
+            let Some(op) = Self::binary_op(&t.token) else {
+                return Ok((lhs, depth));
+            };
+            if op.precedence() < min_precedence {
+                return Ok((lhs, depth));
+            }
+            self.next()?;
+            let (rhs, rhs_depth) = if matches!(op, BinaryOp::EqRegex | BinaryOp::NeqRegex) {
+                (Expr::Regex(self.regex()?), 1)
+            } else {
+                self.binary(op.precedence() + 1, nesting)?
+            };
+            depth = depth.max(rhs_depth) + 1;
+            if depth > MAX_EXPR_DEPTH {
+                return Err(ParseError::new("expression is nested too deeply", t.pos));
+            }
+            lhs = Expr::binary(op, lhs, rhs);
+        }
+    }
+
+    fn unary(&mut self, nesting: usize) -> Result<(Expr, usize), ParseError> {
+        let t = self.next()?;
+        if nesting >= MAX_NESTING_DEPTH {
+            return Err(ParseError::new("expression is nested too deeply", t.pos));
+        }
+        let expr = match t.token {
+            Token::LParen => {
+                let (inner, depth) = self.binary(1, nesting + 1)?;
+                self.expect(Token::RParen, ")")?;
+                return Ok((Expr::Paren(Box::new(inner)), depth + 1));
+            }
+            Token::Sub => {
+                let next = self.peek()?;
+                match &next.token {
+                    Token::Integer(digits) => {
+                        self.next()?;
+                        Expr::Integer(signed_integer(digits, true, next.pos)?)
+                    }
+                    Token::Number(v) => {
+                        self.next()?;
+                        Expr::Number(-v)
+                    }
+                    Token::Duration(text) => {
+                        self.next()?;
+                        Expr::Duration(parse_duration(text, true).map_err(|e| ParseError::new(e, next.pos))?)
+                    }
+                    _ => {
+                        let (inner, depth) = self.unary(nesting + 1)?;
+                        return Ok((Expr::Neg(Box::new(inner)), depth + 1));
+                    }
+                }
+            }
+            Token::Mul => Expr::Wildcard,
+            Token::Integer(digits) => Expr::Integer(signed_integer(&digits, false, t.pos)?),
+            Token::Number(v) => Expr::Number(v),
+            Token::Duration(text) => {
+                Expr::Duration(parse_duration(&text, false).map_err(|e| ParseError::new(e, t.pos))?)
+            }
+            Token::Str(s) => Expr::Str(s),
+            Token::Keyword("TRUE") => Expr::Bool(true),
+            Token::Keyword("FALSE") => Expr::Bool(false),
+            Token::Ident(name) | Token::QuotedIdent(name) => {
+                if self.accept(&Token::LParen)? {
+                    return self.call(name.to_ascii_lowercase(), nesting);
+                }
+                let kind = if self.accept(&Token::DoubleColon)? {
+                    let k = self.next()?;
+                    match k.token {
+                        Token::Keyword("FIELD") => Some(RefKind::Field),
+                        Token::Keyword("TAG") => Some(RefKind::Tag),
+                        _ => return Err(ParseError::expected(&k.found(), &["field", "tag"], k.pos)),
+                    }
+                } else {
+                    None
+                };
+                Expr::VarRef { name, kind }
+            }
+            _ => {
+                return Err(ParseError::expected(
+                    &t.found(),
+                    &["identifier", "string", "number", "bool"],
+                    t.pos,
+                ))
+            }
+        };
+        Ok((expr, 1))
+    }
+
+    /// The arguments of a call, after `name(`.
+    fn call(&mut self, name: String, nesting: usize) -> Result<(Expr, usize), ParseError> {
+        let mut args = Vec::new();
+        let mut depth = 1;
+        if !self.accept(&Token::RParen)? {
+            loop {
+                let (arg, arg_depth) = self.binary(1, nesting + 1)?;
+                depth = depth.max(arg_depth + 1);
+                args.push(arg);
+                if self.accept(&Token::RParen)? {
+                    break;
+                }
+                self.expect(Token::Comma, ",")?;
+            }
+        }
+        Ok((Expr::Call { name, args }, depth))
+    }
+}
+
+fn signed_integer(digits: &str, negative: bool, pos: Pos) -> Result<i64, ParseError> {
+    let text = if negative { format!("-{digits}") } else { digits.to_string() };
+    text.parse().map_err(|_| ParseError::new(format!("unable to parse integer {text}"), pos))
+}
