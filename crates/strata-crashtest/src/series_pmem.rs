@@ -81,7 +81,7 @@ impl PmemCrashProtocol for SeriesPmemCrash {
                 Ok(()) => acks.ack(TxnId(t)),
                 Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
             }
-            if t % self.checkpoint_every == 0 {
+            if t.is_multiple_of(self.checkpoint_every) {
                 let began = sim.ops();
                 engine.checkpoint().expect("checkpoint");
                 snapshots.push((began, fs.crash(Tear::None)));

@@ -55,7 +55,7 @@ impl FsCrashProtocol for SeriesSsdCrash {
                 Ok(()) => acks.ack(TxnId(t)),
                 Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
             }
-            if t % self.checkpoint_every == 0 {
+            if t.is_multiple_of(self.checkpoint_every) {
                 engine.checkpoint().expect("checkpoint");
             }
         }

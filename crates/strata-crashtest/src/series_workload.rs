@@ -35,7 +35,7 @@ pub fn workload(seed: u64, txns: u64) -> Vec<SeriesTxn> {
     let mut next_ts = 100i64;
     (1..=txns)
         .map(|t| {
-            if t % 7 == 0 {
+            if t.is_multiple_of(7) {
                 let from = rng.gen_range(0..next_ts.max(1));
                 let host = HOSTS[rng.gen_range(0..HOSTS.len())];
                 return SeriesTxn::Delete { host, range: TimeRange { min_ns: from, max_ns: from + 40 } };

@@ -18,10 +18,10 @@ pub mod series_data;
 pub mod store;
 pub mod wal;
 
-pub use error::EngineError;
-pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
-pub use store::{SeriesInfo, SeriesStore, WriteOutcome};
 pub use checkpoint::CheckpointReport;
 pub use engine::{EngineStats, SeriesEngine};
+pub use error::EngineError;
+pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
 pub use options::EngineOptions;
 pub use recovery::{RecoveryPhase, RecoveryReport};
+pub use store::{SeriesInfo, SeriesStore, WriteOutcome};
