@@ -17,10 +17,12 @@ pub struct SeriesEntry {
     pub field_type: FieldType,
 }
 
+/// Tag set -> field -> id. Hash maps keyed by owned values can be probed
+/// with borrowed ones (`&[(String, String)]`, `&str`), so the write path
+/// looks series up without allocating.
 #[derive(Default)]
 struct MeasurementIndex {
-    /// (tags, field) -> id, in the order SHOW SERIES lists them.
-    series: BTreeMap<(Vec<(String, String)>, String), SeriesId>,
+    tagsets: HashMap<Vec<(String, String)>, BTreeMap<String, SeriesId>>,
     field_types: BTreeMap<String, FieldType>,
 }
 
@@ -78,11 +80,10 @@ impl SeriesIndex {
     }
 
     pub fn lookup(&self, db: &str, key: &SeriesKey) -> Option<SeriesId> {
-        let m = self.databases.get(db)?.measurements.get(&key.measurement)?;
-        m.series.get(&(key.tags.clone(), key.field.clone())).copied()
+        self.lookup_parts(db, &key.measurement, &key.tags, &key.field)
     }
 
-    /// Looks up without cloning the key parts: tags and field borrowed.
+    /// Looks a series up by borrowed key parts (no allocation).
     pub fn lookup_parts(
         &self,
         db: &str,
@@ -91,9 +92,7 @@ impl SeriesIndex {
         field: &str,
     ) -> Option<SeriesId> {
         let m = self.databases.get(db)?.measurements.get(measurement)?;
-        // BTreeMap keys are owned tuples; a range probe would not help, so
-        // build the key once (the write path calls this once per field).
-        m.series.get(&(tags.to_vec(), field.to_string())).copied()
+        m.tagsets.get(tags)?.get(field).copied()
     }
 
     pub fn field_type(&self, db: &str, measurement: &str, field: &str) -> Option<FieldType> {
@@ -126,7 +125,7 @@ impl SeriesIndex {
         self.create_database(db);
         let d = self.databases.get_mut(db).expect("created");
         let m = d.measurements.entry(key.measurement.clone()).or_default();
-        m.series.insert((key.tags.clone(), key.field.clone()), id);
+        m.tagsets.entry(key.tags.clone()).or_default().insert(key.field.clone(), id);
         m.field_types.entry(key.field.clone()).or_insert(field_type);
         d.series_count += 1;
         self.next_id = self.next_id.max(id.0 + 1);
@@ -137,7 +136,12 @@ impl SeriesIndex {
         let Some(e) = self.series.remove(&id) else { return };
         if let Some(d) = self.databases.get_mut(&e.db) {
             if let Some(m) = d.measurements.get_mut(&e.key.measurement) {
-                m.series.remove(&(e.key.tags.clone(), e.key.field.clone()));
+                if let Some(fields) = m.tagsets.get_mut(e.key.tags.as_slice()) {
+                    fields.remove(&e.key.field);
+                    if fields.is_empty() {
+                        m.tagsets.remove(e.key.tags.as_slice());
+                    }
+                }
             }
             d.series_count -= 1;
         }
@@ -147,7 +151,7 @@ impl SeriesIndex {
     pub fn drop_measurement(&mut self, db: &str, measurement: &str) -> Vec<SeriesId> {
         let Some(d) = self.databases.get_mut(db) else { return Vec::new() };
         let Some(m) = d.measurements.remove(measurement) else { return Vec::new() };
-        let ids: Vec<SeriesId> = m.series.values().copied().collect();
+        let ids: Vec<SeriesId> = m.tagsets.values().flat_map(|f| f.values().copied()).collect();
         d.series_count -= ids.len() as u64;
         for id in &ids {
             self.series.remove(id);
@@ -162,15 +166,19 @@ impl SeriesIndex {
     pub fn series_of(&self, db: &str, measurement: &str) -> Option<Vec<SeriesInfo>> {
         let d = self.databases.get(db)?;
         let Some(m) = d.measurements.get(measurement) else { return Some(Vec::new()) };
+        let mut tagsets: Vec<_> = m.tagsets.iter().collect();
+        tagsets.sort_unstable_by(|a, b| a.0.cmp(b.0));
         Some(
-            m.series
-                .iter()
-                .map(|((tags, field), id)| SeriesInfo {
-                    id: *id,
-                    measurement: measurement.to_string(),
-                    tags: tags.clone(),
-                    field: field.clone(),
-                    field_type: m.field_types[field],
+            tagsets
+                .into_iter()
+                .flat_map(|(tags, fields)| {
+                    fields.iter().map(|(field, id)| SeriesInfo {
+                        id: *id,
+                        measurement: measurement.to_string(),
+                        tags: tags.clone(),
+                        field: field.clone(),
+                        field_type: m.field_types[field],
+                    })
                 })
                 .collect(),
         )
