@@ -297,12 +297,7 @@ impl SeriesEngine {
                     .field_type(db, &p.measurement, f)
                     .or_else(|| new_types.get(&(p.measurement.as_str(), f.as_str())).copied())?;
                 (have != v.field_type()).then(|| {
-                    format!(
-                        "field type conflict: input field \"{f}\" on measurement \"{}\" is type {}, already exists as type {}",
-                        p.measurement,
-                        v.field_type().influx_name(),
-                        have.influx_name()
-                    )
+                    crate::model::field_type_conflict_message(f, &p.measurement, v.field_type(), have)
                 })
             });
             if let Some(why) = conflict {

@@ -4,9 +4,11 @@
 //! files on SSD, and durability through a commit log from `strata-log`.
 
 pub mod block_file;
+mod bytes;
 pub mod checkpoint;
 pub mod engine;
 pub mod error;
+mod fuzz_recipe;
 pub mod gorilla;
 pub mod index;
 pub mod manifest;
@@ -17,6 +19,9 @@ pub mod reference;
 pub mod series_data;
 pub mod store;
 pub mod wal;
+
+#[cfg(test)]
+mod test_support;
 
 pub use checkpoint::CheckpointReport;
 pub use engine::{EngineStats, SeriesEngine};

@@ -146,6 +146,22 @@ impl TimeRange {
     }
 }
 
+/// InfluxDB's message for a point whose `field` on `measurement` has type
+/// `input` while the field already holds values of type `existing`.
+pub fn field_type_conflict_message(
+    field: &str,
+    measurement: &str,
+    input: FieldType,
+    existing: FieldType,
+) -> String {
+    format!(
+        "field type conflict: input field \"{field}\" on measurement \"{measurement}\" is type {}, \
+         already exists as type {}",
+        input.influx_name(),
+        existing.influx_name()
+    )
+}
+
 /// Database names: 1..=255 bytes, no control characters, no '/' (used as
 /// the v2 "db/rp" bucket separator).
 pub fn validate_database_name(name: &str) -> Result<(), crate::error::EngineError> {

@@ -25,7 +25,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use parking_lot::Mutex;
 
 use crate::error::EngineError;
-use crate::model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
+use crate::model::{
+    field_type_conflict_message, FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs,
+};
 use crate::store::{SeriesInfo, SeriesStore, WriteOutcome};
 
 /// One database: its series index, field types and points.
@@ -77,15 +79,6 @@ fn series_key(point: &Point, field: &str) -> SeriesKey {
     let mut tags = point.tags.clone();
     tags.sort_by(|a, b| a.0.cmp(&b.0));
     SeriesKey { measurement: point.measurement.clone(), tags, field: field.to_string() }
-}
-
-fn type_conflict(field: &str, measurement: &str, input: FieldType, existing: FieldType) -> String {
-    format!(
-        "field type conflict: input field \"{field}\" on measurement \"{measurement}\" is type {}, \
-         already exists as type {}",
-        input.influx_name(),
-        existing.influx_name()
-    )
 }
 
 impl SeriesStore for MemStore {
@@ -165,7 +158,8 @@ impl SeriesStore for MemStore {
                     .or_else(|| database.field_types.get(&slot));
                 match existing {
                     Some(&t) if t != value.field_type() => {
-                        let reason = type_conflict(field, &point.measurement, value.field_type(), t);
+                        let reason =
+                            field_type_conflict_message(field, &point.measurement, value.field_type(), t);
                         outcome.rejected.push((index, reason));
                         continue 'points;
                     }

@@ -7,6 +7,7 @@
 //! The commit log frames each payload with CRC32C; this decoder still checks
 //! every length against the bytes present and never panics.
 
+use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader};
 use crate::model::{FieldType, FieldValue, SeriesId, SeriesKey, TimeRange, TimestampNs};
 
 pub const WAL_FORMAT_VERSION: u8 = 1;
@@ -32,17 +33,12 @@ pub enum WalRecord {
     DropMeasurement { db: String, measurement: String },
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
-
 fn put_value(out: &mut Vec<u8>, v: &FieldValue) {
     out.push(v.field_type().code());
     match v {
-        FieldValue::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
-        FieldValue::Integer(i) => out.extend_from_slice(&i.to_le_bytes()),
-        FieldValue::Unsigned(u) => out.extend_from_slice(&u.to_le_bytes()),
+        FieldValue::Float(f) => put_u64(out, f.to_bits()),
+        FieldValue::Integer(i) => put_u64(out, *i as u64),
+        FieldValue::Unsigned(u) => put_u64(out, *u),
         FieldValue::Boolean(b) => out.push(*b as u8),
         FieldValue::String(s) => put_str(out, s),
     }
@@ -60,33 +56,27 @@ impl WalRecord {
             WalRecord::Write { db, new_series, points } => {
                 out.push(KIND_WRITE);
                 put_str(&mut out, db);
-                out.extend_from_slice(&(new_series.len() as u32).to_le_bytes());
+                put_u32(&mut out, new_series.len() as u32);
                 for s in new_series {
-                    out.extend_from_slice(&s.id.0.to_le_bytes());
+                    put_u64(&mut out, s.id.0);
                     out.push(s.field_type.code());
-                    put_str(&mut out, &s.key.measurement);
-                    out.extend_from_slice(&(s.key.tags.len() as u32).to_le_bytes());
-                    for (k, v) in &s.key.tags {
-                        put_str(&mut out, k);
-                        put_str(&mut out, v);
-                    }
-                    put_str(&mut out, &s.key.field);
+                    put_series_key(&mut out, &s.key);
                 }
-                out.extend_from_slice(&(points.len() as u32).to_le_bytes());
+                put_u32(&mut out, points.len() as u32);
                 for (id, ts, v) in points {
-                    out.extend_from_slice(&id.0.to_le_bytes());
-                    out.extend_from_slice(&ts.to_le_bytes());
+                    put_u64(&mut out, id.0);
+                    put_u64(&mut out, *ts as u64);
                     put_value(&mut out, v);
                 }
             }
             WalRecord::Delete { db, series, range } => {
                 out.push(KIND_DELETE);
                 put_str(&mut out, db);
-                out.extend_from_slice(&range.min_ns.to_le_bytes());
-                out.extend_from_slice(&range.max_ns.to_le_bytes());
-                out.extend_from_slice(&(series.len() as u32).to_le_bytes());
+                put_u64(&mut out, range.min_ns as u64);
+                put_u64(&mut out, range.max_ns as u64);
+                put_u32(&mut out, series.len() as u32);
                 for id in series {
-                    out.extend_from_slice(&id.0.to_le_bytes());
+                    put_u64(&mut out, id.0);
                 }
             }
             WalRecord::DropMeasurement { db, measurement } => {
@@ -99,120 +89,70 @@ impl WalRecord {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<WalRecord, String> {
-        let mut r = Reader { bytes, at: 0 };
+        let mut r = ByteReader::new(bytes, "record offset");
         let version = r.u8()?;
         if version != WAL_FORMAT_VERSION {
             return Err(format!("unknown series WAL format version {version}"));
         }
         let kind = r.u8()?;
         let rec = match kind {
-            KIND_CREATE_DATABASE => WalRecord::CreateDatabase { db: r.string()? },
+            KIND_CREATE_DATABASE => WalRecord::CreateDatabase { db: r.string("database name")? },
             KIND_WRITE => {
-                let db = r.string()?;
-                let n = r.count(8 + 1 + 4 + 4 + 4)?;
+                let db = r.string("database name")?;
+                let n = r.count("new series", 8 + 1 + 4 + 4 + 4)?;
                 let mut new_series = Vec::with_capacity(n);
                 for _ in 0..n {
                     let id = SeriesId(r.u64()?);
-                    let field_type = r.field_type()?;
-                    let measurement = r.string()?;
-                    let ntags = r.count(8)?;
-                    let mut tags = Vec::with_capacity(ntags);
-                    for _ in 0..ntags {
-                        tags.push((r.string()?, r.string()?));
-                    }
-                    let field = r.string()?;
-                    new_series.push(NewSeries {
-                        id,
-                        key: SeriesKey { measurement, tags, field },
-                        field_type,
-                    });
+                    let field_type = read_field_type(&mut r)?;
+                    new_series.push(NewSeries { id, key: r.series_key()?, field_type });
                 }
-                let n = r.count(8 + 8 + 2)?;
+                let n = r.count("points", 8 + 8 + 2)?;
                 let mut points = Vec::with_capacity(n);
                 for _ in 0..n {
                     let id = SeriesId(r.u64()?);
                     let ts = r.u64()? as i64;
-                    points.push((id, ts, r.value()?));
+                    points.push((id, ts, read_value(&mut r)?));
                 }
                 WalRecord::Write { db, new_series, points }
             }
             KIND_DELETE => {
-                let db = r.string()?;
+                let db = r.string("database name")?;
                 let range = TimeRange { min_ns: r.u64()? as i64, max_ns: r.u64()? as i64 };
-                let n = r.count(8)?;
+                let n = r.count("series", 8)?;
                 let mut series = Vec::with_capacity(n);
                 for _ in 0..n {
                     series.push(SeriesId(r.u64()?));
                 }
                 WalRecord::Delete { db, series, range }
             }
-            KIND_DROP_MEASUREMENT => WalRecord::DropMeasurement { db: r.string()?, measurement: r.string()? },
+            KIND_DROP_MEASUREMENT => WalRecord::DropMeasurement {
+                db: r.string("database name")?,
+                measurement: r.string("measurement")?,
+            },
             other => return Err(format!("unknown series WAL record kind {other}")),
         };
-        if r.at != bytes.len() {
-            return Err(format!("{} trailing bytes after the record", bytes.len() - r.at));
-        }
+        r.finish("record")?;
         Ok(rec)
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+fn read_field_type(r: &mut ByteReader<'_>) -> Result<FieldType, String> {
+    let c = r.u8()?;
+    FieldType::from_code(c).ok_or_else(|| format!("unknown field type code {c}"))
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(format!("record ends early: {n} bytes needed at offset {}", self.at));
-        };
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    /// A count of items each at least `min_item_bytes` long: bounded by the
-    /// bytes left, so a corrupt count cannot allocate.
-    fn count(&mut self, min_item_bytes: usize) -> Result<usize, String> {
-        let n = self.u32()? as usize;
-        let left = self.bytes.len() - self.at;
-        if n > left / min_item_bytes.max(1) {
-            return Err(format!("count {n} at offset {} exceeds the bytes left", self.at - 4));
-        }
-        Ok(n)
-    }
-    fn string(&mut self) -> Result<String, String> {
-        let n = self.u32()? as usize;
-        let at = self.at;
-        let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| format!("invalid UTF-8 in string at offset {at}"))
-    }
-    fn field_type(&mut self) -> Result<FieldType, String> {
-        let c = self.u8()?;
-        FieldType::from_code(c).ok_or_else(|| format!("unknown field type code {c}"))
-    }
-    fn value(&mut self) -> Result<FieldValue, String> {
-        Ok(match self.field_type()? {
-            FieldType::Float => FieldValue::Float(f64::from_bits(self.u64()?)),
-            FieldType::Integer => FieldValue::Integer(self.u64()? as i64),
-            FieldType::Unsigned => FieldValue::Unsigned(self.u64()?),
-            FieldType::Boolean => match self.u8()? {
-                0 => FieldValue::Boolean(false),
-                1 => FieldValue::Boolean(true),
-                b => return Err(format!("boolean byte {b}")),
-            },
-            FieldType::String => FieldValue::String(self.string()?),
-        })
-    }
+fn read_value(r: &mut ByteReader<'_>) -> Result<FieldValue, String> {
+    Ok(match read_field_type(r)? {
+        FieldType::Float => FieldValue::Float(f64::from_bits(r.u64()?)),
+        FieldType::Integer => FieldValue::Integer(r.u64()? as i64),
+        FieldType::Unsigned => FieldValue::Unsigned(r.u64()?),
+        FieldType::Boolean => match r.u8()? {
+            0 => FieldValue::Boolean(false),
+            1 => FieldValue::Boolean(true),
+            b => return Err(format!("boolean byte {b}")),
+        },
+        FieldType::String => FieldValue::String(r.string("string value")?),
+    })
 }
 
 /// Fuzz entry: decoding arbitrary bytes never panics, and whatever decodes

@@ -211,15 +211,22 @@ pub struct ShowMeasurements {
     pub offset: Option<u64>,
 }
 
-/// `SHOW TAG KEYS [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
+/// The clauses `SHOW TAG KEYS` and `SHOW SERIES` share:
+/// `[ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ShowTagKeys {
+pub struct ShowClauses {
     pub on: Option<String>,
     pub from: Option<MeasurementRef>,
     pub condition: Option<Expr>,
     pub limit: Option<u64>,
     pub offset: Option<u64>,
 }
+
+/// `SHOW TAG KEYS [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
+pub type ShowTagKeys = ShowClauses;
+
+/// `SHOW SERIES [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
+pub type ShowSeries = ShowClauses;
 
 /// `SHOW TAG VALUES [ON db] [FROM m] WITH KEY ... [WHERE] [LIMIT] [OFFSET]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -237,16 +244,6 @@ pub struct ShowTagValues {
 pub struct ShowFieldKeys {
     pub on: Option<String>,
     pub from: Option<MeasurementRef>,
-    pub limit: Option<u64>,
-    pub offset: Option<u64>,
-}
-
-/// `SHOW SERIES [ON db] [FROM m] [WHERE] [LIMIT] [OFFSET]`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ShowSeries {
-    pub on: Option<String>,
-    pub from: Option<MeasurementRef>,
-    pub condition: Option<Expr>,
     pub limit: Option<u64>,
     pub offset: Option<u64>,
 }
@@ -411,51 +408,53 @@ impl fmt::Display for NameMatch {
     }
 }
 
+/// The optional clauses after a statement's keywords, printed in InfluxQL's
+/// order: ON, FROM, WITH, WHERE, LIMIT, OFFSET.
+#[derive(Default)]
 struct Clauses<'a> {
-    on: &'a Option<String>,
+    on: Option<&'a str>,
     from: Option<&'a MeasurementRef>,
-    condition: &'a Option<Expr>,
+    /// `WITH KEY ...` or `WITH MEASUREMENT ...`.
+    with: Option<(&'static str, &'a NameMatch)>,
+    condition: Option<&'a Expr>,
     limit: Option<u64>,
     offset: Option<u64>,
 }
 
-fn write_on(f: &mut fmt::Formatter<'_>, on: &Option<String>) -> fmt::Result {
-    match on {
-        Some(db) => write!(f, " ON {}", Ident(db)),
-        None => Ok(()),
-    }
-}
-
-fn write_from(f: &mut fmt::Formatter<'_>, from: Option<&MeasurementRef>) -> fmt::Result {
-    match from {
-        Some(m) => write!(f, " FROM {m}"),
-        None => Ok(()),
-    }
-}
-
-fn write_where(f: &mut fmt::Formatter<'_>, condition: &Option<Expr>) -> fmt::Result {
-    match condition {
-        Some(c) => write!(f, " WHERE {c}"),
-        None => Ok(()),
-    }
-}
-
-fn write_limit_offset(f: &mut fmt::Formatter<'_>, limit: Option<u64>, offset: Option<u64>) -> fmt::Result {
-    if let Some(n) = limit {
-        write!(f, " LIMIT {n}")?;
-    }
-    if let Some(n) = offset {
-        write!(f, " OFFSET {n}")?;
-    }
-    Ok(())
-}
-
 impl fmt::Display for Clauses<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_on(f, self.on)?;
-        write_from(f, self.from)?;
-        write_where(f, self.condition)?;
-        write_limit_offset(f, self.limit, self.offset)
+        if let Some(db) = self.on {
+            write!(f, " ON {}", Ident(db))?;
+        }
+        if let Some(m) = self.from {
+            write!(f, " FROM {m}")?;
+        }
+        if let Some((what, names)) = self.with {
+            write!(f, " WITH {what} {names}")?;
+        }
+        if let Some(c) = self.condition {
+            write!(f, " WHERE {c}")?;
+        }
+        if let Some(n) = self.limit {
+            write!(f, " LIMIT {n}")?;
+        }
+        if let Some(n) = self.offset {
+            write!(f, " OFFSET {n}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ShowClauses {
+    fn clauses(&self) -> Clauses<'_> {
+        Clauses {
+            on: self.on.as_deref(),
+            from: self.from.as_ref(),
+            condition: self.condition.as_ref(),
+            limit: self.limit,
+            offset: self.offset,
+            ..Clauses::default()
+        }
     }
 }
 
@@ -471,8 +470,9 @@ impl fmt::Display for SelectStatement {
                 write!(f, " AS {}", Ident(alias))?;
             }
         }
-        write!(f, " FROM {}", self.from)?;
-        write_where(f, &self.condition)?;
+        let from =
+            Clauses { from: Some(&self.from), condition: self.condition.as_ref(), ..Clauses::default() };
+        write!(f, "{from}")?;
         if !self.dimensions.is_empty() {
             f.write_str(" GROUP BY ")?;
             for (i, dimension) in self.dimensions.iter().enumerate() {
@@ -501,75 +501,60 @@ impl fmt::Display for SelectStatement {
         if self.order_desc {
             f.write_str(" ORDER BY time DESC")?;
         }
-        write_limit_offset(f, self.limit, self.offset)
+        write!(f, "{}", Clauses { limit: self.limit, offset: self.offset, ..Clauses::default() })
     }
 }
 
 impl fmt::Display for Statement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Statement::Select(s) => write!(f, "{s}"),
-            Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
-            Statement::ShowMeasurements(s) => {
-                f.write_str("SHOW MEASUREMENTS")?;
-                write_on(f, &s.on)?;
-                if let Some(m) = &s.with_measurement {
-                    write!(f, " WITH MEASUREMENT {m}")?;
-                }
-                write_where(f, &s.condition)?;
-                write_limit_offset(f, s.limit, s.offset)
-            }
-            Statement::ShowTagKeys(s) => {
-                let clauses = Clauses {
-                    on: &s.on,
-                    from: s.from.as_ref(),
-                    condition: &s.condition,
+        let (keywords, clauses) = match self {
+            Statement::Select(s) => return write!(f, "{s}"),
+            Statement::CreateDatabase { name } => return write!(f, "CREATE DATABASE {}", Ident(name)),
+            Statement::DropMeasurement { name } => return write!(f, "DROP MEASUREMENT {}", Ident(name)),
+            Statement::ShowDatabases => ("SHOW DATABASES", Clauses::default()),
+            Statement::ShowMeasurements(s) => (
+                "SHOW MEASUREMENTS",
+                Clauses {
+                    on: s.on.as_deref(),
+                    with: s.with_measurement.as_ref().map(|names| ("MEASUREMENT", names)),
+                    condition: s.condition.as_ref(),
                     limit: s.limit,
                     offset: s.offset,
-                };
-                write!(f, "SHOW TAG KEYS{clauses}")
-            }
-            Statement::ShowTagValues(s) => {
-                f.write_str("SHOW TAG VALUES")?;
-                write_on(f, &s.on)?;
-                write_from(f, s.from.as_ref())?;
-                write!(f, " WITH KEY {}", s.key)?;
-                write_where(f, &s.condition)?;
-                write_limit_offset(f, s.limit, s.offset)
-            }
-            Statement::ShowFieldKeys(s) => {
-                let none = None;
-                let clauses = Clauses {
-                    on: &s.on,
+                    ..Clauses::default()
+                },
+            ),
+            Statement::ShowTagKeys(s) => ("SHOW TAG KEYS", s.clauses()),
+            Statement::ShowTagValues(s) => (
+                "SHOW TAG VALUES",
+                Clauses {
+                    on: s.on.as_deref(),
                     from: s.from.as_ref(),
-                    condition: &none,
+                    with: Some(("KEY", &s.key)),
+                    condition: s.condition.as_ref(),
                     limit: s.limit,
                     offset: s.offset,
-                };
-                write!(f, "SHOW FIELD KEYS{clauses}")
-            }
-            Statement::ShowSeries(s) => {
-                let clauses = Clauses {
-                    on: &s.on,
+                },
+            ),
+            Statement::ShowFieldKeys(s) => (
+                "SHOW FIELD KEYS",
+                Clauses {
+                    on: s.on.as_deref(),
                     from: s.from.as_ref(),
-                    condition: &s.condition,
                     limit: s.limit,
                     offset: s.offset,
-                };
-                write!(f, "SHOW SERIES{clauses}")
-            }
+                    ..Clauses::default()
+                },
+            ),
+            Statement::ShowSeries(s) => ("SHOW SERIES", s.clauses()),
             Statement::ShowRetentionPolicies { on } => {
-                f.write_str("SHOW RETENTION POLICIES")?;
-                write_on(f, on)
+                ("SHOW RETENTION POLICIES", Clauses { on: on.as_deref(), ..Clauses::default() })
             }
-            Statement::CreateDatabase { name } => write!(f, "CREATE DATABASE {}", Ident(name)),
-            Statement::DropMeasurement { name } => write!(f, "DROP MEASUREMENT {}", Ident(name)),
-            Statement::Delete(d) => {
-                f.write_str("DELETE")?;
-                write_from(f, d.from.as_ref())?;
-                write_where(f, &d.condition)
-            }
-        }
+            Statement::Delete(d) => (
+                "DELETE",
+                Clauses { from: d.from.as_ref(), condition: d.condition.as_ref(), ..Clauses::default() },
+            ),
+        };
+        write!(f, "{keywords}{clauses}")
     }
 }
 
@@ -586,6 +571,30 @@ mod tests {
         assert_eq!(Ident("1x").to_string(), "\"1x\"");
         assert_eq!(Ident("").to_string(), "\"\"");
         assert_eq!(Ident("say \"hi\"\n").to_string(), "\"say \\\"hi\\\"\\n\"");
+    }
+
+    #[test]
+    fn statements_print_their_clauses_in_influxql_order() {
+        for text in [
+            "SHOW DATABASES",
+            "SHOW MEASUREMENTS ON db WITH MEASUREMENT =~ /c/ WHERE a = 'x' LIMIT 2 OFFSET 1",
+            "SHOW TAG KEYS ON db FROM cpu WHERE a = 'x' LIMIT 2 OFFSET 1",
+            "SHOW TAG VALUES ON db FROM cpu WITH KEY IN (a, b) WHERE a = 'x' LIMIT 2 OFFSET 1",
+            "SHOW FIELD KEYS ON db FROM db.rp.cpu LIMIT 2 OFFSET 1",
+            "SHOW SERIES ON db FROM cpu WHERE a = 'x' LIMIT 2 OFFSET 1",
+            "SHOW SERIES",
+            "SHOW RETENTION POLICIES ON db",
+            "CREATE DATABASE \"my db\"",
+            "DROP MEASUREMENT cpu",
+            "DELETE FROM cpu WHERE time < 5",
+            concat!(
+                "SELECT v FROM cpu WHERE a = 'x' GROUP BY time(1m), host fill(none)",
+                " ORDER BY time DESC LIMIT 2 OFFSET 1"
+            ),
+        ] {
+            let statements = crate::influxql::parse_query(text).unwrap();
+            assert_eq!(statements[0].to_string(), text);
+        }
     }
 
     #[test]

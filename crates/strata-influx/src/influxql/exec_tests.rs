@@ -478,31 +478,23 @@ fn statement_errors_stop_the_query() {
 
 #[test]
 fn select_validation_errors_match_influxdb() {
-    assert_eq!(
-        error_of("SELECT usage, mean(usage) FROM cpu"),
-        "mixing aggregate and non-aggregate queries is not supported"
-    );
-    assert_eq!(
-        error_of("SELECT usage FROM cpu GROUP BY time(1m)"),
-        "GROUP BY requires at least one aggregate function"
-    );
-    assert_eq!(error_of("SELECT median(usage) FROM cpu"), "undefined function median()");
-    assert_eq!(
-        error_of("SELECT mean(usage, 2) FROM cpu"),
-        "invalid number of arguments for mean, expected 1, got 2"
-    );
-    assert_eq!(error_of("SELECT mean(1) FROM cpu"), "expected field argument in mean()");
-    assert_eq!(error_of("SELECT time FROM cpu"), "at least 1 non-time field must be queried");
-    assert_eq!(
-        error_of("SELECT mean(msg) FROM events"),
-        "unsupported mean() on field \"msg\" of type string"
-    );
-    assert_eq!(error_of("SELECT usage + 1 FROM cpu"), "unsupported expression in SELECT: usage + 1");
-    assert_eq!(error_of("SELECT usage FROM cpu WHERE time != 0"), "invalid time comparison operator: !=");
-    assert_eq!(
-        error_of("SELECT count(usage) FROM cpu WHERE time > 0 GROUP BY time(1ns)"),
-        "max-select-buckets limit exceeded: (1577836890000000000/1000000)"
-    );
+    for (query, message) in [
+        ("SELECT usage, mean(usage) FROM cpu", "mixing aggregate and non-aggregate queries is not supported"),
+        ("SELECT usage FROM cpu GROUP BY time(1m)", "GROUP BY requires at least one aggregate function"),
+        ("SELECT median(usage) FROM cpu", "undefined function median()"),
+        ("SELECT mean(usage, 2) FROM cpu", "invalid number of arguments for mean, expected 1, got 2"),
+        ("SELECT mean(1) FROM cpu", "expected field argument in mean()"),
+        ("SELECT time FROM cpu", "at least 1 non-time field must be queried"),
+        ("SELECT mean(msg) FROM events", "unsupported mean() on field \"msg\" of type string"),
+        ("SELECT usage + 1 FROM cpu", "unsupported expression in SELECT: usage + 1"),
+        ("SELECT usage FROM cpu WHERE time != 0", "invalid time comparison operator: !="),
+        (
+            "SELECT count(usage) FROM cpu WHERE time > 0 GROUP BY time(1ns)",
+            "max-select-buckets limit exceeded: (1577836890000000000/1000000)",
+        ),
+    ] {
+        assert_eq!(error_of(query), message, "{query:?}");
+    }
 }
 
 #[test]

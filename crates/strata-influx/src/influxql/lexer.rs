@@ -121,6 +121,17 @@ pub const KEYWORDS: &[&str] = &[
     "WRITE",
 ];
 
+/// The operators of two characters (`<>` is `!=`).
+const TWO_CHAR_OPERATORS: [([char; 2], Token); 7] = [
+    ([':', ':'], Token::DoubleColon),
+    (['=', '~'], Token::EqRegex),
+    (['!', '='], Token::Neq),
+    (['!', '~'], Token::NeqRegex),
+    (['<', '='], Token::Lte),
+    (['<', '>'], Token::Neq),
+    (['>', '='], Token::Gte),
+];
+
 /// The keyword `word` names, if any (case-insensitive).
 pub fn keyword(word: &str) -> Option<&'static str> {
     let upper = word.to_ascii_uppercase();
@@ -257,6 +268,15 @@ impl Lexer {
         self.chars[mark.at..self.at].iter().collect()
     }
 
+    /// The operator of two characters that starts with `first` (already
+    /// consumed) and the next character, which it consumes.
+    fn two_char_operator(&mut self, first: char) -> Option<Token> {
+        let second = self.peek_char(0)?;
+        let (_, token) = TWO_CHAR_OPERATORS.iter().find(|(chars, _)| *chars == [first, second])?;
+        self.bump();
+        Some(token.clone())
+    }
+
     /// Scans the next token.
     pub fn next_token(&mut self) -> Result<Spanned, ParseError> {
         self.skip_whitespace_and_comments();
@@ -265,6 +285,9 @@ impl Lexer {
         let Some(c) = self.bump() else {
             return Ok(Spanned { token: Token::Eof, pos, text: String::new(), start });
         };
+        if let Some(token) = self.two_char_operator(c) {
+            return Ok(Spanned { token, pos, text: self.text_since(start), start });
+        }
         let token = match c {
             c if is_ident_start(c) => {
                 while self.peek_char(0).is_some_and(is_ident_char) {
@@ -290,36 +313,8 @@ impl Lexer {
             '+' => Token::Add,
             '-' => Token::Sub,
             '%' => Token::Mod,
-            ':' if self.peek_char(0) == Some(':') => {
-                self.bump();
-                Token::DoubleColon
-            }
-            '=' if self.peek_char(0) == Some('~') => {
-                self.bump();
-                Token::EqRegex
-            }
             '=' => Token::Eq,
-            '!' if self.peek_char(0) == Some('=') => {
-                self.bump();
-                Token::Neq
-            }
-            '!' if self.peek_char(0) == Some('~') => {
-                self.bump();
-                Token::NeqRegex
-            }
-            '<' if self.peek_char(0) == Some('=') => {
-                self.bump();
-                Token::Lte
-            }
-            '<' if self.peek_char(0) == Some('>') => {
-                self.bump();
-                Token::Neq
-            }
             '<' => Token::Lt,
-            '>' if self.peek_char(0) == Some('=') => {
-                self.bump();
-                Token::Gte
-            }
             '>' => Token::Gt,
             other => return Err(ParseError::new(format!("found {other}, expected a token"), pos)),
         };
@@ -474,7 +469,34 @@ mod tests {
                 Token::Number(2500.0),
             ]
         );
-        assert_eq!(tokens("<> =~ !~ :: <= > < = * / + - %").len(), 13);
+        use Token::*;
+        assert_eq!(
+            tokens("<> =~ !~ :: <= >= != > < = * / + - % <>= =="),
+            [
+                Neq,
+                EqRegex,
+                NeqRegex,
+                DoubleColon,
+                Lte,
+                Gte,
+                Neq,
+                Gt,
+                Lt,
+                Eq,
+                Mul,
+                Div,
+                Add,
+                Sub,
+                Mod,
+                Neq,
+                Eq,
+                Eq,
+                Eq
+            ]
+        );
+        for lone in ["!", ":", "! =", ": :"] {
+            assert!(Lexer::new(lone).next_token().is_err(), "{lone:?}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use regex::RegexBuilder;
 
 use super::ast::{
     BinaryOp, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch, RefKind,
-    SelectStatement, ShowFieldKeys, ShowMeasurements, ShowSeries, ShowTagKeys, ShowTagValues, Statement,
+    SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
 };
 use super::lexer::{Lexer, ParseError, Pos, Spanned, Token};
 use super::time::parse_duration;
@@ -196,13 +196,7 @@ impl Parser {
             Token::Keyword("TAG") => {
                 let t = self.next()?;
                 match t.token {
-                    Token::Keyword("KEYS") => {
-                        let on = self.on()?;
-                        let from = self.optional_from()?;
-                        let condition = self.where_clause()?;
-                        let (limit, offset) = self.limit_offset()?;
-                        Ok(Statement::ShowTagKeys(ShowTagKeys { on, from, condition, limit, offset }))
-                    }
+                    Token::Keyword("KEYS") => Ok(Statement::ShowTagKeys(self.show_clauses()?)),
                     Token::Keyword("VALUES") => {
                         let on = self.on()?;
                         let from = self.optional_from()?;
@@ -230,13 +224,7 @@ impl Parser {
                 let (limit, offset) = self.limit_offset()?;
                 Ok(Statement::ShowFieldKeys(ShowFieldKeys { on, from, limit, offset }))
             }
-            Token::Keyword("SERIES") => {
-                let on = self.on()?;
-                let from = self.optional_from()?;
-                let condition = self.where_clause()?;
-                let (limit, offset) = self.limit_offset()?;
-                Ok(Statement::ShowSeries(ShowSeries { on, from, condition, limit, offset }))
-            }
+            Token::Keyword("SERIES") => Ok(Statement::ShowSeries(self.show_clauses()?)),
             Token::Keyword("RETENTION") => {
                 self.expect_keyword("POLICIES")?;
                 Ok(Statement::ShowRetentionPolicies { on: self.on()? })
@@ -249,30 +237,42 @@ impl Parser {
         }
     }
 
-    fn on(&mut self) -> Result<Option<String>, ParseError> {
-        if self.accept_keyword("ON")? {
-            return Ok(Some(self.ident()?));
+    /// `[ON db] [FROM m] [WHERE ...] [LIMIT n] [OFFSET n]`.
+    fn show_clauses(&mut self) -> Result<ShowClauses, ParseError> {
+        let on = self.on()?;
+        let from = self.optional_from()?;
+        let condition = self.where_clause()?;
+        let (limit, offset) = self.limit_offset()?;
+        Ok(ShowClauses { on, from, condition, limit, offset })
+    }
+
+    /// `keyword` then what `parse` reads, if `keyword` is next.
+    fn after_keyword<T>(
+        &mut self,
+        keyword: &str,
+        parse: fn(&mut Parser) -> Result<T, ParseError>,
+    ) -> Result<Option<T>, ParseError> {
+        if self.accept_keyword(keyword)? {
+            return Ok(Some(parse(self)?));
         }
         Ok(None)
+    }
+
+    fn on(&mut self) -> Result<Option<String>, ParseError> {
+        self.after_keyword("ON", Parser::ident)
     }
 
     fn optional_from(&mut self) -> Result<Option<MeasurementRef>, ParseError> {
-        if self.accept_keyword("FROM")? {
-            return Ok(Some(self.measurement()?));
-        }
-        Ok(None)
+        self.after_keyword("FROM", Parser::measurement)
     }
 
     fn where_clause(&mut self) -> Result<Option<Expr>, ParseError> {
-        if self.accept_keyword("WHERE")? {
-            return Ok(Some(self.expr()?));
-        }
-        Ok(None)
+        self.after_keyword("WHERE", Parser::expr)
     }
 
     fn limit_offset(&mut self) -> Result<(Option<u64>, Option<u64>), ParseError> {
-        let limit = if self.accept_keyword("LIMIT")? { Some(self.unsigned()?) } else { None };
-        let offset = if self.accept_keyword("OFFSET")? { Some(self.unsigned()?) } else { None };
+        let limit = self.after_keyword("LIMIT", Parser::unsigned)?;
+        let offset = self.after_keyword("OFFSET", Parser::unsigned)?;
         Ok((limit, offset))
     }
 
@@ -373,7 +373,7 @@ impl Parser {
 
     fn field(&mut self) -> Result<Field, ParseError> {
         let expr = self.expr()?;
-        let alias = if self.accept_keyword("AS")? { Some(self.ident()?) } else { None };
+        let alias = self.after_keyword("AS", Parser::ident)?;
         Ok(Field { expr, alias })
     }
 

@@ -211,45 +211,40 @@ fn several_statements_and_empty_ones() {
 
 #[test]
 fn error_messages_name_what_was_found_and_expected() {
-    assert_eq!(error("SELECT"), "found EOF, expected identifier, string, number, bool at line 1, char 7");
-    assert_eq!(error("SELECT v"), "found EOF, expected FROM at line 1, char 9");
-    assert_eq!(error("SELECT v FROM"), "found EOF, expected identifier at line 1, char 14");
-    assert_eq!(
-        error("SELEKT v FROM m"),
-        "found SELEKT, expected SELECT, DELETE, SHOW, CREATE, DROP at line 1, char 1"
-    );
-    assert_eq!(
-        error("SHOW STUFF"),
-        "found STUFF, expected DATABASES, FIELD, MEASUREMENTS, RETENTION, SERIES, TAG at line 1, char 6"
-    );
-    assert_eq!(error("SHOW TAG VALUES FROM cpu"), "found EOF, expected WITH at line 1, char 25");
-    assert_eq!(error("SELECT v FROM m WHERE host =~ 'a'"), "found 'a', expected regex at line 1, char 31");
-    assert_eq!(error("SELECT v FROM m extra"), "found extra, expected ; at line 1, char 17");
-    assert_eq!(
-        error("SELECT v FROM m\nWHERE x = 'open"),
-        "found unterminated string, expected a quote at line 2, char 11"
-    );
-    assert_eq!(error("DELETE"), "found EOF, expected FROM, WHERE at line 1, char 7");
-    assert_eq!(error("SELECT v FROM m LIMIT x"), "found x, expected integer at line 1, char 23");
-    assert_eq!(
-        error("SELECT v FROM m ORDER BY v"),
-        "only ORDER BY time supported at this time at line 1, char 26"
-    );
-    assert_eq!(error("SELECT v FROM m WHERE d > 1x"), "invalid duration 1x at line 1, char 27");
-    assert_eq!(
-        error("SELECT v FROM m WHERE d > 99999999999999999999"),
-        "unable to parse integer 99999999999999999999 at line 1, char 27"
-    );
+    for (query, message) in [
+        ("SELECT", "found EOF, expected identifier, string, number, bool at line 1, char 7"),
+        ("SELECT v", "found EOF, expected FROM at line 1, char 9"),
+        ("SELECT v FROM", "found EOF, expected identifier at line 1, char 14"),
+        ("SELEKT v FROM m", "found SELEKT, expected SELECT, DELETE, SHOW, CREATE, DROP at line 1, char 1"),
+        (
+            "SHOW STUFF",
+            "found STUFF, expected DATABASES, FIELD, MEASUREMENTS, RETENTION, SERIES, TAG at line 1, char 6",
+        ),
+        ("SHOW TAG VALUES FROM cpu", "found EOF, expected WITH at line 1, char 25"),
+        ("SELECT v FROM m WHERE host =~ 'a'", "found 'a', expected regex at line 1, char 31"),
+        ("SELECT v FROM m extra", "found extra, expected ; at line 1, char 17"),
+        (
+            "SELECT v FROM m\nWHERE x = 'open",
+            "found unterminated string, expected a quote at line 2, char 11",
+        ),
+        ("DELETE", "found EOF, expected FROM, WHERE at line 1, char 7"),
+        ("SELECT v FROM m LIMIT x", "found x, expected integer at line 1, char 23"),
+        ("SELECT v FROM m ORDER BY v", "only ORDER BY time supported at this time at line 1, char 26"),
+        ("SELECT v FROM m WHERE d > 1x", "invalid duration 1x at line 1, char 27"),
+        (
+            "SELECT v FROM m WHERE d > 99999999999999999999",
+            "unable to parse integer 99999999999999999999 at line 1, char 27",
+        ),
+        (
+            "SELECT mean(v) FROM m GROUP BY time(1m), time(2m)",
+            "multiple time dimensions not allowed at line 1, char 42",
+        ),
+        ("SELECT select FROM m", "found select, expected identifier, string, number, bool at line 1, char 8"),
+    ] {
+        assert_eq!(error(query), message, "{query:?}");
+    }
     assert!(error("SELECT v FROM m WHERE h =~ /(/").starts_with("invalid regex /(/"));
-    assert_eq!(
-        error("SELECT mean(v) FROM m GROUP BY time(1m), time(2m)"),
-        "multiple time dimensions not allowed at line 1, char 42"
-    );
     assert!(error("SELECT v FROM a, b").contains("more than one measurement"));
-    assert_eq!(
-        error("SELECT select FROM m"),
-        "found select, expected identifier, string, number, bool at line 1, char 8"
-    );
     assert_eq!(
         QueryError::Parse("found EOF, expected FROM at line 1, char 9".to_string()).to_string(),
         "error parsing query: found EOF, expected FROM at line 1, char 9"

@@ -134,6 +134,14 @@ impl TimeText<'_> {
         Some(slice.iter().fold(0i64, |acc, b| acc * 10 + i64::from(b - b'0')))
     }
 
+    /// `separator`, then `count` digits.
+    fn digits_after(&mut self, separator: u8, count: usize) -> Option<i64> {
+        if !self.eat(separator) {
+            return None;
+        }
+        self.digits(count)
+    }
+
     fn eat(&mut self, byte: u8) -> bool {
         if self.bytes.get(self.at) == Some(&byte) {
             self.at += 1;
@@ -154,14 +162,8 @@ impl TimeText<'_> {
 pub fn parse_time(text: &str) -> Option<i64> {
     let mut t = TimeText { bytes: text.as_bytes(), at: 0 };
     let year = t.digits(4)?;
-    if !t.eat(b'-') {
-        return None;
-    }
-    let month = t.digits(2)?;
-    if !t.eat(b'-') {
-        return None;
-    }
-    let day = t.digits(2)?;
+    let month = t.digits_after(b'-', 2)?;
+    let day = t.digits_after(b'-', 2)?;
     if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return None;
     }
@@ -176,14 +178,8 @@ pub fn parse_time(text: &str) -> Option<i64> {
             return None;
         };
         let hour = t.digits(2)?;
-        if !t.eat(b':') {
-            return None;
-        }
-        let minute = t.digits(2)?;
-        if !t.eat(b':') {
-            return None;
-        }
-        let second = t.digits(2)?;
+        let minute = t.digits_after(b':', 2)?;
+        let second = t.digits_after(b':', 2)?;
         if hour > 23 || minute > 59 || second > 59 {
             return None;
         }
@@ -212,10 +208,7 @@ pub fn parse_time(text: &str) -> Option<i64> {
                 return None;
             };
             let zone_hours = t.digits(2)?;
-            if !t.eat(b':') {
-                return None;
-            }
-            let zone_minutes = t.digits(2)?;
+            let zone_minutes = t.digits_after(b':', 2)?;
             if zone_hours > 23 || zone_minutes > 59 {
                 return None;
             }

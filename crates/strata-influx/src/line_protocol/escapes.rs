@@ -89,39 +89,17 @@ pub(crate) fn scan_name(line: &[u8], start: usize, kind: NameKind) -> Result<Sca
 
 /// The value of a scanned name `raw` (its escape pairs removed).
 pub(crate) fn unescape_name(raw: &str, kind: NameKind, escaped: bool) -> String {
-    if !escaped {
-        return raw.to_owned();
-    }
-    let bytes = raw.as_bytes();
-    let mut out = String::with_capacity(raw.len());
-    let mut from = 0;
-    let mut i = 0;
-    while i + 1 < bytes.len() {
-        if bytes[i] == b'\\' && kind.is_special(bytes[i + 1]) {
-            // Both bytes are ASCII, so `i` and `i + 1` are char boundaries.
-            out.push_str(&raw[from..i]);
-            from = i + 1;
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    out.push_str(&raw[from..]);
-    out
+    unescape(raw, escaped, |b| kind.is_special(b))
 }
 
 /// Appends `name` escaped as a name of kind `kind`.
 pub(crate) fn escape_name(name: &str, kind: NameKind, out: &mut String) {
-    let bytes = name.as_bytes();
-    let mut from = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if kind.is_special(b) {
-            out.push_str(&name[from..i]);
-            out.push('\\');
-            from = i;
-        }
-    }
-    out.push_str(&name[from..]);
+    escape_into(name, out, |b| kind.is_special(b));
+}
+
+/// The special characters of string field values.
+fn is_string_special(b: u8) -> bool {
+    b == b'"' || b == b'\\'
 }
 
 /// Scans a string field value whose opening quote is just before `start`:
@@ -131,13 +109,13 @@ pub(crate) fn scan_string(line: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut i = start;
     let mut escaped = false;
     loop {
-        while i < line.len() && line[i] != b'"' && line[i] != b'\\' {
+        while i < line.len() && !is_string_special(line[i]) {
             i += 1;
         }
         match line.get(i)? {
             b'"' => return Some((i, escaped)),
             _ => {
-                if matches!(line.get(i + 1), Some(b'"' | b'\\')) {
+                if line.get(i + 1).is_some_and(|&next| is_string_special(next)) {
                     escaped = true;
                     i += 2;
                 } else {
@@ -150,6 +128,20 @@ pub(crate) fn scan_string(line: &[u8], start: usize) -> Option<(usize, bool)> {
 
 /// The value of scanned string content `raw` (`\"` and `\\` unescaped).
 pub(crate) fn unescape_string(raw: &str, escaped: bool) -> String {
+    unescape(raw, escaped, is_string_special)
+}
+
+/// Appends `value` as a quoted string field value.
+pub(crate) fn escape_string(value: &str, out: &mut String) {
+    out.push('"');
+    escape_into(value, out, is_string_special);
+    out.push('"');
+}
+
+/// `raw` without the backslash of each escape pair: a backslash followed by
+/// a byte `is_escapable` accepts (always ASCII). `escaped` false says the
+/// scan found no pair, so `raw` is copied as is.
+fn unescape(raw: &str, escaped: bool, is_escapable: impl Fn(u8) -> bool) -> String {
     if !escaped {
         return raw.to_owned();
     }
@@ -158,7 +150,8 @@ pub(crate) fn unescape_string(raw: &str, escaped: bool) -> String {
     let mut from = 0;
     let mut i = 0;
     while i + 1 < bytes.len() {
-        if bytes[i] == b'\\' && matches!(bytes[i + 1], b'"' | b'\\') {
+        if bytes[i] == b'\\' && is_escapable(bytes[i + 1]) {
+            // Both bytes are ASCII, so `i` and `i + 1` are char boundaries.
             out.push_str(&raw[from..i]);
             from = i + 1;
             i += 2;
@@ -170,19 +163,18 @@ pub(crate) fn unescape_string(raw: &str, escaped: bool) -> String {
     out
 }
 
-/// Appends `value` as a quoted string field value.
-pub(crate) fn escape_string(value: &str, out: &mut String) {
-    out.push('"');
+/// Appends `text` with a backslash before each byte `needs_escape` accepts
+/// (always ASCII, so every split is at a char boundary).
+fn escape_into(text: &str, out: &mut String, needs_escape: impl Fn(u8) -> bool) {
     let mut from = 0;
-    for (i, &b) in value.as_bytes().iter().enumerate() {
-        if b == b'"' || b == b'\\' {
-            out.push_str(&value[from..i]);
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if needs_escape(b) {
+            out.push_str(&text[from..i]);
             out.push('\\');
             from = i;
         }
     }
-    out.push_str(&value[from..]);
-    out.push('"');
+    out.push_str(&text[from..]);
 }
 
 #[cfg(test)]

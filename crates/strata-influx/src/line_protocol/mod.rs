@@ -33,7 +33,7 @@
 //!   ending in a backslash, newlines, NaN or infinity, a measurement starting
 //!   with `#` or a tab, empty names, unsorted or repeated keys.
 
-mod escapes;
+pub(crate) mod escapes;
 mod fuzz;
 mod parser;
 mod precision;

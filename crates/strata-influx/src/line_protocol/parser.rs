@@ -26,12 +26,8 @@ pub(crate) struct LineContext {
 pub(crate) fn parse_line(line: &str, start: usize, ctx: &LineContext) -> Result<Point, Reason> {
     let b = line.as_bytes();
 
-    let scanned = scan_name(b, start, NameKind::Measurement)?;
-    if scanned.end == start {
-        return Err("missing measurement".into());
-    }
-    let measurement = unescape_name(&line[start..scanned.end], NameKind::Measurement, scanned.escaped);
-    let mut pos = scanned.end;
+    let (measurement, mut pos) =
+        scan_nonempty_name(line, start, NameKind::Measurement, "missing measurement")?;
 
     let mut tags = Vec::new();
     if b.get(pos) == Some(&b',') {
@@ -52,6 +48,21 @@ pub(crate) fn parse_line(line: &str, start: usize, ctx: &LineContext) -> Result<
     Ok(Point { measurement, tags, fields, timestamp_ns })
 }
 
+/// Scans the name of kind `kind` that starts at `start`: its value and
+/// end, or `missing` when it is empty.
+fn scan_nonempty_name(
+    line: &str,
+    start: usize,
+    kind: NameKind,
+    missing: &'static str,
+) -> Result<(String, usize), Reason> {
+    let scanned = scan_name(line.as_bytes(), start, kind)?;
+    if scanned.end == start {
+        return Err(missing.into());
+    }
+    Ok((unescape_name(&line[start..scanned.end], kind, scanned.escaped), scanned.end))
+}
+
 fn skip_spaces(b: &[u8], mut pos: usize) -> usize {
     while b.get(pos) == Some(&b' ') {
         pos += 1;
@@ -64,28 +75,18 @@ fn skip_spaces(b: &[u8], mut pos: usize) -> usize {
 fn parse_tags(line: &str, mut pos: usize, tags: &mut Vec<(String, String)>) -> Result<usize, Reason> {
     let b = line.as_bytes();
     loop {
-        let key = scan_name(b, pos, NameKind::Key)?;
-        if key.end == pos {
-            return Err("missing tag key".into());
-        }
-        if b.get(key.end) != Some(&b'=') {
+        let (key, key_end) = scan_nonempty_name(line, pos, NameKind::Key, "missing tag key")?;
+        if b.get(key_end) != Some(&b'=') {
             return Err("missing tag value".into());
         }
-        let value_start = key.end + 1;
-        let value = scan_name(b, value_start, NameKind::Key)?;
-        if value.end == value_start {
-            return Err("missing tag value".into());
-        }
-        match b.get(value.end) {
+        let (value, value_end) = scan_nonempty_name(line, key_end + 1, NameKind::Key, "missing tag value")?;
+        match b.get(value_end) {
             Some(b'=') => return Err("invalid tag format".into()),
             None => return Err("missing fields".into()),
             _ => {}
         }
-        tags.push((
-            unescape_name(&line[pos..key.end], NameKind::Key, key.escaped),
-            unescape_name(&line[value_start..value.end], NameKind::Key, value.escaped),
-        ));
-        pos = value.end;
+        tags.push((key, value));
+        pos = value_end;
         if b[pos] == b' ' {
             return Ok(pos);
         }
@@ -103,18 +104,14 @@ fn parse_fields(
 ) -> Result<usize, Reason> {
     let b = line.as_bytes();
     loop {
-        let key = scan_name(b, pos, NameKind::Key)?;
-        if key.end == pos {
-            return Err("missing field key".into());
-        }
-        if b.get(key.end) != Some(&b'=') {
+        let (name, key_end) = scan_nonempty_name(line, pos, NameKind::Key, "missing field key")?;
+        if b.get(key_end) != Some(&b'=') {
             return Err("missing field value".into());
         }
         if fields.len() == max_fields {
             return Err(format!("too many fields (more than {max_fields})").into());
         }
-        let name = unescape_name(&line[pos..key.end], NameKind::Key, key.escaped);
-        let (value, end) = parse_field_value(line, key.end + 1)?;
+        let (value, end) = parse_field_value(line, key_end + 1)?;
         fields.push((name, value));
         match b.get(end) {
             None | Some(b' ') => return Ok(end),

@@ -5,48 +5,9 @@
 
 use super::*;
 use crate::model::SeriesId;
+use crate::test_support::format_doc::{check_fields, constant};
 
 const DOC: &str = include_str!("../../../../docs/format/block-file.md");
-
-/// The rows of the first table after `heading` and before the next heading
-/// (cells trimmed, backticks removed), header row included.
-pub(crate) fn table(doc: &str, heading: &str) -> Vec<Vec<String>> {
-    let start = doc.find(heading).unwrap_or_else(|| panic!("doc lacks section {heading:?}"));
-    let rest = &doc[start + heading.len()..];
-    let end = rest.find("\n#").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
-        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().replace('`', "")).collect())
-        .collect()
-}
-
-/// The value column of constant `name` in the `## Constants` table.
-pub(crate) fn constant(doc: &str, name: &str) -> String {
-    let rows = table(doc, "## Constants");
-    let row =
-        rows.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("constant {name} missing from the doc"));
-    row[1].clone()
-}
-
-/// Checks a field table: each `(name, offset, size)` has its row, the rows
-/// are exactly these fields, and they tile `total` bytes.
-pub(crate) fn check_fields(doc: &str, heading: &str, fields: &[(&str, usize, usize)], total: usize) {
-    let rows = table(doc, heading);
-    assert_eq!(rows[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
-    assert_eq!(rows.len() - 1, fields.len(), "{heading}: the doc has exactly these fields");
-    let mut next = 0;
-    for (row, &(name, offset, size)) in rows[1..].iter().zip(fields) {
-        assert_eq!(row[3], name, "{heading}: field order");
-        assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
-        assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
-        assert_eq!(offset, next, "{heading}: {name} leaves no gap");
-        next = offset + size;
-    }
-    assert_eq!(next, total, "{heading}: fields cover the structure");
-}
 
 #[test]
 fn constants_agree_with_the_doc() {
@@ -67,45 +28,37 @@ fn constants_agree_with_the_doc() {
 
 #[test]
 fn field_tables_agree_with_the_code() {
-    check_fields(
-        DOC,
-        "### Header",
-        &[
-            ("magic", HDR_OFFSET_MAGIC, 8),
-            ("version", HDR_OFFSET_VERSION, 4),
-            ("reserved", HDR_OFFSET_RESERVED, 4),
-            ("file_seq", HDR_OFFSET_FILE_SEQ, 8),
-            ("reserved2", HDR_OFFSET_RESERVED2, 4),
-            ("header_crc", HDR_OFFSET_CRC, 4),
-        ],
-        BLOCK_FILE_HEADER_BYTES as usize,
-    );
+    let header: &[(&str, usize, usize)] = &[
+        ("magic", HDR_OFFSET_MAGIC, 8),
+        ("version", HDR_OFFSET_VERSION, 4),
+        ("reserved", HDR_OFFSET_RESERVED, 4),
+        ("file_seq", HDR_OFFSET_FILE_SEQ, 8),
+        ("reserved2", HDR_OFFSET_RESERVED2, 4),
+        ("header_crc", HDR_OFFSET_CRC, 4),
+    ];
+    let index_entry: &[(&str, usize, usize)] = &[
+        ("series", ENTRY_OFFSET_SERIES, 8),
+        ("min_ts", ENTRY_OFFSET_MIN_TS, 8),
+        ("max_ts", ENTRY_OFFSET_MAX_TS, 8),
+        ("point_count", ENTRY_OFFSET_POINT_COUNT, 4),
+        ("block_offset", ENTRY_OFFSET_BLOCK_OFFSET, 8),
+        ("block_len", ENTRY_OFFSET_BLOCK_LEN, 4),
+        ("block_crc", ENTRY_OFFSET_BLOCK_CRC, 4),
+    ];
+    let footer: &[(&str, usize, usize)] = &[
+        ("index_offset", FTR_OFFSET_INDEX_OFFSET, 8),
+        ("entry_count", FTR_OFFSET_ENTRY_COUNT, 4),
+        ("index_crc", FTR_OFFSET_INDEX_CRC, 4),
+        ("magic", FTR_OFFSET_MAGIC, 8),
+    ];
+    for (heading, fields, total_bytes) in [
+        ("### Header", header, BLOCK_FILE_HEADER_BYTES),
+        ("### Index entry", index_entry, BLOCK_INDEX_ENTRY_BYTES),
+        ("### Footer", footer, BLOCK_FILE_FOOTER_BYTES),
+    ] {
+        check_fields(DOC, heading, fields, total_bytes as usize);
+    }
     assert_eq!(HDR_OFFSET_CRC, HDR_CRC_COVERED_BYTES, "the CRC covers everything before it");
-    check_fields(
-        DOC,
-        "### Index entry",
-        &[
-            ("series", ENTRY_OFFSET_SERIES, 8),
-            ("min_ts", ENTRY_OFFSET_MIN_TS, 8),
-            ("max_ts", ENTRY_OFFSET_MAX_TS, 8),
-            ("point_count", ENTRY_OFFSET_POINT_COUNT, 4),
-            ("block_offset", ENTRY_OFFSET_BLOCK_OFFSET, 8),
-            ("block_len", ENTRY_OFFSET_BLOCK_LEN, 4),
-            ("block_crc", ENTRY_OFFSET_BLOCK_CRC, 4),
-        ],
-        BLOCK_INDEX_ENTRY_BYTES as usize,
-    );
-    check_fields(
-        DOC,
-        "### Footer",
-        &[
-            ("index_offset", FTR_OFFSET_INDEX_OFFSET, 8),
-            ("entry_count", FTR_OFFSET_ENTRY_COUNT, 4),
-            ("index_crc", FTR_OFFSET_INDEX_CRC, 4),
-            ("magic", FTR_OFFSET_MAGIC, 8),
-        ],
-        BLOCK_FILE_FOOTER_BYTES as usize,
-    );
 }
 
 /// An encoded file holds what the document says at the documented offsets.

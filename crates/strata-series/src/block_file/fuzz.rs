@@ -4,6 +4,7 @@
 
 use super::format::{check_block, encode_block_file, BlockIndexEntry, BlockSpec, BLOCK_FILE_HEADER_BYTES};
 use super::BlockFile;
+use crate::fuzz_recipe::Recipe;
 use crate::model::SeriesId;
 
 /// Feeds `data` to [`BlockFile::parse`] and panics if a property of
@@ -30,17 +31,8 @@ pub fn fuzz_block_file_parse(data: &[u8]) {
     let seq = recipe.u64();
     let at = recipe.u32() as usize;
     let xor = recipe.u8();
-    let owned = recipe.blocks();
-    let specs: Vec<BlockSpec<'_>> = owned
-        .iter()
-        .map(|(series, min_ts, max_ts, point_count, bytes)| BlockSpec {
-            series: SeriesId(*series),
-            min_ts: *min_ts,
-            max_ts: *max_ts,
-            point_count: *point_count,
-            bytes,
-        })
-        .collect();
+    let owned = recipe_blocks(&mut recipe);
+    let specs = block_specs(&owned);
     let image = encode_block_file(seq, &specs).expect("recipe blocks are valid");
     let entries = check_parse(&image).expect("a freshly encoded file parses");
     assert_eq!(entries.len(), specs.len());
@@ -110,43 +102,35 @@ fn block_of<'a>(bytes: &'a [u8], e: &BlockIndexEntry) -> Option<&'a [u8]> {
     bytes.get(start..start.checked_add(e.len_bytes as usize)?)
 }
 
-/// Reads fuzz bytes; zero once exhausted.
-struct Recipe<'a>(&'a [u8]);
+/// A block to encode: series, min_ts, max_ts, point count, bytes.
+pub(super) type OwnedBlock = (u64, i64, i64, u32, Vec<u8>);
 
-type OwnedBlock = (u64, i64, i64, u32, Vec<u8>);
+/// The specs that encode `blocks`.
+pub(super) fn block_specs(blocks: &[OwnedBlock]) -> Vec<BlockSpec<'_>> {
+    blocks
+        .iter()
+        .map(|(series, min_ts, max_ts, point_count, bytes)| BlockSpec {
+            series: SeriesId(*series),
+            min_ts: *min_ts,
+            max_ts: *max_ts,
+            point_count: *point_count,
+            bytes,
+        })
+        .collect()
+}
 
-impl Recipe<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-
-    /// Up to 23 blocks over 5 series, with colliding `min_ts` likely.
-    fn blocks(&mut self) -> Vec<OwnedBlock> {
-        let count = self.u8() % 24;
-        (0..count)
-            .map(|i| {
-                let series = u64::from(self.u8() % 5);
-                let min_ts = i64::from(self.u8() as i8) * 1000;
-                let max_ts = min_ts + i64::from(self.u8()) * 10;
-                let point_count = u32::from(self.u8()) + 1;
-                let len = usize::from(self.u8() % 40) + 1;
-                let bytes = (0..len).map(|j| self.u8() ^ (i.wrapping_mul(31) ^ j as u8)).collect();
-                (series, min_ts, max_ts, point_count, bytes)
-            })
-            .collect()
-    }
+/// Up to 23 blocks over 5 series, with colliding `min_ts` likely.
+fn recipe_blocks(recipe: &mut Recipe<'_>) -> Vec<OwnedBlock> {
+    let count = recipe.u8() % 24;
+    (0..count)
+        .map(|i| {
+            let series = u64::from(recipe.u8() % 5);
+            let min_ts = i64::from(recipe.u8() as i8) * 1000;
+            let max_ts = min_ts + i64::from(recipe.u8()) * 10;
+            let point_count = u32::from(recipe.u8()) + 1;
+            let len = usize::from(recipe.u8() % 40) + 1;
+            let bytes = (0..len).map(|j| recipe.u8() ^ (i.wrapping_mul(31) ^ j as u8)).collect();
+            (series, min_ts, max_ts, point_count, bytes)
+        })
+        .collect()
 }

@@ -49,4 +49,4 @@ mod tests;
 mod crash_tests;
 
 #[cfg(test)]
-pub(crate) mod format_doc_tests;
+mod format_doc_tests;

@@ -9,12 +9,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_media::fs::{FaultFs, FileSystem, RealFs};
 
+use super::fuzz::{block_specs, OwnedBlock};
 use super::*;
 use crate::error::EngineError;
 use crate::model::SeriesId;
+use crate::test_support::fuzz_smoke::fuzz_smoke_flagged_entry;
 
 /// A block to append: series, min_ts, max_ts, point count, bytes.
-pub(super) type TestBlock = (u64, i64, i64, u32, Vec<u8>);
+pub(super) type TestBlock = OwnedBlock;
 
 /// `count` random blocks over a few series, lengths up to `max_len_bytes`.
 pub(super) fn random_blocks(seed: u64, count: usize, max_len_bytes: usize) -> Vec<TestBlock> {
@@ -42,19 +44,6 @@ pub(super) fn write_blocks(
         writer.append(SeriesId(*series), *min_ts, *max_ts, *points, bytes)?;
     }
     writer.finish()
-}
-
-fn specs(blocks: &[TestBlock]) -> Vec<BlockSpec<'_>> {
-    blocks
-        .iter()
-        .map(|(series, min_ts, max_ts, point_count, bytes)| BlockSpec {
-            series: SeriesId(*series),
-            min_ts: *min_ts,
-            max_ts: *max_ts,
-            point_count: *point_count,
-            bytes,
-        })
-        .collect()
 }
 
 /// Asserts that `file` holds exactly `blocks` (in index order) and that
@@ -146,7 +135,7 @@ fn writer_bytes_equal_the_pure_encoder_and_cross_write_chunks() {
     assert!(total > 2 * WRITE_CHUNK_BYTES, "the test crosses chunk boundaries ({total} bytes)");
     let meta = write_blocks(&fs, &dir, 3, &blocks).unwrap();
     let written = fault.peek(&meta.path).unwrap();
-    let encoded = encode_block_file(3, &specs(&blocks)).unwrap();
+    let encoded = encode_block_file(3, &block_specs(&blocks)).unwrap();
     assert!(written == encoded, "writer and encode_block_file disagree");
     assert_eq!(meta.len_bytes, written.len() as u64);
     let (seq, entries) = BlockFile::parse(&written).unwrap();
@@ -381,36 +370,12 @@ fn block_file_is_send_and_sync() {
 /// recipes), on the stable toolchain.
 #[test]
 fn fuzz_smoke_block_file_parse() {
-    let seed = 0x5eed_b10c;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let valid: Vec<Vec<u8>> = (0..8)
-        .map(|i| encode_block_file(i, &specs(&random_blocks(i, i as usize * 3, 64))).unwrap())
+        .map(|i| encode_block_file(i, &block_specs(&random_blocks(i, i as usize * 3, 64))).unwrap())
         .collect();
-    for case in 0..20_000u32 {
-        let mut input = vec![0u8];
-        match case % 4 {
-            0 => input.extend((0..rng.gen_range(0..200)).map(|_| rng.gen::<u8>())),
-            1 => {
-                let mut file = valid[rng.gen_range(0..valid.len())].clone();
-                for _ in 0..rng.gen_range(1..4) {
-                    let at = rng.gen_range(0..file.len());
-                    file[at] = rng.gen();
-                }
-                file.truncate(rng.gen_range(0..=file.len()));
-                input.extend(file);
-            }
-            2 => {
-                let file = &valid[rng.gen_range(0..valid.len())];
-                let (seq, entries) = BlockFile::parse(file).unwrap();
-                assert_eq!(entries.len() as u64, seq * 3, "seed {seed} case {case}: valid file parses");
-                input.extend_from_slice(file);
-            }
-            _ => {
-                input[0] = rng.gen_range(0..4u8) | 1;
-                input.extend((0..rng.gen_range(0..600)).map(|_| rng.gen::<u8>()));
-            }
-        }
-        let outcome = std::panic::catch_unwind(|| fuzz_block_file_parse(&input));
-        assert!(outcome.is_ok(), "seed {seed} case {case}: fuzz_block_file_parse panicked on {input:?}");
-    }
+    let check_valid = |_: usize, file: &[u8], context: &str| {
+        let (seq, entries) = BlockFile::parse(file).unwrap();
+        assert_eq!(entries.len() as u64, seq * 3, "{context}: valid file parses");
+    };
+    fuzz_smoke_flagged_entry(0x5eed_b10c, &valid, 200, 600, check_valid, fuzz_block_file_parse);
 }

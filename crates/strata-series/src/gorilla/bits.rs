@@ -124,6 +124,24 @@ impl<'a> BitReader<'a> {
         self.total_bits() - self.pos_bits
     }
 
+    /// Rejects, before anything is allocated, a `count` of values the
+    /// stream cannot hold when the first takes `first_bits` and every later
+    /// one at least one bit. `values` names them in the error ("timestamps").
+    pub fn check_count(&self, count: usize, first_bits: u32, values: &str) -> Result<(), CodecError> {
+        let min_bits = match count {
+            0 => 0,
+            _ => (first_bits as u64).saturating_add(count as u64 - 1),
+        };
+        if min_bits > self.total_bits() {
+            return Err(CodecError::corrupt(format!(
+                "{} of {} bytes cannot hold {count} {values}",
+                self.stream,
+                self.bytes.len()
+            )));
+        }
+        Ok(())
+    }
+
     fn ended(&self, wanted_bits: u32) -> CodecError {
         CodecError::corrupt(format!(
             "{} ended: {} bits wanted at bit {} of {}",
@@ -290,6 +308,19 @@ mod tests {
             assert_eq!(out, data, "lead {lead_bits} bits");
             r.finish().unwrap();
         }
+    }
+
+    #[test]
+    fn check_count_needs_the_first_value_bits_and_one_bit_per_later_value() {
+        let r = BitReader::new(&[0u8; 9], "s");
+        assert!(r.check_count(0, 64, "values").is_ok());
+        assert!(r.check_count(9, 64, "values").is_ok());
+        let err = r.check_count(10, 64, "values").unwrap_err();
+        assert_eq!(err.to_string(), "corrupt series block: s of 9 bytes cannot hold 10 values");
+        assert!(r.check_count(72, 1, "values").is_ok());
+        assert!(r.check_count(73, 1, "values").is_err());
+        assert!(r.check_count(usize::MAX, 1, "values").is_err());
+        assert!(BitReader::new(&[], "s").check_count(1, 1, "values").is_err());
     }
 
     #[test]

@@ -1,49 +1,30 @@
 //! The boolean value stream: one bit per value, 1 for true.
 //! Format: `docs/format/series-block.md`, "Boolean values".
 
-use super::bits::{BitReader, BitWriter};
+use super::bits::BitReader;
 use super::error::CodecError;
+use super::stream::Stream;
+
+/// The boolean stream's encoder carries nothing between values.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct BooleanState;
 
 /// The open boolean stream of a block.
-#[derive(Clone, Debug, Default)]
-pub struct BooleanStream {
-    bits: BitWriter,
-    len: u64,
-}
+pub type BooleanStream = Stream<BooleanState>;
 
 impl BooleanStream {
-    pub fn new() -> BooleanStream {
-        BooleanStream::default()
-    }
-
     #[inline]
     pub fn push(&mut self, value: bool) {
         self.bits.write_bit(value);
         self.len += 1;
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn bits(&self) -> &BitWriter {
-        &self.bits
     }
 }
 
 /// Decodes `count` booleans from a whole boolean stream.
 pub fn decode_boolean_stream(bytes: &[u8], count: usize) -> Result<Vec<bool>, CodecError> {
     let mut r = BitReader::new(bytes, "boolean value stream");
-    if (count as u64) > r.total_bits() {
-        return Err(CodecError::corrupt(format!(
-            "boolean value stream of {} bytes cannot hold {count} values",
-            bytes.len()
-        )));
-    }
+    // Every value takes at least one bit.
+    r.check_count(count, 1, "values")?;
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         out.push(r.read_bit()?);

@@ -13,8 +13,9 @@
 //! Everything works on the bit patterns, so NaN payloads, infinities and -0.0
 //! round-trip exactly.
 
-use super::bits::{BitReader, BitWriter};
+use super::bits::BitReader;
 use super::error::CodecError;
+use super::stream::Stream;
 
 /// Bits of the first value.
 pub const FLOAT_FIRST_BITS: u32 = 64;
@@ -39,37 +40,35 @@ impl Window {
 }
 
 /// The open float stream of a block.
+pub type FloatStream = Stream<FloatState>;
+
+/// The float stream's encoder state: the previous value's bits and the
+/// window of the last `11` entry.
 #[derive(Clone, Debug, Default)]
-pub struct FloatStream {
-    bits: BitWriter,
-    len: u64,
+pub struct FloatState {
     prev_bits: u64,
     window: Option<Window>,
 }
 
 impl FloatStream {
-    pub fn new() -> FloatStream {
-        FloatStream::default()
-    }
-
     #[inline]
     pub fn push(&mut self, value: f64) {
         let value_bits = value.to_bits();
         self.len += 1;
         if self.len == 1 {
             self.bits.write_bits(value_bits, FLOAT_FIRST_BITS);
-            self.prev_bits = value_bits;
+            self.state.prev_bits = value_bits;
             return;
         }
-        let xor = value_bits ^ self.prev_bits;
-        self.prev_bits = value_bits;
+        let xor = value_bits ^ self.state.prev_bits;
+        self.state.prev_bits = value_bits;
         if xor == 0 {
             self.bits.write_bits(0, 1);
             return;
         }
         let leading = xor.leading_zeros();
         let trailing = xor.trailing_zeros();
-        if let Some(w) = self.window {
+        if let Some(w) = self.state.window {
             if leading >= w.leading && trailing >= w.trailing {
                 self.bits.write_bits(0b10, 2);
                 self.bits.write_bits(xor >> w.trailing, w.meaningful_bits());
@@ -83,34 +82,14 @@ impl FloatStream {
             | (meaningful as u64 & 0x3F);
         self.bits.write_bits(head, 2 + FLOAT_LEADING_ZEROS_BITS + FLOAT_MEANINGFUL_BITS_FIELD);
         self.bits.write_bits(xor >> trailing, meaningful);
-        self.window = Some(w);
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn bits(&self) -> &BitWriter {
-        &self.bits
+        self.state.window = Some(w);
     }
 }
 
 /// Decodes `count` floats from a whole float stream.
 pub fn decode_float_stream(bytes: &[u8], count: usize) -> Result<Vec<f64>, CodecError> {
     let mut r = BitReader::new(bytes, "float value stream");
-    if count > 0
-        && (r.total_bits() < FLOAT_FIRST_BITS as u64
-            || r.total_bits() - (FLOAT_FIRST_BITS as u64) < count as u64 - 1)
-    {
-        return Err(CodecError::corrupt(format!(
-            "float value stream of {} bytes cannot hold {count} values",
-            bytes.len()
-        )));
-    }
+    r.check_count(count, FLOAT_FIRST_BITS, "values")?;
     let mut out = Vec::with_capacity(count);
     if count > 0 {
         let mut prev = r.read_bits(FLOAT_FIRST_BITS)?;
@@ -150,6 +129,7 @@ pub fn decode_float_stream(bytes: &[u8], count: usize) -> Result<Vec<f64>, Codec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gorilla::bits::BitWriter;
 
     fn round_trip(values: &[f64]) -> u64 {
         let mut s = FloatStream::new();

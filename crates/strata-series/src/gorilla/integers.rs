@@ -5,7 +5,8 @@
 //! The first value is written raw in 64 bits (an unsigned value as its bits
 //! reinterpreted as i64). Each later value writes the zigzag of its wrapping
 //! delta-of-delta (the delta before the second value is 0) with the
-//! variable-length code `write_uvar`, built on the timestamp buckets:
+//! variable-length code `write_uvar`, built like the timestamp buckets
+//! (`delta`):
 //!
 //! | control | value bits | z range |
 //! |---|---|---|
@@ -20,12 +21,14 @@
 //! that grows steadily costs one bit per value.
 
 use super::bits::{BitReader, BitWriter};
+use super::delta::{decode_delta_of_delta_stream, read_bucket, write_in_bucket, Bucket, DeltaOfDelta};
 use super::error::CodecError;
+use super::stream::Stream;
 
 /// Bits of the first value.
 pub const INT_FIRST_BITS: u32 = 64;
 /// The buckets of `write_uvar` for a nonzero value: (control code, control bits, value bits).
-pub const UVAR_BUCKETS: [(u64, u32, u32); 5] =
+pub const UVAR_BUCKETS: [Bucket; 5] =
     [(0b10, 2, 7), (0b110, 3, 9), (0b1110, 4, 12), (0b11110, 5, 32), (0b11111, 5, 64)];
 
 /// Maps signed to unsigned so that small magnitudes get small codes:
@@ -47,109 +50,50 @@ pub(crate) fn write_uvar(w: &mut BitWriter, z: u64) {
         w.write_bits(0, 1);
         return;
     }
-    for (control, control_bits, value_bits) in UVAR_BUCKETS {
-        if value_bits == 64 || z < 1u64 << value_bits {
-            w.write_bits(control, control_bits);
-            w.write_bits(z, value_bits);
-            return;
-        }
-    }
+    let written =
+        write_in_bucket(w, &UVAR_BUCKETS, z, |value_bits| value_bits == 64 || z < 1u64 << value_bits);
+    debug_assert!(written, "the 64-bit bucket holds any value");
 }
 
 /// Reads a value written by `write_uvar`.
 #[inline]
 pub(crate) fn read_uvar(r: &mut BitReader<'_>) -> Result<u64, CodecError> {
-    if !r.read_bit()? {
-        return Ok(0);
+    match read_bucket(r, &UVAR_BUCKETS)? {
+        None => Ok(0),
+        Some(bucket) => r.read_bits(UVAR_BUCKETS[bucket].2),
     }
-    let mut bucket = 0;
-    while bucket < UVAR_BUCKETS.len() - 1 && r.read_bit()? {
-        bucket += 1;
-    }
-    r.read_bits(UVAR_BUCKETS[bucket].2)
 }
 
 /// The open integer stream of a block (integer or unsigned values, the latter
 /// as their bits reinterpreted as i64).
-#[derive(Clone, Debug, Default)]
-pub struct IntegerStream {
-    bits: BitWriter,
-    len: u64,
-    prev: i64,
-    prev_delta: i64,
-}
+pub type IntegerStream = Stream<IntegerState>;
+
+/// The integer stream's encoder state: the previous value and delta.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct IntegerState(DeltaOfDelta);
 
 impl IntegerStream {
-    pub fn new() -> IntegerStream {
-        IntegerStream::default()
-    }
-
     #[inline]
     pub fn push(&mut self, value: i64) {
-        if self.len == 0 {
-            self.bits.write_bits(value as u64, INT_FIRST_BITS);
-        } else {
-            let delta = value.wrapping_sub(self.prev);
-            write_uvar(&mut self.bits, zigzag(delta.wrapping_sub(self.prev_delta)));
-            self.prev_delta = delta;
-        }
-        self.prev = value;
+        let write_dod = |w: &mut BitWriter, dod| write_uvar(w, zigzag(dod));
+        self.state.0.push(&mut self.bits, self.len == 0, value, INT_FIRST_BITS, write_dod);
         self.len += 1;
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn bits(&self) -> &BitWriter {
-        &self.bits
     }
 }
 
 /// Decodes `count` integers from a whole integer stream.
 pub fn decode_integer_stream(bytes: &[u8], count: usize) -> Result<Vec<i64>, CodecError> {
-    let mut r = BitReader::new(bytes, "integer value stream");
-    if count > 0
-        && (r.total_bits() < INT_FIRST_BITS as u64
-            || r.total_bits() - (INT_FIRST_BITS as u64) < count as u64 - 1)
-    {
-        return Err(CodecError::corrupt(format!(
-            "integer value stream of {} bytes cannot hold {count} values",
-            bytes.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(count);
-    if count > 0 {
-        let mut prev = r.read_bits(INT_FIRST_BITS)? as i64;
-        out.push(prev);
-        let mut prev_delta = 0i64;
-        for _ in 1..count {
-            let delta = prev_delta.wrapping_add(unzigzag(read_uvar(&mut r)?));
-            prev = prev.wrapping_add(delta);
-            prev_delta = delta;
-            out.push(prev);
-        }
-    }
-    r.finish()?;
-    Ok(out)
+    let r = BitReader::new(bytes, "integer value stream");
+    decode_delta_of_delta_stream(r, count, "values", INT_FIRST_BITS, |r| read_uvar(r).map(unzigzag))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gorilla::delta::bits_spent;
 
     fn uvar_bits(z: u64) -> u64 {
-        let mut w = BitWriter::new();
-        write_uvar(&mut w, z);
-        let bytes = w.to_bytes();
-        let mut r = BitReader::new(&bytes, "test");
-        assert_eq!(read_uvar(&mut r).unwrap(), z);
-        r.finish().unwrap();
-        w.bit_len()
+        bits_spent(z, write_uvar, read_uvar)
     }
 
     fn round_trip(values: &[i64]) -> u64 {

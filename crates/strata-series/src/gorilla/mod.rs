@@ -8,18 +8,22 @@
 //! `encode_points`, `decode_block` and `decode_timestamps` handle finished
 //! block bytes. Decoding never panics and bounds its allocations by the input.
 //!
-//! Files: `bits` (bit I/O), `timestamps`, `floats`, `integers` (also unsigned
-//! and the shared variable-length code), `booleans`, `strings`, `header`,
-//! `block` (writer and decoder), `fuzz` (the fuzz entry), `error`.
+//! Files: `bits` (bit I/O), `stream` (what every open stream holds), `delta`
+//! (the delta-of-delta coding timestamps and integers share), `timestamps`,
+//! `floats`, `integers` (also unsigned and the shared variable-length code),
+//! `booleans`, `strings`, `header`, `block` (writer and decoder), `fuzz` (the
+//! fuzz entry), `error`.
 
 pub mod bits;
 pub mod block;
 pub mod booleans;
+mod delta;
 pub mod error;
 pub mod floats;
 pub mod fuzz;
 pub mod header;
 pub mod integers;
+pub mod stream;
 pub mod strings;
 pub mod timestamps;
 

@@ -17,9 +17,10 @@
 
 use std::collections::HashMap;
 
-use super::bits::{BitReader, BitWriter};
+use super::bits::BitReader;
 use super::error::CodecError;
 use super::integers::{read_uvar, write_uvar};
+use super::stream::Stream;
 
 /// Decoded string bytes may be at most this many times the stream's bytes ...
 pub const STRING_EXPANSION_RATIO: u64 = 64;
@@ -38,10 +39,11 @@ pub fn max_decoded_string_bytes(stream_bytes: u64) -> u64 {
 }
 
 /// The open string stream of a block.
+pub type StringStream = Stream<StringState>;
+
+/// The string stream's encoder state: its dictionary and decoded size.
 #[derive(Clone, Debug, Default)]
-pub struct StringStream {
-    bits: BitWriter,
-    len: u64,
+pub struct StringState {
     /// Each distinct string to the index of its first literal.
     dictionary: HashMap<Box<str>, u64>,
     /// Literals written so far (the decoder's dictionary length).
@@ -50,54 +52,34 @@ pub struct StringStream {
 }
 
 impl StringStream {
-    pub fn new() -> StringStream {
-        StringStream::default()
-    }
-
     pub fn push(&mut self, value: &str) {
         self.len += 1;
         let len_bytes = value.len() as u64;
-        if let Some(&index) = self.dictionary.get(value) {
-            let index_bits = index_bits(self.literals);
+        if let Some(&index) = self.state.dictionary.get(value) {
+            let index_bits = index_bits(self.state.literals);
             let bytes_after = (self.bits.bit_len() + 1 + index_bits as u64) / 8;
-            if self.decoded_bytes + len_bytes <= max_decoded_string_bytes(bytes_after) {
+            if self.state.decoded_bytes + len_bytes <= max_decoded_string_bytes(bytes_after) {
                 self.bits.write_bits(1, 1);
                 self.bits.write_bits(index, index_bits);
-                self.decoded_bytes += len_bytes;
+                self.state.decoded_bytes += len_bytes;
                 return;
             }
         } else {
-            self.dictionary.insert(value.into(), self.literals);
+            self.state.dictionary.insert(value.into(), self.state.literals);
         }
         self.bits.write_bits(0, 1);
         write_uvar(&mut self.bits, len_bytes);
         self.bits.write_bytes(value.as_bytes());
-        self.literals += 1;
-        self.decoded_bytes += len_bytes;
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn bits(&self) -> &BitWriter {
-        &self.bits
+        self.state.literals += 1;
+        self.state.decoded_bytes += len_bytes;
     }
 }
 
 /// Decodes `count` strings from a whole string stream.
 pub fn decode_string_stream(bytes: &[u8], count: usize) -> Result<Vec<String>, CodecError> {
     let mut r = BitReader::new(bytes, "string value stream");
-    if (count as u64) > r.total_bits() {
-        return Err(CodecError::corrupt(format!(
-            "string value stream of {} bytes cannot hold {count} values",
-            bytes.len()
-        )));
-    }
+    // Every value takes at least one bit.
+    r.check_count(count, 1, "values")?;
     let budget_bytes = max_decoded_string_bytes(bytes.len() as u64);
     let mut decoded_bytes = 0u64;
     let mut out: Vec<String> = Vec::with_capacity(count);
@@ -155,6 +137,7 @@ fn expansion_error(stream_bytes: usize) -> CodecError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gorilla::bits::BitWriter;
 
     fn encode(values: &[&str]) -> StringStream {
         let mut s = StringStream::new();

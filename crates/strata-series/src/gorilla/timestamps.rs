@@ -21,13 +21,15 @@
 //! produces, escapes to the raw dod in 64 more bits.
 
 use super::bits::{BitReader, BitWriter};
+use super::delta::{decode_delta_of_delta_stream, read_bucket, write_in_bucket, Bucket, DeltaOfDelta};
 use super::error::CodecError;
+use super::stream::Stream;
 use crate::model::TimestampNs;
 
 /// Bits of the first timestamp.
 pub const TS_FIRST_BITS: u32 = 64;
 /// The buckets for a nonzero delta-of-delta: (control code, control bits, value bits).
-pub const TS_BUCKETS: [(u64, u32, u32); 4] = [(0b10, 2, 7), (0b110, 3, 9), (0b1110, 4, 12), (0b1111, 4, 32)];
+pub const TS_BUCKETS: [Bucket; 4] = [(0b10, 2, 7), (0b110, 3, 9), (0b1110, 4, 12), (0b1111, 4, 32)];
 /// The 32-bit bucket value that escapes to a raw 64-bit delta-of-delta.
 pub const TS_ESCAPE_VALUE: i32 = i32::MIN;
 /// Bits of the raw delta-of-delta after the escape.
@@ -41,13 +43,12 @@ pub(crate) fn write_dod(w: &mut BitWriter, dod: i64) {
         return;
     }
     let stored = if dod > 0 { dod - 1 } else { dod };
-    for (control, control_bits, value_bits) in TS_BUCKETS {
+    let holds = |value_bits: u32| {
         let limit = 1i64 << (value_bits - 1);
-        if -limit < stored && stored < limit {
-            w.write_bits(control, control_bits);
-            w.write_bits(stored as u64, value_bits);
-            return;
-        }
+        -limit < stored && stored < limit
+    };
+    if write_in_bucket(w, &TS_BUCKETS, stored as u64, holds) {
+        return;
     }
     let (control, control_bits, value_bits) = TS_BUCKETS[3];
     w.write_bits(control, control_bits);
@@ -58,13 +59,9 @@ pub(crate) fn write_dod(w: &mut BitWriter, dod: i64) {
 /// Reads one delta-of-delta written by `write_dod`.
 #[inline]
 pub(crate) fn read_dod(r: &mut BitReader<'_>) -> Result<i64, CodecError> {
-    if !r.read_bit()? {
+    let Some(bucket) = read_bucket(r, &TS_BUCKETS)? else {
         return Ok(0);
-    }
-    let mut bucket = 0;
-    while bucket < TS_BUCKETS.len() - 1 && r.read_bit()? {
-        bucket += 1;
-    }
+    };
     let value_bits = TS_BUCKETS[bucket].2;
     let raw = r.read_bits(value_bits)?;
     let stored = ((raw << (64 - value_bits)) as i64) >> (64 - value_bits);
@@ -75,93 +72,40 @@ pub(crate) fn read_dod(r: &mut BitReader<'_>) -> Result<i64, CodecError> {
 }
 
 /// The open timestamp stream of a block.
-#[derive(Clone, Debug, Default)]
-pub struct TimestampStream {
-    bits: BitWriter,
-    len: u64,
-    prev_ts: TimestampNs,
-    prev_delta: i64,
-}
+pub type TimestampStream = Stream<TimestampState>;
+
+/// The timestamp stream's encoder state: the previous timestamp and delta.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct TimestampState(DeltaOfDelta);
 
 impl TimestampStream {
-    pub fn new() -> TimestampStream {
-        TimestampStream::default()
-    }
-
     #[inline]
     pub fn push(&mut self, ts: TimestampNs) {
-        if self.len == 0 {
-            self.bits.write_bits(ts as u64, TS_FIRST_BITS);
-        } else {
-            let delta = ts.wrapping_sub(self.prev_ts);
-            write_dod(&mut self.bits, delta.wrapping_sub(self.prev_delta));
-            self.prev_delta = delta;
-        }
-        self.prev_ts = ts;
+        self.state.0.push(&mut self.bits, self.len == 0, ts, TS_FIRST_BITS, write_dod);
         self.len += 1;
-    }
-
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The last timestamp pushed (meaningless when empty).
     pub fn last(&self) -> TimestampNs {
-        self.prev_ts
-    }
-
-    pub fn bits(&self) -> &BitWriter {
-        &self.bits
+        self.state.0.last()
     }
 }
 
 /// Decodes `count` timestamps from a whole timestamp stream; only zero
 /// padding may follow the last one.
 pub fn decode_timestamp_stream(bytes: &[u8], count: usize) -> Result<Vec<TimestampNs>, CodecError> {
-    let mut r = BitReader::new(bytes, "timestamp stream");
-    // Every timestamp after the first takes at least one bit.
-    if count > 0
-        && (r.total_bits() < TS_FIRST_BITS as u64
-            || r.total_bits() - (TS_FIRST_BITS as u64) < count as u64 - 1)
-    {
-        return Err(CodecError::corrupt(format!(
-            "timestamp stream of {} bytes cannot hold {count} timestamps",
-            bytes.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(count);
-    if count > 0 {
-        let mut prev = r.read_bits(TS_FIRST_BITS)? as i64;
-        out.push(prev);
-        let mut prev_delta = 0i64;
-        for _ in 1..count {
-            let delta = prev_delta.wrapping_add(read_dod(&mut r)?);
-            prev = prev.wrapping_add(delta);
-            prev_delta = delta;
-            out.push(prev);
-        }
-    }
-    r.finish()?;
-    Ok(out)
+    let r = BitReader::new(bytes, "timestamp stream");
+    decode_delta_of_delta_stream(r, count, "timestamps", TS_FIRST_BITS, read_dod)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gorilla::delta::bits_spent;
 
     /// Bits `write_dod` spends on one delta-of-delta, and that it reads back.
     fn dod_bits(dod: i64) -> u64 {
-        let mut w = BitWriter::new();
-        write_dod(&mut w, dod);
-        let bytes = w.to_bytes();
-        let mut r = BitReader::new(&bytes, "test");
-        assert_eq!(read_dod(&mut r).unwrap(), dod, "dod {dod} does not read back");
-        r.finish().unwrap();
-        w.bit_len()
+        bits_spent(dod, write_dod, read_dod)
     }
 
     /// Timestamps 0, d, 2d + dod: the third point's delta-of-delta is `dod`.

@@ -6,7 +6,8 @@
 use std::collections::HashSet;
 
 use super::{Manifest, ManifestSeries, ManifestTombstone};
-use crate::model::{FieldType, SeriesId, SeriesKey};
+use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader, STRING_MIN_BYTES};
+use crate::model::{FieldType, SeriesId};
 
 /// "STRATAMF" (manifest) as a little-endian u64.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"STRATAMF");
@@ -18,9 +19,7 @@ pub const MF_OFFSET_BODY_CRC: usize = 12;
 pub const MF_OFFSET_BODY_LEN: usize = 16;
 
 /// Smallest encodings of list items, to bound a count by the bytes left.
-const STRING_MIN_BYTES: usize = 4;
 const SERIES_MIN_BYTES: usize = 8 + 3 * STRING_MIN_BYTES + 4 + 1;
-const TAG_MIN_BYTES: usize = 2 * STRING_MIN_BYTES;
 const BLOCK_FILE_BYTES: usize = 8;
 const TOMBSTONE_BYTES: usize = 32;
 
@@ -41,13 +40,7 @@ pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
     for s in &m.series {
         put_u64(&mut body, s.id.0);
         put_str(&mut body, &s.db);
-        put_str(&mut body, &s.key.measurement);
-        put_u32(&mut body, s.key.tags.len() as u32);
-        for (k, v) in &s.key.tags {
-            put_str(&mut body, k);
-            put_str(&mut body, v);
-        }
-        put_str(&mut body, &s.key.field);
+        put_series_key(&mut body, &s.key);
         body.push(s.field_type.code());
     }
     put_u32(&mut body, m.block_files.len() as u32);
@@ -76,7 +69,7 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
     if bytes.len() < MANIFEST_HEADER_BYTES {
         return Err(format!("{} bytes, shorter than the {MANIFEST_HEADER_BYTES}-byte header", bytes.len()));
     }
-    let mut header = Reader { bytes: &bytes[..MANIFEST_HEADER_BYTES], at: 0 };
+    let mut header = ByteReader::new(&bytes[..MANIFEST_HEADER_BYTES], "header offset");
     if header.u64()? != MANIFEST_MAGIC {
         return Err("bad magic (not a manifest)".into());
     }
@@ -94,12 +87,12 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
     if crc != body_crc {
         return Err(format!("body CRC mismatch (stored {body_crc:#010x}, computed {crc:#010x})"));
     }
-    let m = decode_body(&mut Reader { bytes: body, at: 0 })?;
+    let m = decode_body(&mut ByteReader::new(body, "body offset"))?;
     validate_manifest(&m)?;
     Ok(m)
 }
 
-fn decode_body(r: &mut Reader<'_>) -> Result<Manifest, String> {
+fn decode_body(r: &mut ByteReader<'_>) -> Result<Manifest, String> {
     let checkpoint_seq = r.u64()?;
     let checkpoint_lsn = r.u64()?;
     let protocol = r.string("protocol")?;
@@ -130,9 +123,7 @@ fn decode_body(r: &mut Reader<'_>) -> Result<Manifest, String> {
             upto_file_seq: r.u64()?,
         });
     }
-    if r.at != r.bytes.len() {
-        return Err(format!("{} bytes after the tombstones", r.bytes.len() - r.at));
-    }
+    r.finish("tombstones")?;
     Ok(Manifest {
         checkpoint_seq,
         checkpoint_lsn,
@@ -146,20 +137,14 @@ fn decode_body(r: &mut Reader<'_>) -> Result<Manifest, String> {
     })
 }
 
-fn decode_series(r: &mut Reader<'_>) -> Result<ManifestSeries, String> {
+fn decode_series(r: &mut ByteReader<'_>) -> Result<ManifestSeries, String> {
     let id = SeriesId(r.u64()?);
     let db = r.string("series database")?;
-    let measurement = r.string("measurement")?;
-    let count = r.count("tags", TAG_MIN_BYTES)?;
-    let mut tags = Vec::with_capacity(count);
-    for _ in 0..count {
-        tags.push((r.string("tag key")?, r.string("tag value")?));
-    }
-    let field = r.string("field key")?;
+    let key = r.series_key()?;
     let code = r.u8()?;
     let field_type =
         FieldType::from_code(code).ok_or_else(|| format!("series {id}: unknown field type code {code}"))?;
-    Ok(ManifestSeries { id, db, key: SeriesKey { measurement, tags, field }, field_type })
+    Ok(ManifestSeries { id, db, key, field_type })
 }
 
 /// The invariants of a manifest (`docs/format/manifest.md`, "Validity").
@@ -237,63 +222,4 @@ pub fn validate_manifest(m: &Manifest) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u32(out, s.len() as u32);
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// Reads the body; every read is bounds-checked.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(len).filter(|&end| end <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("truncated: {len} bytes needed at body offset {}", self.at))?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
-    fn string(&mut self, what: &str) -> Result<String, String> {
-        let at = self.at;
-        let len = self.u32()? as usize;
-        let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{what} at body offset {at} is not UTF-8"))
-    }
-
-    /// A list count, checked against the bytes left so that it cannot make
-    /// the decoder allocate more than the input justifies.
-    fn count(&mut self, what: &str, item_min_bytes: usize) -> Result<usize, String> {
-        let count = self.u32()? as usize;
-        let left = self.bytes.len() - self.at;
-        if count > left / item_min_bytes {
-            return Err(format!("{count} {what} cannot fit in the {left} bytes left"));
-        }
-        Ok(count)
-    }
 }

@@ -3,7 +3,7 @@
 //! example checked byte for byte against `encode_manifest`.
 
 use super::*;
-use crate::block_file::format_doc_tests::{check_fields, constant, table};
+use crate::test_support::format_doc::{check_fields, constant, table};
 
 const DOC: &str = include_str!("../../../../docs/format/manifest.md");
 

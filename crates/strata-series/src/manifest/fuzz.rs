@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::codec::{decode_manifest, encode_manifest};
 use super::{Manifest, ManifestSeries, ManifestTombstone};
+use crate::fuzz_recipe::Recipe;
 use crate::model::{FieldType, SeriesId, SeriesKey};
 
 /// Feeds `data` to [`decode_manifest`] and panics if a property of
@@ -30,7 +31,7 @@ pub fn fuzz_manifest_decode(data: &[u8]) {
     let mut recipe = Recipe(rest);
     let at = recipe.u32() as usize;
     let xor = recipe.u8();
-    let m = recipe.manifest();
+    let m = recipe_manifest(&mut recipe);
     let image = encode_manifest(&m);
     assert_eq!(decode_manifest(&image).as_ref(), Ok(&m), "a valid manifest does not round-trip");
     let at = at % image.len();
@@ -44,87 +45,67 @@ pub fn fuzz_manifest_decode(data: &[u8]) {
     }
 }
 
-/// Reads fuzz bytes; zero once exhausted.
-struct Recipe<'a>(&'a [u8]);
+/// Up to 11 bytes made UTF-8 (invalid sequences become U+FFFD).
+fn recipe_text(recipe: &mut Recipe<'_>) -> String {
+    let len = usize::from(recipe.u8() % 12);
+    let bytes: Vec<u8> = (0..len).map(|_| recipe.u8()).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
 
-impl Recipe<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-
-    /// Up to 11 bytes made UTF-8 (invalid sequences become U+FFFD).
-    fn text(&mut self) -> String {
-        let len = usize::from(self.u8() % 12);
-        let bytes: Vec<u8> = (0..len).map(|_| self.u8()).collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-
-    /// A manifest that passes `validate_manifest`.
-    fn manifest(&mut self) -> Manifest {
-        let checkpoint_seq = self.u64();
-        let checkpoint_lsn = self.u64();
-        let protocol = match self.u8() % 4 {
-            0 => "none".to_string(),
-            1 => "serial-pmem".to_string(),
-            2 => "serial-ssd".to_string(),
-            _ => self.text(),
-        };
-        let databases: Vec<String> = (0..self.u8() % 4).map(|i| format!("db{i}{}", self.text())).collect();
-        let mut series = Vec::new();
-        let mut keys = HashSet::new();
-        let mut next_id = u64::from(self.u8());
-        for _ in 0..if databases.is_empty() { 0 } else { self.u8() % 12 } {
-            let db = databases[usize::from(self.u8()) % databases.len()].clone();
-            let measurement = self.text();
-            let tags = (0..self.u8() % 4).map(|j| (format!("k{j}{}", self.text()), self.text())).collect();
-            let key = SeriesKey { measurement, tags, field: self.text() };
-            let field_type = FieldType::from_code(self.u8() % 5 + 1).expect("codes 1..=5");
-            if keys.insert((db.clone(), key.clone())) {
-                series.push(ManifestSeries { id: SeriesId(next_id), db, key, field_type });
-            }
-            next_id += 1 + u64::from(self.u8());
-        }
-        let mut block_files = Vec::new();
-        let mut next_file_seq = u64::from(self.u8());
-        for _ in 0..self.u8() % 6 {
-            block_files.push(next_file_seq);
-            next_file_seq += 1 + u64::from(self.u8());
-        }
-        let tombstones = (0..self.u8() % 5)
-            .map(|_| {
-                let min_ts = self.u64() as i64;
-                ManifestTombstone {
-                    series: SeriesId(u64::from(self.u8()) % next_id.max(1)),
-                    min_ts,
-                    max_ts: min_ts.saturating_add(i64::from(self.u32())),
-                    upto_file_seq: self.u64(),
-                }
-            })
+/// A manifest that passes `validate_manifest`.
+fn recipe_manifest(recipe: &mut Recipe<'_>) -> Manifest {
+    let checkpoint_seq = recipe.u64();
+    let checkpoint_lsn = recipe.u64();
+    let protocol = match recipe.u8() % 4 {
+        0 => "none".to_string(),
+        1 => "serial-pmem".to_string(),
+        2 => "serial-ssd".to_string(),
+        _ => recipe_text(recipe),
+    };
+    let databases: Vec<String> =
+        (0..recipe.u8() % 4).map(|i| format!("db{i}{}", recipe_text(recipe))).collect();
+    let mut series = Vec::new();
+    let mut keys = HashSet::new();
+    let mut next_id = u64::from(recipe.u8());
+    for _ in 0..if databases.is_empty() { 0 } else { recipe.u8() % 12 } {
+        let db = databases[usize::from(recipe.u8()) % databases.len()].clone();
+        let measurement = recipe_text(recipe);
+        let tags = (0..recipe.u8() % 4)
+            .map(|j| (format!("k{j}{}", recipe_text(recipe)), recipe_text(recipe)))
             .collect();
-        Manifest {
-            checkpoint_seq,
-            checkpoint_lsn,
-            protocol,
-            next_series_id: next_id.max(1),
-            next_file_seq,
-            databases,
-            series,
-            block_files,
-            tombstones,
+        let key = SeriesKey { measurement, tags, field: recipe_text(recipe) };
+        let field_type = FieldType::from_code(recipe.u8() % 5 + 1).expect("codes 1..=5");
+        if keys.insert((db.clone(), key.clone())) {
+            series.push(ManifestSeries { id: SeriesId(next_id), db, key, field_type });
         }
+        next_id += 1 + u64::from(recipe.u8());
+    }
+    let mut block_files = Vec::new();
+    let mut next_file_seq = u64::from(recipe.u8());
+    for _ in 0..recipe.u8() % 6 {
+        block_files.push(next_file_seq);
+        next_file_seq += 1 + u64::from(recipe.u8());
+    }
+    let tombstones = (0..recipe.u8() % 5)
+        .map(|_| {
+            let min_ts = recipe.u64() as i64;
+            ManifestTombstone {
+                series: SeriesId(u64::from(recipe.u8()) % next_id.max(1)),
+                min_ts,
+                max_ts: min_ts.saturating_add(i64::from(recipe.u32())),
+                upto_file_seq: recipe.u64(),
+            }
+        })
+        .collect();
+    Manifest {
+        checkpoint_seq,
+        checkpoint_lsn,
+        protocol,
+        next_series_id: next_id.max(1),
+        next_file_seq,
+        databases,
+        series,
+        block_files,
+        tombstones,
     }
 }

@@ -11,6 +11,7 @@ use strata_media::fs::{FaultFs, FileSystem, RealFs};
 
 use super::*;
 use crate::error::EngineError;
+use crate::test_support::fuzz_smoke::fuzz_smoke_flagged_entry;
 
 fn key(measurement: &str, tags: &[(&str, &str)], field: &str) -> SeriesKey {
     SeriesKey {
@@ -299,33 +300,9 @@ fn describe_shows_every_part() {
 /// recipes), on the stable toolchain.
 #[test]
 fn fuzz_smoke_manifest_decode() {
-    let seed = 0x5eed_3a1f;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let valid: Vec<Vec<u8>> = (0..6).map(|n| encode_manifest(&sample(n))).collect();
-    for case in 0..20_000u32 {
-        let mut input = vec![0u8];
-        match case % 4 {
-            0 => input.extend((0..rng.gen_range(0..120)).map(|_| rng.gen::<u8>())),
-            1 => {
-                let mut file = valid[rng.gen_range(0..valid.len())].clone();
-                for _ in 0..rng.gen_range(1..4) {
-                    let at = rng.gen_range(0..file.len());
-                    file[at] = rng.gen();
-                }
-                file.truncate(rng.gen_range(0..=file.len()));
-                input.extend(file);
-            }
-            2 => {
-                let n = rng.gen_range(0..valid.len());
-                assert_eq!(decode_manifest(&valid[n]), Ok(sample(n as u64)), "seed {seed} case {case}");
-                input.extend_from_slice(&valid[n]);
-            }
-            _ => {
-                input[0] = rng.gen_range(0..4u8) | 1;
-                input.extend((0..rng.gen_range(0..400)).map(|_| rng.gen::<u8>()));
-            }
-        }
-        let outcome = std::panic::catch_unwind(|| fuzz_manifest_decode(&input));
-        assert!(outcome.is_ok(), "seed {seed} case {case}: fuzz_manifest_decode panicked on {input:?}");
-    }
+    let check_valid = |n: usize, file: &[u8], context: &str| {
+        assert_eq!(decode_manifest(file), Ok(sample(n as u64)), "{context}");
+    };
+    fuzz_smoke_flagged_entry(0x5eed_3a1f, &valid, 120, 400, check_valid, fuzz_manifest_decode);
 }

@@ -302,19 +302,15 @@ impl Cond {
                 Val::Float(v) => Val::Float(-v),
                 _ => Val::Null,
             }),
-            Cond::Binary(BinaryOp::And, l, r) => {
+            Cond::Binary(op @ (BinaryOp::And | BinaryOp::Or), l, r) => {
+                // Three-valued logic: one side equal to `decisive` (false
+                // for AND, true for OR) decides alone, even when the other
+                // side is unknown; otherwise both sides must be known.
+                let decisive = *op == BinaryOp::Or;
                 let (l, r) = (l.eval(row).map(|v| truthy(&v)), r.eval(row).map(|v| truthy(&v)));
                 match (l, r) {
-                    (Some(false), _) | (_, Some(false)) => Some(Val::Bool(false)),
-                    (Some(true), Some(true)) => Some(Val::Bool(true)),
-                    _ => None,
-                }
-            }
-            Cond::Binary(BinaryOp::Or, l, r) => {
-                let (l, r) = (l.eval(row).map(|v| truthy(&v)), r.eval(row).map(|v| truthy(&v)));
-                match (l, r) {
-                    (Some(true), _) | (_, Some(true)) => Some(Val::Bool(true)),
-                    (Some(false), Some(false)) => Some(Val::Bool(false)),
+                    (Some(side), _) | (_, Some(side)) if side == decisive => Some(Val::Bool(decisive)),
+                    (Some(_), Some(_)) => Some(Val::Bool(!decisive)),
                     _ => None,
                 }
             }
@@ -457,5 +453,28 @@ mod tests {
         assert_eq!(compiled("usage != 7").decide(&row), Some(false));
         let null = Row { tags: &tags, fields: vec![None] };
         assert_eq!(compiled("usage != 7").decide(&null), Some(false));
+    }
+
+    #[test]
+    fn and_or_follow_kleene_logic_with_unknown_sides() {
+        let tags = vec![("host".to_string(), "a".to_string())];
+        let unknown = TagsOnly { tags: &tags, fields_unknown: true };
+        let sides = [("host = 'a'", Some(true)), ("host = 'b'", Some(false)), ("usage > 5", None)];
+        for (l, lv) in sides {
+            for (r, rv) in sides {
+                let and = match (lv, rv) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
+                let or = match (lv, rv) {
+                    (Some(true), _) | (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                };
+                assert_eq!(compiled(&format!("{l} AND {r}")).decide(&unknown), and, "{l} AND {r}");
+                assert_eq!(compiled(&format!("{l} OR {r}")).decide(&unknown), or, "{l} OR {r}");
+            }
+        }
     }
 }

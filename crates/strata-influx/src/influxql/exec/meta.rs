@@ -18,6 +18,7 @@ use crate::influxql::ast::{
 use crate::influxql::parser::compile_regex;
 use crate::influxql::response::{limit_rows, SeriesOut};
 use crate::influxql::QueryParams;
+use crate::line_protocol::escapes::{escape_name, NameKind};
 
 fn engine(e: strata_series::EngineError) -> String {
     e.to_string()
@@ -99,16 +100,51 @@ fn measurement_series(
     Ok(out)
 }
 
+/// The series a SHOW's `ON`, `FROM` and tags-only `WHERE` select, by
+/// measurement; `statement` names the SHOW in errors.
+fn selected_series(
+    store: &dyn SeriesStore,
+    on: &Option<String>,
+    from: &Option<MeasurementRef>,
+    condition: &Option<Expr>,
+    statement: &str,
+    params: &QueryParams,
+) -> Result<Vec<(String, Vec<SeriesInfo>)>, String> {
+    let db = show_db(from, on, params)?;
+    let condition = tag_condition(condition, statement, params.now_ns)?;
+    let mut out = measurement_series(store, &db, from)?;
+    for (_, series) in &mut out {
+        series.retain(|s| passes(&condition, &s.tags));
+    }
+    Ok(out)
+}
+
+/// The distinct tag sets of `series`.
 fn tagsets(series: &[SeriesInfo]) -> BTreeSet<&Vec<(String, String)>> {
     series.iter().map(|s| &s.tags).collect()
 }
 
-fn strings(values: impl IntoIterator<Item = String>) -> Vec<Vec<Value>> {
-    values.into_iter().map(|v| vec![Value::String(v)]).collect()
+fn string_row(value: String) -> Vec<Value> {
+    vec![Value::String(value)]
+}
+
+/// A result series of `rows` after LIMIT and OFFSET, each made a row by
+/// `to_row`; none when no row is left.
+fn limited_series<T>(
+    name: Option<&str>,
+    columns: &[&str],
+    rows: Vec<T>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+    to_row: impl Fn(T) -> Vec<Value>,
+) -> Option<SeriesOut> {
+    let rows = limit_rows(rows, limit, offset);
+    (!rows.is_empty()).then(|| SeriesOut::new(name, columns, rows.into_iter().map(to_row).collect()))
 }
 
 pub fn show_databases(store: &dyn SeriesStore) -> Vec<SeriesOut> {
-    vec![SeriesOut::new(Some("databases"), &["name"], strings(store.databases()))]
+    let rows = store.databases().into_iter().map(string_row).collect();
+    vec![SeriesOut::new(Some("databases"), &["name"], rows)]
 }
 
 pub fn show_measurements(
@@ -126,17 +162,14 @@ pub fn show_measurements(
         }
         if condition.is_some() {
             let series = store.series(&db, &name).map_err(engine)?;
-            if !tagsets(&series).into_iter().any(|tags| passes(&condition, tags)) {
+            if !series.iter().any(|s| passes(&condition, &s.tags)) {
                 continue;
             }
         }
         names.push(name);
     }
-    let names = limit_rows(names, s.limit, s.offset);
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(vec![SeriesOut::new(Some("measurements"), &["name"], strings(names))])
+    let out = limited_series(Some("measurements"), &["name"], names, s.limit, s.offset, string_row);
+    Ok(out.into_iter().collect())
 }
 
 pub fn show_tag_keys(
@@ -144,19 +177,12 @@ pub fn show_tag_keys(
     s: &ShowTagKeys,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
-    let db = show_db(&s.from, &s.on, params)?;
-    let condition = tag_condition(&s.condition, "SHOW TAG KEYS", params.now_ns)?;
     let mut out = Vec::new();
-    for (name, series) in measurement_series(store, &db, &s.from)? {
-        let keys: BTreeSet<String> = tagsets(&series)
-            .into_iter()
-            .filter(|tags| passes(&condition, tags))
-            .flat_map(|tags| tags.iter().map(|(k, _)| k.clone()))
-            .collect();
-        let keys = limit_rows(keys.into_iter().collect(), s.limit, s.offset);
-        if !keys.is_empty() {
-            out.push(SeriesOut::new(Some(&name), &["tagKey"], strings(keys)));
-        }
+    for (name, series) in selected_series(store, &s.on, &s.from, &s.condition, "SHOW TAG KEYS", params)? {
+        let keys: BTreeSet<String> =
+            tagsets(&series).into_iter().flat_map(|tags| tags.iter().map(|(k, _)| k.clone())).collect();
+        let keys = keys.into_iter().collect();
+        out.extend(limited_series(Some(&name), &["tagKey"], keys, s.limit, s.offset, string_row));
     }
     Ok(out)
 }
@@ -166,21 +192,17 @@ pub fn show_tag_values(
     s: &ShowTagValues,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
-    let db = show_db(&s.from, &s.on, params)?;
+    let selected = selected_series(store, &s.on, &s.from, &s.condition, "SHOW TAG VALUES", params)?;
     let filter = NameFilter::new(&s.key)?;
-    let condition = tag_condition(&s.condition, "SHOW TAG VALUES", params.now_ns)?;
     let mut out = Vec::new();
-    for (name, series) in measurement_series(store, &db, &s.from)? {
+    for (name, series) in selected {
         let pairs: BTreeSet<(String, String)> = tagsets(&series)
             .into_iter()
-            .filter(|tags| passes(&condition, tags))
             .flat_map(|tags| tags.iter().filter(|(k, _)| filter.matches(k)).cloned())
             .collect();
-        let pairs = limit_rows(pairs.into_iter().collect(), s.limit, s.offset);
-        if !pairs.is_empty() {
-            let values = pairs.into_iter().map(|(k, v)| vec![Value::String(k), Value::String(v)]).collect();
-            out.push(SeriesOut::new(Some(&name), &["key", "value"], values));
-        }
+        let pairs = pairs.into_iter().collect();
+        let to_row = |(k, v)| vec![Value::String(k), Value::String(v)];
+        out.extend(limited_series(Some(&name), &["key", "value"], pairs, s.limit, s.offset, to_row));
     }
     Ok(out)
 }
@@ -190,44 +212,28 @@ pub fn show_field_keys(
     s: &ShowFieldKeys,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
-    let db = show_db(&s.from, &s.on, params)?;
     let mut out = Vec::new();
-    for (name, series) in measurement_series(store, &db, &s.from)? {
+    for (name, series) in selected_series(store, &s.on, &s.from, &None, "SHOW FIELD KEYS", params)? {
         let fields: BTreeMap<String, FieldType> =
             series.iter().map(|s| (s.field.clone(), s.field_type)).collect();
-        let fields = limit_rows(fields.into_iter().collect(), s.limit, s.offset);
-        if !fields.is_empty() {
-            let values = fields
-                .into_iter()
-                .map(|(f, t)| vec![Value::String(f), Value::String(t.influx_name().to_string())])
-                .collect();
-            out.push(SeriesOut::new(Some(&name), &["fieldKey", "fieldType"], values));
-        }
+        let fields = fields.into_iter().collect();
+        let to_row =
+            |(f, t): (String, FieldType)| vec![Value::String(f), Value::String(t.influx_name().to_string())];
+        let columns = ["fieldKey", "fieldType"];
+        out.extend(limited_series(Some(&name), &columns, fields, s.limit, s.offset, to_row));
     }
     Ok(out)
 }
 
-/// Line-protocol escaping for series keys: `,` and space in measurement
-/// names; `,`, `=` and space in tag keys and values.
-fn escape(text: &str, specials: &[char]) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if specials.contains(&c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `cpu,host=a,region=eu`.
+/// `cpu,host=a,region=eu`, escaped as line protocol escapes names.
 pub fn series_key(measurement: &str, tags: &[(String, String)]) -> String {
-    let mut key = escape(measurement, &[',', ' ']);
+    let mut key = String::with_capacity(measurement.len());
+    escape_name(measurement, NameKind::Measurement, &mut key);
     for (k, v) in tags {
         key.push(',');
-        key.push_str(&escape(k, &[',', '=', ' ']));
+        escape_name(k, NameKind::Key, &mut key);
         key.push('=');
-        key.push_str(&escape(v, &[',', '=', ' ']));
+        escape_name(v, NameKind::Key, &mut key);
     }
     key
 }
@@ -237,21 +243,12 @@ pub fn show_series(
     s: &ShowSeries,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
-    let db = show_db(&s.from, &s.on, params)?;
-    let condition = tag_condition(&s.condition, "SHOW SERIES", params.now_ns)?;
     let mut keys = BTreeSet::new();
-    for (name, series) in measurement_series(store, &db, &s.from)? {
-        for tags in tagsets(&series) {
-            if passes(&condition, tags) {
-                keys.insert(series_key(&name, tags));
-            }
-        }
+    for (name, series) in selected_series(store, &s.on, &s.from, &s.condition, "SHOW SERIES", params)? {
+        keys.extend(tagsets(&series).into_iter().map(|tags| series_key(&name, tags)));
     }
-    let keys = limit_rows(keys.into_iter().collect(), s.limit, s.offset);
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(vec![SeriesOut::new(None, &["key"], strings(keys))])
+    let out = limited_series(None, &["key"], keys.into_iter().collect(), s.limit, s.offset, string_row);
+    Ok(out.into_iter().collect())
 }
 
 /// Strata has one implicit retention policy per database: `autogen`,

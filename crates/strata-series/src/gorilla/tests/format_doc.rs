@@ -1,6 +1,7 @@
 //! Keeps `docs/format/series-block.md` in agreement with the code: every
 //! constant, the field type codes, both bucket tables and the worked example.
 
+use crate::gorilla::delta::Bucket;
 use crate::gorilla::floats::{
     FLOAT_FIRST_BITS, FLOAT_LEADING_ZEROS_BITS, FLOAT_MAX_LEADING_ZEROS, FLOAT_MEANINGFUL_BITS_FIELD,
 };
@@ -13,22 +14,13 @@ use crate::gorilla::strings::{STRING_EXPANSION_RATIO, STRING_EXPANSION_SLACK_BYT
 use crate::gorilla::timestamps::{TS_BUCKETS, TS_ESCAPE_DOD_BITS, TS_ESCAPE_VALUE, TS_FIRST_BITS};
 use crate::gorilla::{decode_block, encode_points};
 use crate::model::{FieldType, FieldValue};
+use crate::test_support::format_doc::table;
 
 const DOC: &str = include_str!("../../../../../docs/format/series-block.md");
 
-/// The rows of the first table after `heading` (cells trimmed, backticks removed).
-fn table(heading: &str) -> Vec<Vec<String>> {
-    let start = DOC.find(heading).unwrap_or_else(|| panic!("doc lacks section {heading}"));
-    let rest = &DOC[start + heading.len()..];
-    let end = rest.find("\n#").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
-        .skip(1) // the column names
-        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect())
-        .collect()
+/// The rows of the first table after `heading`, without the header row.
+fn rows(heading: &str) -> Vec<Vec<String>> {
+    table(DOC, heading).split_off(1)
 }
 
 #[test]
@@ -51,7 +43,7 @@ fn constants_table_matches_the_code() {
         ("STRING_EXPANSION_RATIO", STRING_EXPANSION_RATIO.to_string()),
         ("STRING_EXPANSION_SLACK_BYTES", STRING_EXPANSION_SLACK_BYTES.to_string()),
     ];
-    let rows = table("## Constants");
+    let rows = rows("## Constants");
     let documented: Vec<(String, String)> = rows.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
     let coded: Vec<(String, String)> = expected.iter().map(|(n, v)| (n.to_string(), v.clone())).collect();
     assert_eq!(documented, coded, "the Constants table and the code disagree");
@@ -59,7 +51,7 @@ fn constants_table_matches_the_code() {
 
 #[test]
 fn field_type_codes_match_the_model() {
-    let rows = table("Field type codes");
+    let rows = rows("Field type codes");
     let all =
         [FieldType::Float, FieldType::Integer, FieldType::Unsigned, FieldType::Boolean, FieldType::String];
     assert_eq!(rows.len(), all.len());
@@ -73,14 +65,25 @@ fn control_string(code: u64, bits: u32) -> String {
     format!("{code:0width$b}", width = bits as usize)
 }
 
+/// The bucket rows of a bucket table, each with the bucket's value bits,
+/// after checking the single-bit zero row and each row's control code and
+/// value bits; the range column is left to the caller.
+fn bucket_rows(heading: &str, buckets: &[Bucket]) -> Vec<(Vec<String>, u32)> {
+    let rows = rows(heading);
+    assert_eq!(rows[0][..3], ["0", "0", "0"], "{heading}");
+    assert_eq!(rows.len(), buckets.len() + 1, "{heading}");
+    let mut out = Vec::new();
+    for (row, &(code, code_bits, value_bits)) in rows[1..].iter().zip(buckets) {
+        assert_eq!(row[0], control_string(code, code_bits), "{heading}");
+        assert_eq!(row[1], value_bits.to_string(), "{heading}");
+        out.push((row.clone(), value_bits));
+    }
+    out
+}
+
 #[test]
 fn timestamp_bucket_table_matches_the_code() {
-    let rows = table("## Timestamp stream");
-    assert_eq!(rows[0][..3], ["0", "0", "0"]);
-    assert_eq!(rows.len(), TS_BUCKETS.len() + 1);
-    for (row, (code, code_bits, value_bits)) in rows[1..].iter().zip(TS_BUCKETS) {
-        assert_eq!(row[0], control_string(code, code_bits));
-        assert_eq!(row[1], value_bits.to_string());
+    for (row, value_bits) in bucket_rows("## Timestamp stream", &TS_BUCKETS) {
         // The dod range: [-(2^(b-1) - 1), 2^(b-1)].
         let half = 1i64 << (value_bits - 1);
         assert!(row[2].starts_with(&format!("[{}, {}]", -(half - 1), half)), "row {row:?}");
@@ -89,12 +92,7 @@ fn timestamp_bucket_table_matches_the_code() {
 
 #[test]
 fn integer_bucket_table_matches_the_code() {
-    let rows = table("## Integer and unsigned values");
-    assert_eq!(rows[0][..3], ["0", "0", "0"]);
-    assert_eq!(rows.len(), UVAR_BUCKETS.len() + 1);
-    for (row, (code, code_bits, value_bits)) in rows[1..].iter().zip(UVAR_BUCKETS) {
-        assert_eq!(row[0], control_string(code, code_bits));
-        assert_eq!(row[1], value_bits.to_string());
+    for (row, value_bits) in bucket_rows("## Integer and unsigned values", &UVAR_BUCKETS) {
         assert_eq!(row[2], format!("[0, 2^{value_bits})"));
     }
 }
