@@ -6,13 +6,18 @@
 //! ([`machine`]), measurement helpers (timed loops, medians: [`measure`]) and
 //! the benchmarks themselves:
 //! - [`persist`]: what a persist costs on this machine's media (memcpy limit,
-//!   flush+fence per chunk, the serial PMem log, the group-committed SSD log).
+//!   flush+fence per chunk, the serial PMem log, the group-committed SSD log);
+//! - [`ingest`]: TSBS-like cpu-only ingest over HTTP (or in-process, or into
+//!   any InfluxDB-v1-compatible endpoint) per commit protocol: rows/s,
+//!   acknowledgement latency, bytes per point on SSD and PMem.
 
+pub mod ingest;
 pub mod machine;
 pub mod measure;
 pub mod persist;
 pub mod report;
 
+pub use ingest::{run_ingest_bench, IngestOptions};
 pub use machine::Machine;
 pub use persist::{run_persist_bench, PersistBenchOptions, PersistBudget};
 pub use report::BenchReport;

@@ -1,0 +1,170 @@
+//! Loading a [`Dataset`] into any endpoint: the [`IngestEndpoint`] trait
+//! (an HTTP server speaking InfluxDB v1, or a store called in-process) and
+//! the parallel driver. N workers, each with its own connection, take the
+//! next batch from a shared counter until none is left; each request's
+//! latency (send to acknowledgement) goes into an HdrHistogram. The first
+//! error stops every worker and fails the load.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+use serde_json::Value;
+
+use super::generator::{Batch, Dataset, FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
+
+/// Highest latency the histogram resolves (longer requests saturate).
+const MAX_LATENCY_NS: u64 = 600_000_000_000;
+
+/// Something that accepts line protocol batches.
+pub trait IngestEndpoint: Sync {
+    /// One worker's connection (a keep-alive socket, or nothing in-process).
+    type Connection: Send;
+    /// For messages: where the data goes.
+    fn describe(&self) -> String;
+    /// Makes the target database exist.
+    fn prepare(&self) -> anyhow::Result<()>;
+    fn connect(&self) -> anyhow::Result<Self::Connection>;
+    /// Writes one batch; returns once the endpoint acknowledged it.
+    fn write_batch(&self, connection: &mut Self::Connection, batch: &Batch) -> anyhow::Result<()>;
+    /// Rows of the measurement as the endpoint counts them ([`count_query`]).
+    fn count_rows(&self) -> anyhow::Result<u64>;
+}
+
+/// The InfluxQL statement that counts the rows of the data set.
+pub fn count_query() -> String {
+    format!("SELECT count({}) FROM {MEASUREMENT}", FIELD_NAMES[0])
+}
+
+/// The count of an InfluxDB 1.x `/query` answer to [`count_query`]:
+/// `results[0].series[0].values[0][1]`; no series means 0.
+pub fn count_in_influx_response(v: &Value) -> anyhow::Result<u64> {
+    let result = v.get("results").and_then(|r| r.get(0)).context("no results[0] in the query answer")?;
+    if let Some(e) = result.get("error") {
+        anyhow::bail!("the count query failed: {e}");
+    }
+    let Some(series) = result.get("series").and_then(|s| s.get(0)) else {
+        return Ok(0);
+    };
+    let count = series
+        .get("values")
+        .and_then(|v| v.get(0))
+        .and_then(|row| row.get(1))
+        .context("no values[0][1] in the count answer")?;
+    count
+        .as_u64()
+        .or_else(|| count.as_f64().filter(|c| *c >= 0.0 && c.fract() == 0.0).map(|c| c as u64))
+        .with_context(|| format!("the count {count} is not a whole number"))
+}
+
+/// What one load achieved.
+#[derive(Clone, Debug)]
+pub struct LoadOutcome {
+    pub rows: u64,
+    pub requests: u64,
+    pub body_bytes: u64,
+    /// From the moment all workers were connected to the last acknowledgement.
+    pub elapsed: Duration,
+    pub latency_ns: Histogram<u64>,
+}
+
+impl LoadOutcome {
+    pub fn values(&self) -> u64 {
+        self.rows * FIELDS_PER_ROW
+    }
+
+    pub fn rows_per_s(&self) -> f64 {
+        self.rows as f64 / self.elapsed.as_secs_f64()
+    }
+
+    pub fn values_per_s(&self) -> f64 {
+        self.values() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Request latency at `quantile`, in milliseconds.
+    pub fn latency_ms(&self, quantile: f64) -> f64 {
+        self.latency_ns.value_at_quantile(quantile) as f64 / 1e6
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
+}
+
+/// One worker's share of a load.
+struct WorkerTotals {
+    rows: u64,
+    requests: u64,
+    body_bytes: u64,
+    latency_ns: Histogram<u64>,
+}
+
+/// Loads every batch of `dataset` into `endpoint` over `connections` workers.
+pub fn load<E: IngestEndpoint>(
+    endpoint: &E,
+    dataset: &Dataset,
+    connections: usize,
+    progress: &ProgressBar,
+) -> anyhow::Result<LoadOutcome> {
+    anyhow::ensure!(connections >= 1, "at least one connection");
+    let mut conns = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        conns.push(endpoint.connect().with_context(|| format!("connecting to {}", endpoint.describe()))?);
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let ready = Barrier::new(connections + 1);
+    let (per_worker, elapsed) = std::thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .into_iter()
+            .map(|mut conn| {
+                let (next, failed, ready) = (&next, &failed, &ready);
+                s.spawn(move || -> anyhow::Result<WorkerTotals> {
+                    let mut totals =
+                        WorkerTotals { rows: 0, requests: 0, body_bytes: 0, latency_ns: new_histogram() };
+                    ready.wait();
+                    while !failed.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(batch) = dataset.batches.get(i) else {
+                            break;
+                        };
+                        let t0 = Instant::now();
+                        if let Err(e) = endpoint.write_batch(&mut conn, batch) {
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e.context(format!("batch {i} of {} lines", batch.lines)));
+                        }
+                        totals.latency_ns.saturating_record(t0.elapsed().as_nanos() as u64);
+                        totals.rows += batch.lines;
+                        totals.requests += 1;
+                        totals.body_bytes += batch.body.len() as u64;
+                        progress.inc(batch.lines);
+                    }
+                    Ok(totals)
+                })
+            })
+            .collect();
+        ready.wait();
+        let start = Instant::now();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("load worker panicked")).collect();
+        (results, start.elapsed())
+    });
+    let mut outcome =
+        LoadOutcome { rows: 0, requests: 0, body_bytes: 0, elapsed, latency_ns: new_histogram() };
+    for w in per_worker {
+        let w = w.with_context(|| format!("loading into {}", endpoint.describe()))?;
+        outcome.rows += w.rows;
+        outcome.requests += w.requests;
+        outcome.body_bytes += w.body_bytes;
+        outcome.latency_ns.add(&w.latency_ns).expect("histograms with equal bounds add");
+    }
+    anyhow::ensure!(
+        outcome.rows == dataset.rows(),
+        "loaded {} rows of {}: some batches were not sent",
+        outcome.rows,
+        dataset.rows()
+    );
+    Ok(outcome)
+}

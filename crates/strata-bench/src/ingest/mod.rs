@@ -1,0 +1,37 @@
+//! `strata bench ingest`: how fast the series engine ingests a TSBS-like
+//! `cpu-only` data set, and what it costs on PMem and SSD, per commit
+//! protocol (DESIGN.md sections 5 and 6).
+//!
+//! - [`generator`]: the deterministic data set (hosts x 10 float fields,
+//!   ten tags, 10 s interval, seeded), written straight into request bodies;
+//! - [`load`]: the [`IngestEndpoint`] trait and the parallel loader (N
+//!   connections, batches of B lines, latency per request in an HdrHistogram);
+//! - [`http_client`] and [`http_loader`]: any InfluxDB-v1-compatible HTTP
+//!   endpoint (`--target URL`), through a small keep-alive HTTP/1.1 client;
+//! - [`in_process`]: parse and `SeriesStore::write` without HTTP;
+//! - [`local_db`] and [`local_server`]: a fresh Strata database per load, with
+//!   its HTTP server on 127.0.0.1:0;
+//! - [`runner`]: rounds over variants (A B C A B C ...), checkpoint, storage
+//!   figures and verification after each load;
+//! - [`report`]: metrics, table columns, JSON config and notes.
+
+pub mod generator;
+pub mod http_client;
+pub mod http_loader;
+pub mod in_process;
+pub mod load;
+pub mod local_db;
+pub mod local_server;
+pub mod report;
+pub mod runner;
+
+#[cfg(test)]
+mod tests;
+
+pub use generator::{CpuGenerator, CpuSpec, Dataset};
+pub use http_client::HttpUrl;
+pub use http_loader::HttpTarget;
+pub use in_process::InProcessTarget;
+pub use load::{load, IngestEndpoint, LoadOutcome};
+pub use local_db::BenchDirs;
+pub use runner::{rows_per_host_for, run_ingest_bench, IngestOptions};

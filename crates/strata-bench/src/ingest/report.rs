@@ -1,0 +1,216 @@
+//! The ingest benchmark's figures and report (DESIGN.md section 6): metric
+//! names ending in their unit, the table's column order, the `config`
+//! object that makes a run reproducible, and the notes printed under the
+//! table.
+//!
+//! A *point* here is one field value with its timestamp, as in Gorilla
+//! (16 raw bytes: 8 for the timestamp, 8 for the value); a *row* is one
+//! line of line protocol holding ten points.
+
+use std::time::Duration;
+
+use serde_json::json;
+use strata_engine::Protocol;
+use strata_pmem::PmemMode;
+
+use super::generator::{FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
+use super::http_loader::WRITE_PRECISION;
+use super::load::{count_query, LoadOutcome};
+use super::local_server::SERVER_WORKER_THREADS;
+use super::runner::{IngestOptions, StorageFacts};
+use crate::machine::{fs_type, Machine};
+use crate::measure::Samples;
+use crate::report::BenchReport;
+
+/// Metric name and value, as one load produced them.
+pub(super) type Metrics = Vec<(&'static str, f64)>;
+
+/// Raw size of one point: an 8-byte timestamp and an 8-byte value.
+pub const RAW_BYTES_PER_POINT: u64 = 16;
+
+/// Table and JSON column order.
+pub const COLUMNS: [&str; 12] = [
+    "rows_per_s",
+    "values_per_s",
+    "ratio_to_none",
+    "latency_ms_p50",
+    "latency_ms_p99",
+    "bytes_per_point_ssd",
+    "compression_ratio",
+    "log_bytes_per_point",
+    "bytes_per_point_pmem",
+    "fences_per_request",
+    "lines_flushed_per_request",
+    "media_blocks_per_request",
+];
+
+/// One load's figures.
+pub(super) struct VariantResult {
+    pub metrics: Metrics,
+    pub checkpoints_during_load: u64,
+}
+
+/// Throughput and acknowledgement latency of one load.
+pub(super) fn load_metrics(outcome: &LoadOutcome) -> Metrics {
+    vec![
+        ("rows_per_s", outcome.rows_per_s()),
+        ("values_per_s", outcome.values_per_s()),
+        ("latency_ms_p50", outcome.latency_ms(0.50)),
+        ("latency_ms_p99", outcome.latency_ms(0.99)),
+    ]
+}
+
+/// Sizes on SSD and PMem and persist counts of one load into a local Strata.
+pub(super) fn storage_metrics(storage: &StorageFacts, outcome: &LoadOutcome) -> Metrics {
+    let points = outcome.values().max(1) as f64;
+    let requests = outcome.requests.max(1) as f64;
+    let block_bytes = storage.block_file_bytes as f64;
+    let log_bytes = if storage.protocol == Protocol::None { 0.0 } else { storage.log_bytes as f64 };
+    let mut m = vec![
+        ("bytes_per_point_ssd", block_bytes / points),
+        ("compression_ratio", points * RAW_BYTES_PER_POINT as f64 / block_bytes.max(1.0)),
+        ("log_bytes_per_point", log_bytes / points),
+    ];
+    if let Some(p) = storage.persist {
+        m.extend([
+            ("bytes_per_point_pmem", p.bytes_persisted as f64 / points),
+            ("fences_per_request", p.fences as f64 / requests),
+            ("lines_flushed_per_request", p.lines_flushed as f64 / requests),
+            ("media_blocks_per_request", p.media_blocks_written as f64 / requests),
+        ]);
+    }
+    m
+}
+
+/// What the report states besides the medians.
+pub(super) struct RunFacts {
+    pub opts: IngestOptions,
+    pub dataset_rows: u64,
+    pub dataset_values: u64,
+    pub body_bytes: u64,
+    pub requests_per_load: u64,
+    pub pmem_log_bytes: u64,
+    pub load_average_1m: [Option<f64>; 2],
+    pub checkpoints_during_load: u64,
+    pub run_time: Duration,
+}
+
+fn mode(opts: &IngestOptions) -> &'static str {
+    match (&opts.target, opts.in_process) {
+        (Some(_), _) => "target",
+        (None, true) => "in-process",
+        (None, false) => "http",
+    }
+}
+
+pub(super) fn build_report(facts: &RunFacts, variants: &[String], samples: &[Samples]) -> BenchReport {
+    let opts = &facts.opts;
+    let local = opts.target.is_none();
+    let pmem_fs = fs_type(&opts.dirs.pmem_dir);
+    let disk_fs = fs_type(&opts.dirs.disk_dir);
+    let detail = if local {
+        format!(
+            "mapped file in {} ({}); no real PMem",
+            opts.dirs.pmem_dir.display(),
+            pmem_fs.as_deref().unwrap_or("unknown fs")
+        )
+    } else {
+        "not used: remote target".to_string()
+    };
+    let machine = Machine::detect(PmemMode::Emulated, detail, strata_pmem::detected_flush_instruction());
+    let spec = opts.spec();
+    let mut config = json!({
+        "mode": mode(opts),
+        "target": opts.target,
+        "db": opts.db,
+        "generator": {
+            "kind": "tsbs-cpu-only",
+            "measurement": MEASUREMENT,
+            "seed": spec.seed,
+            "hosts": spec.hosts,
+            "rows_per_host": spec.rows_per_host,
+            "interval_s": spec.interval_ns / 1_000_000_000,
+            "start_ns": spec.start_ns,
+            "tags_per_row": 10,
+            "fields": FIELD_NAMES,
+            "value_model": "bounded random walk in [0, 100], steps uniform in [-1, 1], two decimals",
+        },
+        "rows": facts.dataset_rows,
+        "values": facts.dataset_values,
+        "line_protocol_bytes": facts.body_bytes,
+        "batch_lines": opts.batch_lines,
+        "requests_per_load": facts.requests_per_load,
+        "connections": opts.connections,
+        "rounds": opts.rounds,
+        "order": "interleaved: every round loads every variant once, in the same order (A B C A B C ...), each into a fresh database",
+        "statistic": "median over rounds; ratio_to_none is the median of per-round ratios of rows/s to the none variant",
+        "write_precision": WRITE_PRECISION,
+        "verification": format!("`{}` must return every row after each load", count_query()),
+        "point": format!("one field value with its timestamp ({RAW_BYTES_PER_POINT} raw bytes); a row holds {FIELDS_PER_ROW}"),
+        "load_average_1m": {"start": facts.load_average_1m[0], "end": facts.load_average_1m[1]},
+        "run_s": facts.run_time.as_secs_f64(),
+    });
+    if local {
+        config["protocols"] = json!(opts.protocols.iter().map(|p| p.name()).collect::<Vec<_>>());
+        config["pmem_dir"] = json!(opts.dirs.pmem_dir);
+        config["pmem_fs_type"] = json!(pmem_fs);
+        config["ssd_dir"] = json!(opts.dirs.disk_dir);
+        config["ssd_fs_type"] = json!(disk_fs);
+        config["pmem_log_bytes"] = json!(facts.pmem_log_bytes);
+        config["checkpoints_during_loads"] = json!(facts.checkpoints_during_load);
+        if !opts.in_process {
+            config["server_worker_threads"] = json!(SERVER_WORKER_THREADS);
+        }
+    }
+    let mut report = BenchReport::new("ingest", machine, config);
+    report.results = variants.iter().zip(samples).map(|(name, s)| s.median_row(name)).collect();
+    report.columns = COLUMNS.iter().map(|c| c.to_string()).collect();
+    report.notes = notes(facts, local);
+    report
+}
+
+fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
+    let opts = &facts.opts;
+    let loads = facts.load_average_1m;
+    let busy = loads[0].is_some_and(|l| l > 0.5);
+    let mut notes = vec![
+        format!(
+            "load average (1 min) {} at start, {} at end{}",
+            loads[0].map_or("?".into(), |l| format!("{l:.2}")),
+            loads[1].map_or("?".into(), |l| format!("{l:.2}")),
+            if busy { ": other work was running, so absolute figures are noise; compare ratios" } else { "" }
+        ),
+        format!(
+            "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds",
+            facts.dataset_rows,
+            opts.hosts,
+            opts.rows_per_host,
+            facts.requests_per_load,
+            opts.batch_lines,
+            opts.connections,
+            opts.rounds
+        ),
+        "latency: one request from send to acknowledgement (204 after the commit is durable)".into(),
+    ];
+    if local {
+        notes.extend([
+            format!("{}; every load into a fresh database, every row counted back", opts.dirs.describe()),
+            "point = one value + timestamp (16 raw bytes); bytes/point ssd = block-file bytes after a checkpoint / points; compression ratio = 16 / that".into(),
+            "log bytes/point: commit-log bytes written (serial-pmem: PMem ring, serial-ssd: WAL file; none writes no log); pmem counts per request are of the emulated PMem pool".into(),
+            "durability: none = not durable (only checkpoints); serial-pmem = flush+fence per request on emulated PMem (tmpfs: survives a process crash, not power loss); serial-ssd = group-committed fdatasync".into(),
+        ]);
+        if facts.checkpoints_during_load > 0 {
+            notes.push(format!(
+                "{} checkpoints ran during loads (the PMem ring filled up): those loads include checkpoint time",
+                facts.checkpoints_during_load
+            ));
+        }
+    } else {
+        notes.push(format!(
+            "target {} database {}: its durability setting is the server's own",
+            opts.target.as_deref().unwrap_or("?"),
+            opts.db
+        ));
+    }
+    notes
+}
