@@ -47,7 +47,7 @@ fn free_port() -> u16 {
 }
 
 fn start(data_dir: &Path, protocol: &str, port: u16) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["serve", "--data-dir"])
         .arg(data_dir)
         .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
@@ -60,8 +60,13 @@ fn start(data_dir: &Path, protocol: &str, port: u16) -> Child {
         if let Ok((204, _)) = http(port, "GET", "/ping", b"") {
             return child;
         }
+        if let Some(status) = child.try_wait().expect("poll strata serve") {
+            panic!("strata serve exited with {status} before answering /ping");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    child.kill().expect("kill");
+    child.wait().expect("reap");
     panic!("strata serve did not answer /ping within 60 s");
 }
 

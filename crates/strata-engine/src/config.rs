@@ -185,9 +185,12 @@ impl Config {
         self.protocol()?;
         self.pmem_mode()?;
         self.bind_addr()?;
-        if self.pmem.log_bytes + crate::pool::POOL_HEADER_BYTES > self.pmem.pool_bytes {
+        let needed = crate::pool::POOL_HEADER_BYTES
+            + strata_log::pmem_log::PmemLog::footprint_bytes(self.pmem.log_bytes);
+        if needed > self.pmem.pool_bytes {
             return Err(ConfigError::Invalid(format!(
-                "pmem.log_bytes ({}) does not fit in pmem.pool_bytes ({}) after the {}-byte pool header",
+                "pmem.log_bytes ({}) does not fit in pmem.pool_bytes ({}): the ring with its superblock and the \
+                 {}-byte pool header need {needed} bytes",
                 self.pmem.log_bytes,
                 self.pmem.pool_bytes,
                 crate::pool::POOL_HEADER_BYTES
@@ -257,5 +260,11 @@ mod tests {
         assert!(e.contains("protcol"), "unknown keys are rejected by name: {e}");
         let e = Config::from_toml("[pmem]\npool_bytes = 1048576\n").unwrap_err().to_string();
         assert!(e.contains("does not fit"), "{e}");
+        // Exactly the footprint fits; one byte less does not.
+        let log = 1u64 << 20;
+        let exact = crate::pool::POOL_HEADER_BYTES + strata_log::pmem_log::PmemLog::footprint_bytes(log);
+        let toml = |pool: u64| format!("[pmem]\nlog_bytes = {log}\npool_bytes = {pool}\n");
+        assert!(Config::from_toml(&toml(exact)).is_ok());
+        assert!(Config::from_toml(&toml(exact - 1)).is_err());
     }
 }

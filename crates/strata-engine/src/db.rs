@@ -232,3 +232,19 @@ impl Drop for Db {
         self.stop_background_checkpoints();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_sized_exactly_by_validate_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
+        c.pmem.log_bytes = 1 << 20;
+        c.pmem.pool_bytes =
+            crate::pool::POOL_HEADER_BYTES + strata_log::pmem_log::PmemLog::footprint_bytes(c.pmem.log_bytes);
+        let db = Db::open(&c, &|_, _, _| {}).expect("a pool validate accepts must open");
+        assert_eq!(db.engine().databases(), vec!["strata".to_string()]);
+    }
+}

@@ -292,9 +292,10 @@ impl SeriesEngine {
                 outcome.rejected.push((i, why));
                 continue;
             }
+            let view = index.point_view(db, &p.measurement, &p.tags);
             let conflict = p.fields.iter().find_map(|(f, v)| {
-                let have = index
-                    .field_type(db, &p.measurement, f)
+                let have = view
+                    .field_type(f)
                     .or_else(|| new_types.get(&(p.measurement.as_str(), f.as_str())).copied())?;
                 (have != v.field_type()).then(|| {
                     crate::model::field_type_conflict_message(f, &p.measurement, v.field_type(), have)
@@ -305,7 +306,7 @@ impl SeriesEngine {
                 continue;
             }
             for (f, v) in &p.fields {
-                let known = index.lookup_parts(db, &p.measurement, &p.tags, f);
+                let known = view.series(f);
                 let id = match known {
                     Some(id) => id,
                     None => *new_ids.entry((&p.measurement, &p.tags, f)).or_insert_with(|| {

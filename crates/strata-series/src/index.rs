@@ -32,6 +32,24 @@ struct DbIndex {
     series_count: u64,
 }
 
+/// See [`SeriesIndex::point_view`].
+pub struct PointView<'a> {
+    field_types: Option<&'a BTreeMap<String, FieldType>>,
+    fields: Option<&'a BTreeMap<String, SeriesId>>,
+}
+
+impl PointView<'_> {
+    /// The measurement's established type of `field`.
+    pub fn field_type(&self, field: &str) -> Option<FieldType> {
+        self.field_types?.get(field).copied()
+    }
+
+    /// The series of `field` under this tag set.
+    pub fn series(&self, field: &str) -> Option<SeriesId> {
+        self.fields?.get(field).copied()
+    }
+}
+
 #[derive(Default)]
 pub struct SeriesIndex {
     databases: BTreeMap<String, DbIndex>,
@@ -93,6 +111,14 @@ impl SeriesIndex {
     ) -> Option<SeriesId> {
         let m = self.databases.get(db)?.measurements.get(measurement)?;
         m.tagsets.get(tags)?.get(field).copied()
+    }
+
+    /// What the index knows about one point's measurement and tag set, found
+    /// with one probe per level so the write path's per-field lookups are
+    /// small map probes.
+    pub fn point_view(&self, db: &str, measurement: &str, tags: &[(String, String)]) -> PointView<'_> {
+        let m = self.databases.get(db).and_then(|d| d.measurements.get(measurement));
+        PointView { field_types: m.map(|m| &m.field_types), fields: m.and_then(|m| m.tagsets.get(tags)) }
     }
 
     pub fn field_type(&self, db: &str, measurement: &str, field: &str) -> Option<FieldType> {
