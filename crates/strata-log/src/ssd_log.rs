@@ -383,8 +383,9 @@ impl SsdLog {
         let (file, path) = match rotated {
             Ok(v) => v,
             Err(e) => {
-                s.poisoned = Some(format!("segment rotation failed: {e}"));
-                return Err(e);
+                let why = format!("segment rotation failed: {e}");
+                s.poisoned = Some(why.clone());
+                return Err(LogError::Poisoned(why));
             }
         };
         let old = std::mem::replace(&mut s.path, path);

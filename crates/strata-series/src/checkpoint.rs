@@ -98,6 +98,9 @@ impl SeriesEngine {
                 for id in ids {
                     let Some(input) = shard[&id].seal_input()? else { continue };
                     if writer.is_none() {
+                        // The sequence is used up as soon as a file may exist under it:
+                        // a later checkpoint must never reuse (and truncate) it.
+                        self.ckpt.lock().next_file_seq = file_seq + 1;
                         writer =
                             Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
                     }
@@ -111,7 +114,14 @@ impl SeriesEngine {
         }
         let new_file = match writer {
             Some(w) => {
-                let meta = w.finish()?;
+                let meta = w.finish().inspect_err(|_| {
+                    // Best effort: an unfinished file is not in any manifest, and
+                    // recovery removes it anyway.
+                    let _ = self
+                        .opts
+                        .fs
+                        .remove(&self.opts.dir.join(crate::block_file::block_file_name(file_seq)));
+                })?;
                 report.block_file_bytes = meta.len_bytes;
                 Some((Arc::new(BlockFile::open(self.opts.fs.clone(), &meta.path)?), meta))
             }
@@ -134,23 +144,38 @@ impl SeriesEngine {
                 }
             }
         }
-        let next_file_seq = if new_file.is_some() { file_seq + 1 } else { file_seq };
+        // From here on the installed blocks are the only copy in memory of
+        // the sealed points; a failure below leaves them installed, their file
+        // durable but unlisted, and the log untruncated: the state on media is
+        // still the previous checkpoint plus the log, and the next checkpoint
+        // lists the file.
 
         // 4. Manifest.
+        let next_file_seq = self.ckpt.lock().next_file_seq;
         let checkpoint_seq = self.ckpt.lock().checkpoint_seq + 1;
         let manifest = self.build_manifest(checkpoint_seq, cut, next_file_seq);
         write_manifest(self.opts.fs.as_ref(), &self.opts.dir, &manifest)?;
+        {
+            let mut ck = self.ckpt.lock();
+            ck.checkpoint_seq = checkpoint_seq;
+            ck.checkpoint_lsn = cut;
+        }
         self.remove_unreferenced_files(&manifest)?;
 
         // 5. Truncate.
-        self.log.truncate_all()?;
+        if let Err(e) = self.log.truncate_all() {
+            // A failed segment rotation leaves the log refusing appends: stop
+            // writes with a clear reason. (Failing to remove the old segment
+            // is harmless: the manifest covers it and open removes it.)
+            if matches!(e, strata_log::LogError::Poisoned(_)) {
+                self.poison(&e);
+            }
+            return Err(e.into());
+        }
         report.checkpoint_seq = checkpoint_seq;
         report.log_bytes_freed = cut.0.saturating_sub(prev_lsn.0);
         report.duration_s = started.elapsed().as_secs_f64();
         let mut ck = self.ckpt.lock();
-        ck.checkpoint_seq = checkpoint_seq;
-        ck.checkpoint_lsn = cut;
-        ck.next_file_seq = next_file_seq;
         ck.last_at = Instant::now();
         ck.last_duration_s = report.duration_s;
         drop(ck);

@@ -159,7 +159,7 @@ impl SeriesEngine {
         }
     }
 
-    fn poison(&self, why: &LogError) {
+    pub(crate) fn poison(&self, why: &LogError) {
         self.poisoned.lock().get_or_insert_with(|| why.to_string());
     }
 
@@ -196,7 +196,11 @@ impl SeriesEngine {
                 self.checkpoint_locked(order)?;
                 self.log.submit(txn, payload)?
             }
-            other => other?,
+            other => other.inspect_err(|e| {
+                if matches!(e, LogError::Poisoned(_)) {
+                    self.poison(e);
+                }
+            })?,
         };
         self.counters
             .log_bytes_written
