@@ -14,6 +14,7 @@
 //! otherwise opening fails and says how to drain it.
 
 use std::path::Path;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,7 +25,7 @@ use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, LogRecord, Lsn, NoLog, SerialLog};
 use strata_media::fs::{FileSystem, RealFs};
 use strata_pmem::{Region, RegionOptions};
-use strata_series::manifest::read_manifest;
+use strata_series::manifest::{read_manifest, Manifest};
 use strata_series::{EngineError, EngineOptions, RecoveryPhase, RecoveryReport, SeriesEngine, SeriesStore};
 use thiserror::Error;
 
@@ -44,6 +45,9 @@ pub enum DbError {
 }
 
 pub struct Db {
+    /// Held while open: a second process on the same directory would
+    /// interleave its log writes with ours.
+    _lock: std::fs::File,
     config: Config,
     engine: Arc<SeriesEngine>,
     region: Option<Arc<Region>>,
@@ -60,12 +64,9 @@ impl Db {
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
         fs.create_dir_all(&config.data_dir).map_err(EngineError::from)?;
         let series_dir = config.series_dir();
+        let lock = Self::lock_data_dir(config)?;
         let manifest = read_manifest(fs.as_ref(), &series_dir)?;
-        if let Some(m) = &manifest {
-            if m.protocol != protocol.name() {
-                Self::check_old_log_drained(config, &m.protocol, Lsn(m.checkpoint_lsn))?;
-            }
-        }
+        Self::drain_other_logs(config, protocol, manifest.as_ref())?;
         let mut region = None;
         let (log, replay): (Box<dyn CommitLog>, Vec<LogRecord>) = match protocol {
             Protocol::None => {
@@ -105,6 +106,7 @@ impl Db {
             engine.create_database(&config.storage.default_database)?;
         }
         let db = Db {
+            _lock: lock,
             config: config.clone(),
             engine,
             region,
@@ -133,39 +135,77 @@ impl Db {
         }
     }
 
-    /// The manifest was written under another protocol: its log must hold
-    /// nothing past the checkpoint, or those acknowledged writes would be lost.
-    fn check_old_log_drained(config: &Config, old: &str, checkpoint_lsn: Lsn) -> Result<(), DbError> {
-        let pending = match old.parse::<Protocol>().map_err(DbError::Other)? {
-            Protocol::None => 0,
-            Protocol::SerialPmem => {
-                if !config.pool_path().exists() {
-                    0
-                } else {
+    /// Takes the data directory's `LOCK` file (an exclusive advisory lock,
+    /// released when the process exits, however it exits).
+    fn lock_data_dir(config: &Config) -> Result<std::fs::File, DbError> {
+        let path = config.data_dir.join("LOCK");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| DbError::Other(format!("cannot open {}: {e}", path.display())))?;
+        match file.try_lock() {
+            Ok(()) => Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => Err(DbError::Other(format!(
+                "data directory {} is in use by another strata process (lock {} is held)",
+                config.data_dir.display(),
+                path.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(DbError::Other(format!("cannot lock {}: {e}", path.display())))
+            }
+        }
+    }
+
+    /// The logs of the other protocols must hold nothing the manifest does
+    /// not cover, or those acknowledged writes would be lost by opening with
+    /// this protocol; what they do hold (records a checkpoint covers) is
+    /// erased now, so that switching back later never replays it.
+    fn drain_other_logs(
+        config: &Config,
+        protocol: Protocol,
+        manifest: Option<&Manifest>,
+    ) -> Result<(), DbError> {
+        for other in [Protocol::SerialPmem, Protocol::SerialSsd] {
+            let exists = match other {
+                Protocol::SerialPmem => config.pool_path().exists(),
+                _ => config.wal_dir().exists(),
+            };
+            if other == protocol || !exists {
+                continue;
+            }
+            let covered = manifest.filter(|m| m.protocol == other.name()).map_or(0, |m| m.checkpoint_lsn);
+            let (log, records): (Box<dyn CommitLog>, Vec<LogRecord>) = match other {
+                Protocol::SerialPmem => {
                     let r = Self::open_region(config)?;
-                    let (_, records, _) = open_pool_log(r, config.pmem.log_bytes).map_err(|message| {
+                    let (log, records, _) = open_pool_log(r, config.pmem.log_bytes).map_err(|message| {
                         DbError::Pool { path: config.pool_path().display().to_string(), message }
                     })?;
-                    records.iter().filter(|r| r.lsn > checkpoint_lsn).count()
+                    (Box::new(log), records)
                 }
-            }
-            Protocol::SerialSsd => {
-                if !config.wal_dir().exists() {
-                    0
-                } else {
+                _ => {
                     let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
-                    let (_, records) = SerialLog::open_ssd(fs, &config.wal_dir(), Self::ssd_options(config))
-                        .map_err(EngineError::from)?;
-                    records.iter().filter(|r| r.lsn > checkpoint_lsn).count()
+                    let (log, records) =
+                        SerialLog::open_ssd(fs, &config.wal_dir(), Self::ssd_options(config))
+                            .map_err(EngineError::from)?;
+                    (Box::new(log), records)
                 }
+            };
+            let pending = records.iter().filter(|r| r.lsn.0 > covered).count();
+            if pending > 0 {
+                let old = other.name();
+                return Err(DbError::Other(format!(
+                    "the {old} log in {} holds {pending} transactions that no checkpoint covers; start once \
+                     with `--protocol {old}` and stop it gracefully (Ctrl-C checkpoints), or run \
+                     `strata recover --protocol {old} --checkpoint`, then switch to {}",
+                    config.data_dir.display(),
+                    protocol.name()
+                )));
             }
-        };
-        if pending > 0 {
-            return Err(DbError::Other(format!(
-                "the data directory was last written with commit protocol `{old}` and its log still holds {pending} \
-                 transactions past the last checkpoint; start once with `--protocol {old}` and stop it gracefully \
-                 (Ctrl-C checkpoints), or run `strata recover --protocol {old} --checkpoint`, then switch"
-            )));
+            if !records.is_empty() {
+                log.truncate_all().map_err(EngineError::from)?;
+            }
         }
         Ok(())
     }
@@ -246,5 +286,71 @@ mod tests {
             crate::pool::POOL_HEADER_BYTES + strata_log::pmem_log::PmemLog::footprint_bytes(c.pmem.log_bytes);
         let db = Db::open(&c, &|_, _, _| {}).expect("a pool validate accepts must open");
         assert_eq!(db.engine().databases(), vec!["strata".to_string()]);
+    }
+
+    fn config(dir: &Path, protocol: Protocol) -> Config {
+        let mut c = Config { data_dir: dir.to_path_buf(), ..Config::default() };
+        c.storage.protocol = protocol.name().into();
+        c.pmem.log_bytes = 1 << 20;
+        c.pmem.pool_bytes = 2 << 20;
+        c
+    }
+
+    fn write(db: &Db, m: &str, v: strata_series::FieldValue, ts: i64) {
+        let p = strata_series::Point {
+            measurement: m.into(),
+            tags: vec![],
+            fields: vec![("f".into(), v)],
+            timestamp_ns: ts,
+        };
+        db.engine().write("strata", &[p]).unwrap();
+    }
+
+    fn count(db: &Db, m: &str) -> usize {
+        let ids: Vec<_> = db.engine().series("strata", m).unwrap().iter().map(|s| s.id).collect();
+        db.engine().read("strata", &ids, strata_series::TimeRange::ALL).unwrap().concat().len()
+    }
+
+    #[test]
+    fn a_second_process_cannot_open_the_same_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let _db = Db::open(&config(dir.path(), Protocol::SerialSsd), &|_, _, _| {}).unwrap();
+        let err =
+            Db::open(&config(dir.path(), Protocol::SerialSsd), &|_, _, _| {}).err().unwrap().to_string();
+        assert!(err.contains("in use by another strata process"), "{err}");
+    }
+
+    #[test]
+    fn switching_protocols_never_loses_or_replays_stale_records() {
+        use strata_series::FieldValue::{Float, Integer};
+        let dir = tempfile::tempdir().unwrap();
+        let (pmem, ssd) = (config(dir.path(), Protocol::SerialPmem), config(dir.path(), Protocol::SerialSsd));
+        let db = Db::open(&pmem, &|_, _, _| {}).unwrap();
+        for ts in 0..3 {
+            write(&db, "k", Float(ts as f64), ts);
+        }
+        drop(db); // a crash: no checkpoint
+        let err =
+            Db::open(&ssd, &|_, _, _| {}).err().expect("uncovered PMem records block the switch").to_string();
+        assert!(err.contains("transactions that no checkpoint covers"), "{err}");
+        let db = Db::open(&pmem, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 3);
+        db.engine().checkpoint().unwrap();
+        drop(db);
+        let db = Db::open(&ssd, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 3, "the checkpoint carried the data across the switch");
+        write(&db, "z", Integer(100), 1);
+        db.engine().checkpoint().unwrap();
+        drop(db);
+        let db = Db::open(&pmem, &|_, _, _| {}).unwrap();
+        assert_eq!(
+            (count(&db, "k"), count(&db, "z")),
+            (3, 1),
+            "no stale PMem record replayed over newer data"
+        );
+        write(&db, "z", Integer(7), 2);
+        drop(db);
+        let db = Db::open(&pmem, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "z"), 2);
     }
 }

@@ -253,6 +253,12 @@ impl SeriesEngine {
                     }
                     let mut shard = self.shard(*id).lock();
                     let data = shard.entry(*id).or_insert_with(|| SeriesData::new(value.field_type()));
+                    if data.field_type() != value.field_type() {
+                        // Only a damaged or foreign log can get here: the write
+                        // path type-checks against the index before logging.
+                        debug_assert!(replay, "live apply of a mistyped point to {id}");
+                        continue;
+                    }
                     data.insert(*ts, value.clone());
                     applied += 1;
                 }

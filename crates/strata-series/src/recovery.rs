@@ -3,9 +3,11 @@
 //! checkpoint does not cover. Each phase is timed for `strata recover`.
 //!
 //! Records with LSN <= the manifest's checkpoint LSN are skipped when the log
-//! is the one the manifest was written with and has not been re-created;
-//! otherwise every record is new, and the engine checkpoints right after
-//! opening so the manifest names the current log.
+//! is the one the manifest was written with and has not been re-created (a
+//! re-created log's records are all new). A log of another protocol than the
+//! manifest names is not replayed at all (the facade erased it when it last
+//! switched away from it). In both cases the engine checkpoints right after
+//! opening, so the manifest names the current log and its position.
 
 use std::fmt;
 use std::sync::Arc;
@@ -186,7 +188,11 @@ impl SeriesEngine {
             if i % 1024 == 0 {
                 progress(RecoveryPhase::Replay, i as u64, total);
             }
-            if same_log && manifest.is_some() && r.lsn <= checkpoint_lsn {
+            // A log the manifest does not name holds nothing to replay: the
+            // facade refuses to switch protocols while the old log holds
+            // uncovered records and erases what it holds when it switches.
+            let foreign = manifest.as_ref().is_some_and(|m| m.protocol != report.protocol);
+            if foreign || (same_log && manifest.is_some() && r.lsn <= checkpoint_lsn) {
                 report.log_records_skipped += 1;
                 continue;
             }
