@@ -48,6 +48,10 @@ pub trait CommitLog: Send + Sync {
     /// The stream position just past the last submitted record: the LSN a
     /// checkpoint taken now covers.
     fn end(&self) -> Lsn;
+    /// The largest payload one transaction may log.
+    fn max_payload_bytes(&self) -> u64 {
+        crate::record::MAX_PAYLOAD_BYTES
+    }
     /// Frees the log: a checkpoint covers everything committed so far.
     fn truncate_all(&self) -> Result<(), LogError>;
 }
@@ -142,6 +146,15 @@ impl CommitLog for SerialLog {
         match &self.device {
             Device::Pmem { .. } => Ok(()),
             Device::Ssd(log) => log.wait_durable(lsn),
+        }
+    }
+
+    /// On PMem at most half the ring, so that a record always fits once a
+    /// checkpoint has emptied it, with room for the commits behind it.
+    fn max_payload_bytes(&self) -> u64 {
+        match &self.device {
+            Device::Pmem { log, .. } => crate::record::MAX_PAYLOAD_BYTES.min(log.layout().capacity_bytes / 2),
+            Device::Ssd(_) => crate::record::MAX_PAYLOAD_BYTES,
         }
     }
 

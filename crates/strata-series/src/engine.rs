@@ -357,6 +357,10 @@ impl SeriesEngine {
             return Ok(outcome);
         }
         let payload = rec.encode();
+        let max_bytes = self.log.max_payload_bytes();
+        if payload.len() as u64 > max_bytes {
+            return Err(EngineError::RequestTooLarge { record_bytes: payload.len() as u64, max_bytes });
+        }
         let lsn = self.submit_locked(&mut order, &payload)?;
         if let WalRecord::Write { db, new_series, .. } = &rec {
             let mut index = self.index.write();

@@ -12,6 +12,8 @@ pub enum EngineError {
     InvalidDatabaseName(String, String),
     #[error("max-series-per-database limit exceeded: database {db} has {limit} series")]
     SeriesLimit { db: String, limit: u64 },
+    #[error("request too large: its log record would be {record_bytes} bytes, the limit is {max_bytes}; split it into smaller requests")]
+    RequestTooLarge { record_bytes: u64, max_bytes: u64 },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("corruption in {file}: {what}")]

@@ -184,3 +184,16 @@ fn the_series_limit_rejects_the_whole_request() {
         "nothing of it was written"
     );
 }
+
+#[test]
+fn a_request_larger_than_the_log_allows_is_refused_whole() {
+    let h = Harness::new(LogKind::SerialPmem);
+    let e = h.engine();
+    // The harness ring is 1 MiB: at most 512 KiB per record.
+    let big: Vec<_> = (0..30_000).map(|i| point("cpu", "a", vec![("u", f(i as f64))], i)).collect();
+    let err = e.write("db", &big).unwrap_err();
+    assert!(matches!(err, EngineError::RequestTooLarge { max_bytes: 524_288, .. }), "{err}");
+    assert!(err.to_string().contains("split it into smaller requests"), "{err}");
+    assert!(e.series("db", "cpu").unwrap().is_empty(), "nothing of it was applied, not even its series");
+    e.write("db", &big[..1000]).unwrap();
+}

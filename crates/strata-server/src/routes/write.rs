@@ -175,6 +175,9 @@ fn parse_and_commit(
             Err(EngineError::UnknownDatabase(_)) => {
                 return Err(database_not_found(db, flavor));
             }
+            Err(e @ EngineError::RequestTooLarge { .. }) => {
+                return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, e.to_string()));
+            }
             Err(e @ (EngineError::InvalidArgument(_) | EngineError::InvalidDatabaseName(..))) => {
                 return Err(ApiError::bad_request(e.to_string()));
             }
