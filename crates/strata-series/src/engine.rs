@@ -393,42 +393,48 @@ impl SeriesEngine {
         ids: &[SeriesId],
         range: TimeRange,
     ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
-        let _gate = self.gate.read();
-        let files = self.files.read();
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            let (sealed, tombstones, mut merged) = {
-                let shard = self.shard(*id).lock();
-                let Some(data) = shard.get(id) else {
-                    out.push(Vec::new());
-                    continue;
-                };
-                let sealed: Vec<SealedBlock> = data.sealed_in(range).cloned().collect();
-                let mut dram = BTreeMap::new();
-                data.overlay_dram(range, &mut dram);
-                (sealed, data.tombstones.clone(), dram)
-            };
-            let mut points = BTreeMap::new();
-            for b in &sealed {
-                let file = files.get(&b.file_seq).ok_or_else(|| {
-                    EngineError::Other(format!("block file {} of {id} is not open", b.file_seq))
-                })?;
-                let bytes = file.read_block(&b.entry)?;
-                let block = crate::gorilla::decode_block(&bytes).map_err(|e| {
-                    EngineError::corruption(file.path().display().to_string(), format!("block of {id}: {e}"))
-                })?;
-                for (i, t) in block.timestamps.iter().enumerate() {
-                    let masked =
-                        tombstones.iter().any(|x| x.upto_file_seq >= b.file_seq && x.range.contains(*t));
-                    if range.contains(*t) && !masked {
-                        points.insert(*t, block.value(i));
-                    }
-                }
-            }
-            points.append(&mut merged);
-            out.push(points.into_iter().collect());
-        }
-        Ok(out)
+        // Under the gate: the DRAM points, and which immutable blocks to read
+        // (with the open files). Block I/O and decoding happen after it is
+        // released, so a long scan never holds up acknowledgements.
+        let snapshots: Vec<Option<SeriesSnapshot>> = {
+            let _gate = self.gate.read();
+            let files = self.files.read();
+            ids.iter()
+                .map(|id| {
+                    let shard = self.shard(*id).lock();
+                    let data = shard.get(id)?;
+                    let sealed = data
+                        .sealed_in(range)
+                        .map(|b| {
+                            Ok((
+                                files.get(&b.file_seq).cloned().ok_or_else(|| {
+                                    EngineError::Other(format!(
+                                        "block file {} of {id} is not open",
+                                        b.file_seq
+                                    ))
+                                })?,
+                                b.clone(),
+                            ))
+                        })
+                        .collect::<Result<Vec<_>, EngineError>>();
+                    let mut dram = BTreeMap::new();
+                    data.overlay_dram(range, &mut dram);
+                    Some(sealed.map(|sealed| SeriesSnapshot {
+                        sealed,
+                        tombstones: data.tombstones.clone(),
+                        dram,
+                    }))
+                })
+                .map(|s| s.transpose())
+                .collect::<Result<_, EngineError>>()?
+        };
+        ids.iter()
+            .zip(snapshots)
+            .map(|(id, snap)| match snap {
+                None => Ok(Vec::new()),
+                Some(snap) => snap.materialize(*id, range),
+            })
+            .collect()
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -463,6 +469,41 @@ impl SeriesEngine {
         s.log_bytes_written = c.log_bytes_written.load(Ordering::Relaxed);
         s.checkpoints = c.checkpoints.load(Ordering::Relaxed);
         s
+    }
+}
+
+/// One series' part of a read snapshot: the sealed blocks to read (with
+/// their files, immutable), its tombstones and a copy of its DRAM points.
+struct SeriesSnapshot {
+    sealed: Vec<(Arc<BlockFile>, SealedBlock)>,
+    tombstones: Vec<crate::series_data::Tombstone>,
+    dram: BTreeMap<TimestampNs, FieldValue>,
+}
+
+impl SeriesSnapshot {
+    /// Reads the blocks, oldest file first, masks tombstoned points, then
+    /// lays the DRAM points over them (newest wins).
+    fn materialize(
+        mut self,
+        id: SeriesId,
+        range: TimeRange,
+    ) -> Result<Vec<(TimestampNs, FieldValue)>, EngineError> {
+        let mut points = BTreeMap::new();
+        for (file, b) in &self.sealed {
+            let bytes = file.read_block(&b.entry)?;
+            let block = crate::gorilla::decode_block(&bytes).map_err(|e| {
+                EngineError::corruption(file.path().display().to_string(), format!("block of {id}: {e}"))
+            })?;
+            for (i, t) in block.timestamps.iter().enumerate() {
+                let masked =
+                    self.tombstones.iter().any(|x| x.upto_file_seq >= b.file_seq && x.range.contains(*t));
+                if range.contains(*t) && !masked {
+                    points.insert(*t, block.value(i));
+                }
+            }
+        }
+        points.append(&mut self.dram);
+        Ok(points.into_iter().collect())
     }
 }
 
