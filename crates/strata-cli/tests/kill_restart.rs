@@ -2,7 +2,8 @@
 //! protocol over HTTP while the test SIGKILLs `strata serve` at a random
 //! moment, restarts it on the same data directory, and checks that every
 //! acknowledged request is queryable with its values and that no
-//! unacknowledged request is partly visible. 50 kills by default (half on
+//! unacknowledged request is partly visible. Checkpoints run every 32 KiB of
+//! log, so kills also interrupt checkpoints. 50 kills by default (half on
 //! serial-pmem, half on serial-ssd); `STRATA_KILL_ITERATIONS` sets the count
 //! and `STRATA_KILL_SEED` the seed.
 
@@ -46,9 +47,18 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Small checkpoint thresholds, so kills also land in the middle of
+/// checkpoints (sealing, block file and manifest writes, log truncation).
+const CONFIG: &str = "[storage]\ncheckpoint_log_bytes = 32768\ncheckpoint_interval_s = 1\n";
+
 fn start(data_dir: &Path, protocol: &str, port: u16) -> Child {
+    let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
+    std::fs::write(&config, CONFIG).expect("write config");
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(["serve", "--data-dir"])
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
         .arg(data_dir)
         .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
@@ -155,6 +165,7 @@ fn run_iteration(
 
 fn verify(port: u16, ledger: &Ledger) -> usize {
     let mut checked = 0;
+    // (kill_loop asserts the checkpoints really ran; see `block_files`.)
     for w in 0..WRITERS {
         let have = query_writer(port, w);
         let mut expected_ts = BTreeSet::new();
@@ -189,14 +200,15 @@ fn verify(port: u16, ledger: &Ledger) -> usize {
 }
 
 fn kill_loop(protocol: &str, iterations: u64, seed: u64) {
-    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let mut next_seq = vec![0u64; WRITERS as usize];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut acked_total = 0;
     for i in 0..iterations {
         let port = free_port();
-        let mut child = start(dir.path(), protocol, port);
+        let mut child = start(&dir, protocol, port);
         if i > 0 {
             let checked = verify(port, &ledger.lock().unwrap());
             assert!(checked >= acked_total, "seed {seed}: iteration {i}");
@@ -206,8 +218,16 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) {
         acked_total = ledger.lock().unwrap().acked.len() * LINES_PER_REQUEST as usize;
     }
     let port = free_port();
-    let mut child = start(dir.path(), protocol, port);
+    let mut child = start(&dir, protocol, port);
     let checked = verify(port, &ledger.lock().unwrap());
+    let blocks = std::fs::read_dir(dir.join("series"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("blocks-"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert!(blocks > 0, "seed {seed}: no checkpoint ever completed, so none was interrupted either");
     child.kill().unwrap();
     child.wait().unwrap();
     let l = ledger.lock().unwrap();
