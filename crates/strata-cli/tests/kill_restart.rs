@@ -199,7 +199,7 @@ fn verify(port: u16, ledger: &Ledger) -> usize {
     checked
 }
 
-fn kill_loop(protocol: &str, iterations: u64, seed: u64) {
+fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -220,22 +220,41 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) {
     let port = free_port();
     let mut child = start(&dir, protocol, port);
     let checked = verify(port, &ledger.lock().unwrap());
-    let blocks = std::fs::read_dir(dir.join("series"))
+    let block_files = std::fs::read_dir(dir.join("series"))
         .map(|d| {
             d.filter_map(Result::ok)
                 .filter(|e| e.file_name().to_string_lossy().starts_with("blocks-"))
                 .count()
         })
         .unwrap_or(0);
-    assert!(blocks > 0, "seed {seed}: no checkpoint ever completed, so none was interrupted either");
     child.kill().unwrap();
     child.wait().unwrap();
     let l = ledger.lock().unwrap();
-    println!("{protocol}: seed {seed}, {iterations} kills, {} acknowledged requests ({checked} points) all present, {} unacknowledged never partial", l.acked.len(), l.unknown.len());
-    assert!(
-        l.acked.len() as u64 >= iterations,
-        "seed {seed}: too few requests were acknowledged to mean anything"
+    println!(
+        "{protocol}: seed {seed}, {iterations} kills, {} acknowledged requests ({checked} points) all present, \
+         {} unacknowledged never partial, {block_files} block files",
+        l.acked.len(),
+        l.unknown.len()
     );
+    KillSummary { acked_requests: l.acked.len() as u64, points_verified: checked as u64, block_files }
+}
+
+/// What a kill loop saw (each restart already verified every acknowledged
+/// point and that no unacknowledged request was partly visible).
+struct KillSummary {
+    acked_requests: u64,
+    points_verified: u64,
+    block_files: usize,
+}
+
+fn check_summary(s: &KillSummary, iterations: u64, seed: u64) {
+    assert!(s.acked_requests >= iterations, "seed {seed}: too few acknowledged requests to mean anything");
+    assert_eq!(
+        s.points_verified,
+        s.acked_requests * LINES_PER_REQUEST,
+        "seed {seed}: every acknowledged point read back"
+    );
+    assert!(s.block_files > 0, "seed {seed}: no checkpoint ever completed, so none was interrupted either");
 }
 
 fn iterations() -> u64 {
@@ -248,10 +267,16 @@ fn seed() -> u64 {
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_serial_pmem() {
-    kill_loop("serial-pmem", iterations().div_ceil(2), seed());
+    let (n, seed) = (iterations().div_ceil(2), seed());
+    let summary = kill_loop("serial-pmem", n, seed);
+    assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
+    check_summary(&summary, n, seed);
 }
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_serial_ssd() {
-    kill_loop("serial-ssd", iterations() / 2, seed() ^ 1);
+    let (n, seed) = (iterations() / 2, seed() ^ 1);
+    let summary = kill_loop("serial-ssd", n, seed);
+    assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
+    check_summary(&summary, n, seed);
 }

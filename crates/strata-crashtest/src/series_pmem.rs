@@ -19,9 +19,7 @@ use strata_pmem::crash::PmemCrashProtocol;
 use strata_pmem::{Region, RegionOffset};
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
-use crate::series_workload::{
-    check_prefix, execute, prefix_states, read_state, workload, SeriesState, SeriesTxn, DB,
-};
+use crate::series_workload::SeriesPlan;
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
 
@@ -32,22 +30,18 @@ pub struct SeriesPmemCrash {
     pub log_capacity_bytes: u64,
     /// (sim ops when a checkpoint began, file system after it), in run order.
     snapshots: Mutex<Vec<(u64, FaultFs)>>,
-    txns_planned: Vec<SeriesTxn>,
-    states: Vec<SeriesState>,
+    plan: SeriesPlan,
 }
 
 impl SeriesPmemCrash {
     pub fn new(seed: u64, txns: u64) -> Self {
-        let planned = workload(seed, txns);
-        let states = prefix_states(&planned);
         SeriesPmemCrash {
             seed,
             txns,
             checkpoint_every: 9,
             log_capacity_bytes: 8192,
             snapshots: Mutex::new(Vec::new()),
-            txns_planned: planned,
-            states,
+            plan: SeriesPlan::new(seed, txns),
         }
     }
 
@@ -74,19 +68,11 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         let mut opts = Self::options();
         opts.fs = Arc::new(fs.clone());
         let (engine, _) = SeriesEngine::open(opts, Box::new(log), Vec::new(), &|_, _, _| {}).expect("open");
-        engine.create_database(DB).expect("create db");
-        for (i, txn) in self.txns_planned.iter().enumerate() {
-            let t = i as u64 + 1;
-            match execute(engine.as_ref(), txn) {
-                Ok(()) => acks.ack(TxnId(t)),
-                Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
-            }
-            if t.is_multiple_of(self.checkpoint_every) {
-                let began = sim.ops();
-                engine.checkpoint().expect("checkpoint");
-                snapshots.push((began, fs.crash(Tear::None)));
-            }
-        }
+        self.plan.run(&engine, acks, self.checkpoint_every, || {
+            let began = sim.ops();
+            engine.checkpoint().expect("checkpoint");
+            snapshots.push((began, fs.crash(Tear::None)));
+        });
         *self.snapshots.lock() = snapshots;
     }
 
@@ -111,14 +97,13 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         };
         if region.load_u64(LOG_BASE) != PMEM_LOG_MAGIC {
             // The crash came before the log was formatted: nothing was acknowledged.
-            return Ok(check_prefix(&self.states, &SeriesState::new(), acked));
+            return self.plan.check(None, acked);
         }
         let (log, records) = SerialLog::open_pmem(region.clone(), LOG_BASE).map_err(|e| e.to_string())?;
         let mut opts = Self::options();
         opts.fs = Arc::new(fs) as Arc<dyn FileSystem>;
         let log: Box<dyn CommitLog> = Box::new(log);
         let (engine, _) = SeriesEngine::open(opts, log, records, &|_, _, _| {}).map_err(|e| e.to_string())?;
-        let state = read_state(engine.as_ref() as &dyn SeriesStore)?;
-        Ok(check_prefix(&self.states, &state, acked))
+        self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }
 }

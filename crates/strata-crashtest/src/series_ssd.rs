@@ -13,22 +13,17 @@ use strata_media::fs::{FileSystem, FsCrashProtocol};
 use strata_media::{AckLog, OracleCounts, TxnId};
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
-use crate::series_workload::{
-    check_prefix, execute, prefix_states, read_state, workload, SeriesState, SeriesTxn, DB,
-};
+use crate::series_workload::SeriesPlan;
 
 pub struct SeriesSsdCrash {
     pub seed: u64,
     pub checkpoint_every: u64,
-    txns_planned: Vec<SeriesTxn>,
-    states: Vec<SeriesState>,
+    plan: SeriesPlan,
 }
 
 impl SeriesSsdCrash {
     pub fn new(seed: u64, txns: u64) -> Self {
-        let planned = workload(seed, txns);
-        let states = prefix_states(&planned);
-        SeriesSsdCrash { seed, checkpoint_every: 6, txns_planned: planned, states }
+        SeriesSsdCrash { seed, checkpoint_every: 6, plan: SeriesPlan::new(seed, txns) }
     }
 
     fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, String> {
@@ -48,17 +43,9 @@ impl FsCrashProtocol for SeriesSsdCrash {
 
     fn run(&self, fs: Arc<dyn FileSystem>, acks: &AckLog) {
         let engine = Self::open(fs).expect("open");
-        engine.create_database(DB).expect("create db");
-        for (i, txn) in self.txns_planned.iter().enumerate() {
-            let t = i as u64 + 1;
-            match execute(engine.as_ref(), txn) {
-                Ok(()) => acks.ack(TxnId(t)),
-                Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
-            }
-            if t.is_multiple_of(self.checkpoint_every) {
-                engine.checkpoint().expect("checkpoint");
-            }
-        }
+        self.plan.run(&engine, acks, self.checkpoint_every, || {
+            engine.checkpoint().expect("checkpoint");
+        });
     }
 
     fn recover_and_check(
@@ -67,7 +54,6 @@ impl FsCrashProtocol for SeriesSsdCrash {
         acked: &BTreeSet<TxnId>,
     ) -> Result<(OracleCounts, Option<String>), String> {
         let engine = Self::open(fs)?;
-        let state = read_state(engine.as_ref() as &dyn SeriesStore)?;
-        Ok(check_prefix(&self.states, &state, acked))
+        self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }
 }

@@ -13,12 +13,63 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{Rng, SeedableRng};
-use strata_media::{OracleCounts, TxnId};
-use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_series::{FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
 
 pub const DB: &str = "db";
 const HOSTS: [&str; 3] = ["a", "b", "c"];
 const FIELDS: [&str; 2] = ["u", "v"];
+
+/// A seeded workload with the state after each of its prefixes: what both
+/// series crash lines run and check against.
+pub struct SeriesPlan {
+    pub seed: u64,
+    pub txns: Vec<SeriesTxn>,
+    states: Vec<SeriesState>,
+}
+
+impl SeriesPlan {
+    pub fn new(seed: u64, txns: u64) -> SeriesPlan {
+        let txns = workload(seed, txns);
+        let states = prefix_states(&txns);
+        SeriesPlan { seed, txns, states }
+    }
+
+    /// Creates the database, then runs every transaction, acknowledging
+    /// each; every `checkpoint_every` transactions calls `checkpoint`.
+    pub fn run(
+        &self,
+        engine: &SeriesEngine,
+        acks: &AckLog,
+        checkpoint_every: u64,
+        mut checkpoint: impl FnMut(),
+    ) {
+        engine.create_database(DB).expect("create db");
+        for (i, txn) in self.txns.iter().enumerate() {
+            let t = i as u64 + 1;
+            match execute(engine, txn) {
+                Ok(()) => acks.ack(TxnId(t)),
+                Err(e) => panic!("seed {}: T{t} failed: {e}", self.seed),
+            }
+            if t.is_multiple_of(checkpoint_every) {
+                checkpoint();
+            }
+        }
+    }
+
+    /// The oracle over what `store` recovered (None: nothing was ever formatted).
+    pub fn check(
+        &self,
+        store: Option<&dyn SeriesStore>,
+        acked: &BTreeSet<TxnId>,
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        let state = match store {
+            Some(s) => read_state(s)?,
+            None => SeriesState::new(),
+        };
+        Ok(check_prefix(&self.states, &state, acked))
+    }
+}
 
 /// One transaction of the workload.
 #[derive(Clone, Debug)]
