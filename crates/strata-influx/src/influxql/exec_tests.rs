@@ -527,3 +527,77 @@ fn grafana_style_query_with_millisecond_duration_bounds() {
                 "values": [["2020-01-01T00:00:00Z", 2.0], ["2020-01-01T00:00:30Z", null]]}])
     );
 }
+
+/// A store that lands one write request between a SELECT's listing of the
+/// series and its read: a new point on a listed series plus a new series.
+struct RacingStore {
+    inner: MemStore,
+    raced: std::sync::atomic::AtomicBool,
+}
+
+impl SeriesStore for RacingStore {
+    fn databases(&self) -> Vec<String> {
+        self.inner.databases()
+    }
+    fn create_database(&self, name: &str) -> Result<(), strata_series::EngineError> {
+        self.inner.create_database(name)
+    }
+    fn measurements(&self, db: &str) -> Result<Vec<String>, strata_series::EngineError> {
+        self.inner.measurements(db)
+    }
+    fn series(
+        &self,
+        db: &str,
+        m: &str,
+    ) -> Result<Vec<strata_series::SeriesInfo>, strata_series::EngineError> {
+        self.inner.series(db, m)
+    }
+    fn read(
+        &self,
+        db: &str,
+        ids: &[strata_series::SeriesId],
+        range: strata_series::TimeRange,
+    ) -> Result<Vec<Vec<(i64, FieldValue)>>, strata_series::EngineError> {
+        if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let request = [
+                point("race", &[("host", "a")], vec![("v", FieldValue::Float(2.0))], 1),
+                point("race", &[("host", "b")], vec![("v", FieldValue::Float(3.0))], 1),
+            ];
+            self.inner.write("db", &request)?;
+        }
+        self.inner.read(db, ids, range)
+    }
+    fn write(
+        &self,
+        db: &str,
+        points: &[Point],
+    ) -> Result<strata_series::WriteOutcome, strata_series::EngineError> {
+        self.inner.write(db, points)
+    }
+    fn delete(
+        &self,
+        db: &str,
+        ids: &[strata_series::SeriesId],
+        range: strata_series::TimeRange,
+    ) -> Result<u64, strata_series::EngineError> {
+        self.inner.delete(db, ids, range)
+    }
+    fn drop_measurement(&self, db: &str, m: &str) -> Result<(), strata_series::EngineError> {
+        self.inner.drop_measurement(db, m)
+    }
+}
+
+#[test]
+fn a_request_landing_between_listing_and_read_is_seen_whole() {
+    let inner = MemStore::new();
+    inner.create_database("db").unwrap();
+    inner.write("db", &[point("race", &[("host", "a")], vec![("v", FieldValue::Float(1.0))], 0)]).unwrap();
+    let store = RacingStore { inner, raced: Default::default() };
+    let params = QueryParams { db: Some("db".into()), epoch: Some("s".into()), now_ns: T0 };
+    let got = execute(&store, "SELECT count(v) FROM race", &params).unwrap();
+    assert_eq!(
+        got["results"][0]["series"][0]["values"][0][1],
+        json!(3),
+        "the racing request's two points are both counted, not just the one on the listed series: {got}"
+    );
+}

@@ -38,15 +38,51 @@ pub fn run_select(
     params: &QueryParams,
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, String> {
-    let Some(plan) = plan_select(store, stmt, params)? else {
-        return Ok(Vec::new());
+    // Planning lists the measurement's series and `read_rows` reads them:
+    // two calls. A request landing between them could add a point to a
+    // listed series and create another, and the read would show it half. The
+    // listing is taken again after the read; if it did not change, no series
+    // was created or dropped in between, so every request the read shows had
+    // its series listed (the engine publishes a request's new series before
+    // applying its points). Otherwise plan and read again.
+    let db = super::resolve_db(stmt.from.database.as_deref(), params)?;
+    let listing = || -> Result<Vec<SeriesId>, String> {
+        let mut ids: Vec<SeriesId> = match store.series(&db, &stmt.from.name) {
+            Ok(series) => series.iter().map(|s| s.id).collect(),
+            Err(_) => Vec::new(), // planning reports the error
+        };
+        ids.sort_unstable();
+        Ok(ids)
     };
-    let groups = read_rows(store, &plan)?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let before = listing()?;
+        let Some(plan) = plan_select(store, stmt, params)? else {
+            return Ok(Vec::new());
+        };
+        let groups = read_rows(store, &plan)?;
+        if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
+            continue;
+        }
+        return output(&plan, groups, epoch);
+    }
+}
+
+/// Plans are retried at most this often when series keep appearing; the last
+/// attempt's answer is returned as it is.
+const MAX_SNAPSHOT_ATTEMPTS: usize = 8;
+
+fn output(
+    plan: &SelectPlan,
+    groups: BTreeMap<Vec<String>, Vec<Row<'_>>>,
+    epoch: Epoch,
+) -> Result<Vec<SeriesOut>, String> {
     let mut out = Vec::new();
     for (key, rows) in groups {
         let values = match &plan.projection {
-            Projection::Raw(columns) => raw_rows(&plan, columns, &rows, epoch),
-            Projection::Aggregate(columns) => aggregate_rows(&plan, columns, &rows, epoch)?,
+            Projection::Raw(columns) => raw_rows(plan, columns, &rows, epoch),
+            Projection::Aggregate(columns) => aggregate_rows(plan, columns, &rows, epoch)?,
         };
         if values.is_empty() {
             continue;
