@@ -16,6 +16,7 @@ pub mod machine;
 pub mod measure;
 pub mod persist;
 pub mod report;
+pub mod ycsb_ts;
 
 pub use ingest::{run_ingest_bench, IngestOptions};
 pub use machine::Machine;
