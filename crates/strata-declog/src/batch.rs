@@ -1,0 +1,240 @@
+//! Batches: the contents of one flushed log queue, merged and padded to a
+//! multiple of the alignment (declog.txt section 4.4.2, group commit with log
+//! alignment; format: `docs/format/declog-stream.md`).
+//!
+//! A batch is a 32-byte header (magic, kind, seal, stream position, writer
+//! epoch, length, entry count, CRC32C) followed by its entries and zero
+//! padding. With 256-byte alignment every batch starts on its own XPLine, so
+//! the paper's "start address of a log entry that exceeds 256 bytes is a
+//! multiple of 256" holds for the first entry of each batch and no block is
+//! shared by two flushes. A `Wrap` batch (header only) fills the rest of a
+//! ring lap that the next batch does not fit.
+//!
+//! The `seal` field is outside the CRC: after a crash, `open` marks a last
+//! batch whose entries were torn as sealed with one atomic 8-byte store, so
+//! once the writer has written past it parsing still accepts it.
+
+use crate::entry::{encode_entry, EntryMeta, Stamp};
+
+/// "DLGB" read as a little-endian u32.
+pub const BATCH_MAGIC: u32 = u32::from_le_bytes(*b"DLGB");
+pub const BATCH_HEADER_BYTES: u64 = 32;
+pub const BATCH_KIND_ENTRIES: u16 = 1;
+pub const BATCH_KIND_WRAP: u16 = 2;
+/// `seal` value of a batch whose torn entries `open` found and accepted.
+pub const BATCH_SEAL_TORN: u16 = 1;
+pub const BATCH_OFFSET_MAGIC: usize = 0;
+pub const BATCH_OFFSET_KIND: usize = 4;
+pub const BATCH_OFFSET_SEAL: usize = 6;
+pub const BATCH_OFFSET_STREAM_POS: usize = 8;
+pub const BATCH_OFFSET_EPOCH: usize = 16;
+pub const BATCH_OFFSET_BATCH_BYTES: usize = 20;
+pub const BATCH_OFFSET_ENTRY_COUNT: usize = 24;
+pub const BATCH_OFFSET_CRC: usize = 28;
+
+/// A decoded batch header.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub kind: u16,
+    pub seal: u16,
+    /// The stream position the batch was written at (its position stamp).
+    pub pos: u64,
+    pub epoch: u32,
+    /// Bytes from the header to the next batch, padding included.
+    pub batch_bytes: u32,
+    pub entry_count: u32,
+}
+
+fn header_crc(h: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(&h[..BATCH_OFFSET_SEAL]);
+    crc32c::crc32c_append(crc, &h[BATCH_OFFSET_STREAM_POS..BATCH_OFFSET_CRC])
+}
+
+pub fn encode_header(h: &BatchHeader) -> [u8; BATCH_HEADER_BYTES as usize] {
+    let mut b = [0u8; BATCH_HEADER_BYTES as usize];
+    b[BATCH_OFFSET_MAGIC..BATCH_OFFSET_MAGIC + 4].copy_from_slice(&BATCH_MAGIC.to_le_bytes());
+    b[BATCH_OFFSET_KIND..BATCH_OFFSET_KIND + 2].copy_from_slice(&h.kind.to_le_bytes());
+    b[BATCH_OFFSET_SEAL..BATCH_OFFSET_SEAL + 2].copy_from_slice(&h.seal.to_le_bytes());
+    b[BATCH_OFFSET_STREAM_POS..BATCH_OFFSET_STREAM_POS + 8].copy_from_slice(&h.pos.to_le_bytes());
+    b[BATCH_OFFSET_EPOCH..BATCH_OFFSET_EPOCH + 4].copy_from_slice(&h.epoch.to_le_bytes());
+    b[BATCH_OFFSET_BATCH_BYTES..BATCH_OFFSET_BATCH_BYTES + 4].copy_from_slice(&h.batch_bytes.to_le_bytes());
+    b[BATCH_OFFSET_ENTRY_COUNT..BATCH_OFFSET_ENTRY_COUNT + 4].copy_from_slice(&h.entry_count.to_le_bytes());
+    let crc = header_crc(&b);
+    b[BATCH_OFFSET_CRC..BATCH_OFFSET_CRC + 4].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The first 8 bytes of `header` with `seal` set: one atomic store seals it.
+pub fn sealed_first_word(header: &BatchHeader) -> u64 {
+    let b = encode_header(&BatchHeader { seal: BATCH_SEAL_TORN, ..*header });
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+/// Decodes a header expected at stream position `pos`; `Err` for anything
+/// that is not a complete header written at `pos` (zeroes, torn, a stale lap).
+pub fn decode_header(b: &[u8], pos: u64) -> Result<BatchHeader, String> {
+    if (b.len() as u64) < BATCH_HEADER_BYTES {
+        return Err("truncated batch header".into());
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4"));
+    let magic = u32_at(BATCH_OFFSET_MAGIC);
+    if magic != BATCH_MAGIC {
+        return Err(format!("no batch (magic {magic:#010x})"));
+    }
+    if u32_at(BATCH_OFFSET_CRC) != header_crc(b) {
+        return Err("batch header CRC mismatch".into());
+    }
+    let h = BatchHeader {
+        kind: u16_at(BATCH_OFFSET_KIND),
+        seal: u16_at(BATCH_OFFSET_SEAL),
+        pos: u64::from_le_bytes(
+            b[BATCH_OFFSET_STREAM_POS..BATCH_OFFSET_STREAM_POS + 8].try_into().expect("8"),
+        ),
+        epoch: u32_at(BATCH_OFFSET_EPOCH),
+        batch_bytes: u32_at(BATCH_OFFSET_BATCH_BYTES),
+        entry_count: u32_at(BATCH_OFFSET_ENTRY_COUNT),
+    };
+    if h.pos != pos {
+        return Err(format!("batch stamped {} found at {pos} (stale lap)", h.pos));
+    }
+    if h.kind != BATCH_KIND_ENTRIES && h.kind != BATCH_KIND_WRAP {
+        return Err(format!("unknown batch kind {}", h.kind));
+    }
+    if h.seal != 0 && h.seal != BATCH_SEAL_TORN {
+        return Err(format!("unknown batch seal {}", h.seal));
+    }
+    if (h.batch_bytes as u64) < BATCH_HEADER_BYTES {
+        return Err(format!("batch of {} bytes is shorter than its header", h.batch_bytes));
+    }
+    Ok(h)
+}
+
+/// One entry to merge into a batch.
+pub struct BatchEntry<'a> {
+    pub meta: EntryMeta,
+    pub payload: &'a [u8],
+}
+
+/// A merged, padded batch ready to be written at its stream position.
+pub struct BuiltBatch {
+    pub bytes: Vec<u8>,
+    /// For a batch ending in an update entry: where its tail word goes
+    /// (offset in the batch) and the committed value to store there later.
+    pub update_tail: Option<(u64, u64)>,
+}
+
+/// Bytes of a batch holding entries of these encoded lengths, padded to `align_bytes`.
+pub fn batch_len(entries_bytes: u64, align_bytes: u64) -> u64 {
+    (BATCH_HEADER_BYTES + entries_bytes).div_ceil(align_bytes) * align_bytes
+}
+
+/// Merges `entries` into one batch at `pos`. Insert entries are written with
+/// their tails; the last entry, if it is an update entry (LSN > 0), without.
+pub fn build_batch(entries: &[BatchEntry<'_>], pos: u64, epoch: u32, align_bytes: u64) -> BuiltBatch {
+    let mut bytes = Vec::with_capacity(1024);
+    bytes.resize(BATCH_HEADER_BYTES as usize, 0);
+    let mut update_tail = None;
+    for (i, e) in entries.iter().enumerate() {
+        let is_update = e.meta.lsn > 0;
+        debug_assert!(!is_update || i + 1 == entries.len(), "an update entry closes its queue");
+        let stamp = Stamp { pos: pos + bytes.len() as u64, epoch };
+        let (tail, at) = encode_entry(&e.meta, e.payload, stamp, !is_update, &mut bytes);
+        if is_update {
+            update_tail = Some((at as u64, tail));
+        }
+    }
+    let total = batch_len(bytes.len() as u64 - BATCH_HEADER_BYTES, align_bytes);
+    bytes.resize(total as usize, 0);
+    let header = BatchHeader {
+        kind: BATCH_KIND_ENTRIES,
+        seal: 0,
+        pos,
+        epoch,
+        batch_bytes: total as u32,
+        entry_count: entries.len() as u32,
+    };
+    bytes[..BATCH_HEADER_BYTES as usize].copy_from_slice(&encode_header(&header));
+    BuiltBatch { bytes, update_tail }
+}
+
+/// The header of a wrap batch filling `len` bytes at `pos` (the rest of a lap).
+pub fn wrap_header(pos: u64, epoch: u32, len: u64) -> [u8; BATCH_HEADER_BYTES as usize] {
+    encode_header(&BatchHeader {
+        kind: BATCH_KIND_WRAP,
+        seal: 0,
+        pos,
+        epoch,
+        batch_bytes: len as u32,
+        entry_count: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{decode_entry, entry_len};
+    use strata_media::TxnId;
+
+    fn meta(txn: u64, lsn: u32) -> EntryMeta {
+        EntryMeta { txn: TxnId(txn), key_hash: txn * 31, lsn, entry_count: 1, op_index: 0, compressed: false }
+    }
+
+    #[test]
+    fn batch_is_padded_to_alignment_and_entries_decode_in_place() {
+        let payloads: Vec<Vec<u8>> = (0..5).map(|i| vec![i as u8; 10 + 20 * i]).collect();
+        let entries: Vec<BatchEntry> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| BatchEntry { meta: meta(i as u64, 0), payload: p })
+            .collect();
+        for align in [8, 256] {
+            let b = build_batch(&entries, 4096, 2, align);
+            assert_eq!(b.bytes.len() as u64 % align, 0);
+            assert!(b.update_tail.is_none());
+            let h = decode_header(&b.bytes, 4096).unwrap();
+            assert_eq!((h.entry_count, h.batch_bytes as usize, h.epoch), (5, b.bytes.len(), 2));
+            let mut at = BATCH_HEADER_BYTES as usize;
+            for (i, p) in payloads.iter().enumerate() {
+                let d = decode_entry(&b.bytes[at..], Stamp { pos: 4096 + at as u64, epoch: 2 }).unwrap();
+                assert_eq!((d.meta.txn, &d.payload, d.committed), (TxnId(i as u64), p, true));
+                assert_eq!(d.len, entry_len(p.len() as u64));
+                at += d.len as usize;
+            }
+        }
+    }
+
+    #[test]
+    fn update_entry_is_last_and_written_uncommitted() {
+        let entries = [
+            BatchEntry { meta: meta(1, 0), payload: b"ins" },
+            BatchEntry { meta: meta(2, 4), payload: b"up" },
+        ];
+        let b = build_batch(&entries, 0, 1, 256);
+        let (at, tail) = b.update_tail.unwrap();
+        assert_eq!(&b.bytes[at as usize..at as usize + 8], &[0; 8]);
+        let mut bytes = b.bytes.clone();
+        bytes[at as usize..at as usize + 8].copy_from_slice(&tail.to_le_bytes());
+        let first = decode_entry(&bytes[32..], Stamp { pos: 32, epoch: 1 }).unwrap();
+        let second_at = 32 + first.len as usize;
+        let second = decode_entry(&bytes[second_at..], Stamp { pos: second_at as u64, epoch: 1 }).unwrap();
+        assert!(second.committed && second.meta.lsn == 4);
+    }
+
+    #[test]
+    fn header_rejects_stale_position_and_accepts_its_seal() {
+        let b = build_batch(&[BatchEntry { meta: meta(1, 0), payload: b"x" }], 512, 1, 256);
+        assert!(decode_header(&b.bytes, 512 + 8192).unwrap_err().contains("stale"));
+        let h = decode_header(&b.bytes, 512).unwrap();
+        let mut sealed = b.bytes.clone();
+        sealed[..8].copy_from_slice(&sealed_first_word(&h).to_le_bytes());
+        assert_eq!(decode_header(&sealed, 512).unwrap(), BatchHeader { seal: BATCH_SEAL_TORN, ..h });
+        for i in (0..32).filter(|i| !(6..8).contains(i)) {
+            let mut bad = b.bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode_header(&bad, 512).is_err(), "flip at byte {i}");
+        }
+        let w = wrap_header(768, 1, 256);
+        assert_eq!(decode_header(&w, 768).unwrap().kind, BATCH_KIND_WRAP);
+    }
+}

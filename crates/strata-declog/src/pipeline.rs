@@ -1,0 +1,459 @@
+//! The log flushing pipeline of one logging thread (declog.txt section 4.2,
+//! "Log Flushing Pipeline", with the group commit of 4.4.2).
+//!
+//! One [`Pipeline::step`] does at most this, then one fence:
+//!
+//! 1. the tail of the oldest update entry whose batch body is already
+//!    persisted, if every earlier update tail of this thread is persisted and
+//!    its thread snapshot allows it ([`crate::snapshot`]): one 8-byte store and
+//!    one line flush;
+//! 2. the body of the next closed log queue: its entries merged into one batch
+//!    padded to the alignment ([`crate::batch`]), written at the stream's end
+//!    and flushed (clwb), insert entries with their tails, an update entry
+//!    (always the last) without;
+//! 3. one fence. It persists the body of step 2, which acknowledges that
+//!    batch's insert entries (group commit: one persist for the whole aligned
+//!    batch), and the tail of step 1, which acknowledges that update entry and
+//!    advances N of its queue; a queue is reopened once everything in it is
+//!    persisted.
+//!
+//! So in steady state the fence that persists queue k's body also persists
+//! queue k-1's update tail, as in the paper's Fig. 7; insert entries need no
+//! fence between them; and the only ordering fence is the one that puts an
+//! update entry's tail after the bodies of its own and every earlier queue of
+//! the thread (everything queued before it on this thread) and after every
+//! earlier update tail. A body may be written while an earlier update tail is
+//! still waiting for its snapshot, so a blocked update transaction does not
+//! block later insert transactions. Only the batch written since the last
+//! fence can be torn by a crash; parsing relies on that.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use strata_pmem::{Region, RegionOffset};
+
+use crate::batch::{batch_len, build_batch, wrap_header, BatchEntry, BATCH_HEADER_BYTES};
+use crate::error::FailReason;
+use crate::layout::Ring;
+use crate::queues::{PendingEntry, QueueSet};
+use crate::snapshot::{Snapshot, SnapshotTable};
+
+/// Bugs the crash tests plant to show they would catch them (test builds only).
+#[cfg(test)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PlantedBug {
+    None,
+    /// Update tails never wait for their thread snapshot.
+    IgnoreSnapshot,
+    /// A step that wrote only a batch body (no update tail) skips its fence
+    /// but acknowledges as if it had fenced.
+    SkipBodyOnlyFence,
+}
+
+#[cfg(test)]
+thread_local! {
+    pub(crate) static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+}
+
+#[cfg(test)]
+fn planted(bug: PlantedBug) -> bool {
+    PLANTED_BUG.with(|b| b.get() == bug)
+}
+
+#[cfg(test)]
+fn skip_fence_planted(wrote_tail: bool) -> bool {
+    planted(PlantedBug::SkipBodyOnlyFence) && !wrote_tail
+}
+
+#[cfg(not(test))]
+fn skip_fence_planted(_wrote_tail: bool) -> bool {
+    false
+}
+
+/// What one step did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Wrote and fenced something.
+    Progress,
+    /// Batches are in flight but nothing could be written: an update tail
+    /// waits for another thread's earlier update entries.
+    Blocked,
+    /// Nothing queued and nothing in flight.
+    Idle,
+}
+
+/// DecLog's own counters (persist counts come from the region's stats).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeclogStats {
+    /// Transactions whose entries were all queued.
+    pub txns_submitted: u64,
+    pub entries: u64,
+    /// Batches (flushed log queues) written.
+    pub batches: u64,
+    /// Wrap batches written at the end of a ring lap.
+    pub wraps: u64,
+    /// Update tails stored.
+    pub update_tails: u64,
+    /// Update entries that found their snapshot blocking at least once.
+    pub snapshot_waits: u64,
+    /// Fences issued by the pipelines.
+    pub fences: u64,
+    /// Bytes of batches written, header and padding included.
+    pub batch_bytes: u64,
+    /// Bytes of encoded entries written (so padding = batch_bytes - entry_bytes - 32 x batches).
+    pub entry_bytes: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct StatCounters {
+    pub txns_submitted: AtomicU64,
+    pub entries: AtomicU64,
+    batches: AtomicU64,
+    wraps: AtomicU64,
+    update_tails: AtomicU64,
+    snapshot_waits: AtomicU64,
+    fences: AtomicU64,
+    batch_bytes: AtomicU64,
+    entry_bytes: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}
+
+impl StatCounters {
+    pub fn snapshot(&self) -> DeclogStats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DeclogStats {
+            txns_submitted: g(&self.txns_submitted),
+            entries: g(&self.entries),
+            batches: g(&self.batches),
+            wraps: g(&self.wraps),
+            update_tails: g(&self.update_tails),
+            snapshot_waits: g(&self.snapshot_waits),
+            fences: g(&self.fences),
+            batch_bytes: g(&self.batch_bytes),
+            entry_bytes: g(&self.entry_bytes),
+        }
+    }
+}
+
+/// Set once when the log must stop writing (a stream is full).
+#[derive(Default)]
+pub(crate) struct Poison {
+    flag: AtomicBool,
+    reason: Mutex<Option<FailReason>>,
+}
+
+impl Poison {
+    pub fn set(&self, reason: FailReason) {
+        let mut r = self.reason.lock();
+        if r.is_none() {
+            *r = Some(reason);
+        }
+        self.flag.store(true, Ordering::SeqCst);
+    }
+
+    pub fn get(&self) -> Option<FailReason> {
+        if self.flag.load(Ordering::SeqCst) {
+            self.reason.lock().clone()
+        } else {
+            None
+        }
+    }
+}
+
+/// Wakes logging threads blocked on a snapshot when any update tail persists.
+#[derive(Default)]
+pub(crate) struct ProgressSignal {
+    m: Mutex<()>,
+    cv: Condvar,
+}
+
+impl ProgressSignal {
+    pub fn notify(&self) {
+        let _g = self.m.lock();
+        self.cv.notify_all();
+    }
+
+    pub fn wait(&self, timeout: Duration) {
+        let mut g = self.m.lock();
+        self.cv.wait_for(&mut g, timeout);
+    }
+}
+
+/// What a step needs besides its own pipeline.
+pub(crate) struct StepEnv<'a> {
+    pub region: &'a Region,
+    pub snapshots: &'a SnapshotTable,
+    pub poison: &'a Poison,
+    pub progress: &'a ProgressSignal,
+    pub stats: &'a StatCounters,
+    pub queues: &'a Mutex<QueueSet>,
+    /// Producers waiting for a free queue.
+    pub space_cv: &'a Condvar,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum TailState {
+    Pending,
+    Written,
+    Durable,
+}
+
+struct UpdateTail {
+    lsn: u32,
+    offset: RegionOffset,
+    word: u64,
+    snapshot: Snapshot,
+    state: TailState,
+    waited: bool,
+}
+
+struct InflightBatch {
+    queue: usize,
+    entries: Vec<PendingEntry>,
+    body_durable: bool,
+    update: Option<UpdateTail>,
+}
+
+impl InflightBatch {
+    fn done(&self) -> bool {
+        self.body_durable && self.update.as_ref().is_none_or(|u| u.state == TailState::Durable)
+    }
+}
+
+/// The writer side of one stream.
+pub(crate) struct Pipeline {
+    stream: usize,
+    ring: Ring,
+    epoch: u32,
+    /// Stream position of the live log's start (the persisted head).
+    head: u64,
+    /// Where the next batch goes.
+    end: u64,
+    inflight: VecDeque<InflightBatch>,
+}
+
+impl Pipeline {
+    pub fn new(stream: usize, ring: Ring, epoch: u32, head: u64, end: u64) -> Self {
+        Pipeline { stream, ring, epoch, head, end, inflight: VecDeque::new() }
+    }
+
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.inflight.is_empty()
+    }
+
+    pub fn free_bytes(&self) -> u64 {
+        self.ring.capacity_bytes - (self.end - self.head)
+    }
+
+    /// Frees the whole stream (after a checkpoint): the caller persists the new head.
+    pub fn truncate_to_end(&mut self) -> u64 {
+        debug_assert!(self.inflight.is_empty());
+        self.head = self.end;
+        self.head
+    }
+
+    /// Runs one pipeline step (module comment).
+    pub fn step(&mut self, env: &StepEnv<'_>) -> StepOutcome {
+        if let Some(reason) = env.poison.get() {
+            self.fail_all(env, &reason, None);
+            return StepOutcome::Idle;
+        }
+        let mut flushed = false;
+        let mut wrote_tail = false;
+        if let Some(b) = self
+            .inflight
+            .iter_mut()
+            .find(|b| b.update.as_ref().is_some_and(|u| u.state != TailState::Durable))
+        {
+            let u = b.update.as_mut().expect("found by its update");
+            if b.body_durable && u.state == TailState::Pending {
+                let blocker = env.snapshots.blocker(self.stream, u.lsn, &u.snapshot);
+                #[cfg(test)]
+                let blocker = if planted(PlantedBug::IgnoreSnapshot) { None } else { blocker };
+                match blocker {
+                    None => {
+                        env.region.store_u64(u.offset, u.word);
+                        env.region.flush(u.offset, 8);
+                        u.state = TailState::Written;
+                        bump(&env.stats.update_tails, 1);
+                        flushed = true;
+                        wrote_tail = true;
+                    }
+                    Some(_) if !u.waited => {
+                        u.waited = true;
+                        bump(&env.stats.snapshot_waits, 1);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let next = env.queues.lock().take_next();
+        if let Some((queue, entries)) = next {
+            match self.write_body(env, queue, entries) {
+                Ok(batch) => {
+                    self.inflight.push_back(batch);
+                    flushed = true;
+                }
+                Err((reason, queue, entries)) => {
+                    env.poison.set(reason.clone());
+                    self.fail_all(env, &reason, Some((queue, entries)));
+                    return StepOutcome::Idle;
+                }
+            }
+        }
+        if !flushed {
+            return if self.inflight.is_empty() { StepOutcome::Idle } else { StepOutcome::Blocked };
+        }
+        if !(cfg!(test) && skip_fence_planted(wrote_tail)) {
+            env.region.fence();
+            bump(&env.stats.fences, 1);
+        }
+        self.complete_after_fence(env);
+        StepOutcome::Progress
+    }
+
+    /// Places, builds, writes and flushes one batch (and a wrap batch before
+    /// it when it does not fit the rest of the lap).
+    #[allow(clippy::type_complexity)]
+    fn write_body(
+        &mut self,
+        env: &StepEnv<'_>,
+        queue: usize,
+        entries: Vec<PendingEntry>,
+    ) -> Result<InflightBatch, (FailReason, usize, Vec<PendingEntry>)> {
+        let entries_bytes: u64 = entries.iter().map(PendingEntry::encoded_len).sum();
+        let len = batch_len(entries_bytes, self.ring.align_bytes);
+        let mut pos = self.end;
+        let mut wrap = None;
+        let rest = self.ring.lap_remaining(pos);
+        if rest < len {
+            if rest >= BATCH_HEADER_BYTES {
+                wrap = Some((pos, rest));
+            }
+            pos += rest;
+        }
+        let new_end = pos + len;
+        if new_end - self.head > self.ring.capacity_bytes {
+            let reason = FailReason::Full {
+                stream: self.stream,
+                needed_bytes: new_end - self.end,
+                free_bytes: self.free_bytes(),
+            };
+            return Err((reason, queue, entries));
+        }
+        let parts: Vec<BatchEntry<'_>> =
+            entries.iter().map(|e| BatchEntry { meta: e.meta, payload: &e.payload }).collect();
+        let built = build_batch(&parts, pos, self.epoch, self.ring.align_bytes);
+        debug_assert_eq!(built.bytes.len() as u64, len);
+        if let Some((wpos, wlen)) = wrap {
+            let at = self.ring.offset_of(wpos);
+            env.region.write(at, &wrap_header(wpos, self.epoch, wlen));
+            env.region.flush(at, BATCH_HEADER_BYTES);
+            bump(&env.stats.wraps, 1);
+        }
+        let at = self.ring.offset_of(pos);
+        env.region.write(at, &built.bytes);
+        env.region.flush(at, len);
+        self.end = new_end;
+        bump(&env.stats.batches, 1);
+        bump(&env.stats.batch_bytes, len);
+        bump(&env.stats.entry_bytes, entries_bytes);
+        let update = built.update_tail.map(|(tail_at, word)| {
+            let last = entries.last().expect("an update entry is last");
+            UpdateTail {
+                lsn: last.meta.lsn,
+                offset: at + tail_at,
+                word,
+                snapshot: last.snapshot.clone().expect("update entries carry their snapshot"),
+                state: TailState::Pending,
+                waited: false,
+            }
+        });
+        Ok(InflightBatch { queue, entries, body_durable: false, update })
+    }
+
+    /// After a fence: what was written in this step is persisted.
+    fn complete_after_fence(&mut self, env: &StepEnv<'_>) {
+        let mut tail_persisted = false;
+        for b in self.inflight.iter_mut() {
+            if !b.body_durable {
+                b.body_durable = true;
+                for e in b.entries.iter().filter(|e| e.meta.lsn == 0) {
+                    e.ticket.entry_durable();
+                }
+            }
+            if let Some(u) = b.update.as_mut().filter(|u| u.state == TailState::Written) {
+                u.state = TailState::Durable;
+                env.snapshots.persisted(self.stream, b.queue, u.lsn);
+                b.entries.last().expect("update entry").ticket.entry_durable();
+                tail_persisted = true;
+            }
+        }
+        let mut released = Vec::new();
+        self.inflight.retain(|b| {
+            let done = b.done();
+            if done {
+                released.push(b.queue);
+            }
+            !done
+        });
+        if !released.is_empty() {
+            let mut qs = env.queues.lock();
+            for q in released {
+                qs.release(q);
+            }
+            env.space_cv.notify_all();
+        }
+        if tail_persisted {
+            env.progress.notify();
+        }
+    }
+
+    /// The log is poisoned: every transaction with an entry not yet persisted
+    /// here fails, pending update entries leave S, and all queues reopen.
+    fn fail_all(
+        &mut self,
+        env: &StepEnv<'_>,
+        reason: &FailReason,
+        in_hand: Option<(usize, Vec<PendingEntry>)>,
+    ) {
+        let mut qs = env.queues.lock();
+        let mut failed: Vec<(usize, PendingEntry)> = qs.drain_unflushed();
+        if let Some((queue, entries)) = in_hand {
+            qs.release(queue);
+            failed.extend(entries.into_iter().map(|e| (queue, e)));
+        }
+        for b in self.inflight.drain(..) {
+            qs.release(b.queue);
+            let tail_durable = b.update.as_ref().is_some_and(|u| u.state == TailState::Durable);
+            for e in b.entries {
+                let durable = if e.meta.lsn == 0 { b.body_durable } else { tail_durable };
+                if !durable {
+                    failed.push((b.queue, e));
+                }
+            }
+        }
+        drop(qs);
+        for (queue, e) in failed {
+            if e.meta.lsn > 0 {
+                env.snapshots.abandoned(self.stream, queue, e.meta.lsn);
+            }
+            e.ticket.fail(reason.clone());
+        }
+        env.space_cv.notify_all();
+        env.progress.notify();
+    }
+}
