@@ -13,6 +13,7 @@ use crate::serial_pmem::SerialPmemCrash;
 use crate::serial_ssd::SerialSsdCrash;
 use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
+use strata_declog::crash_protocol::DeclogPmemCrash;
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -22,15 +23,17 @@ pub enum SuiteTarget {
     HallocPmem,
     SeriesPmem,
     SeriesSsd,
+    DeclogStreamPmem,
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 5] = [
+    pub const ALL: [SuiteTarget; 6] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
         SuiteTarget::SeriesPmem,
         SuiteTarget::SeriesSsd,
+        SuiteTarget::DeclogStreamPmem,
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -41,6 +44,7 @@ impl SuiteTarget {
             SuiteTarget::HallocPmem => "halloc/pmem",
             SuiteTarget::SeriesPmem => "series-serial/pmem",
             SuiteTarget::SeriesSsd => "series-serial/ssd",
+            SuiteTarget::DeclogStreamPmem => "declog-stream/pmem",
         }
     }
 
@@ -105,6 +109,13 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             let txns = if o.quick { 30 } else { 150 };
             let samples = if o.quick { 4 } else { 24 };
             Protocol::Pmem(Box::new(SeriesPmemCrash::new(o.seed, txns)), pmem_cfg(samples))
+        }
+        SuiteTarget::DeclogStreamPmem => {
+            // The DecLog log streams alone (issue 4 in progress): inserts and
+            // updates with LSN dependencies, checkpoints, wrap-around.
+            let txns = if o.quick { 120 } else { 600 };
+            let samples = if o.quick { 8 } else { 48 };
+            Protocol::Pmem(Box::new(DeclogPmemCrash::new(o.seed, txns)), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };

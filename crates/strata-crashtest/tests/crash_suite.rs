@@ -42,3 +42,8 @@ fn series_engine_on_pmem_survives_every_crash_point() {
 fn series_engine_on_ssd_survives_every_crash_point() {
     check(SuiteTarget::SeriesSsd);
 }
+
+#[test]
+fn declog_streams_on_pmem_survive_every_crash_point() {
+    check(SuiteTarget::DeclogStreamPmem);
+}
