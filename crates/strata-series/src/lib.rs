@@ -6,6 +6,7 @@
 pub mod block_file;
 mod bytes;
 pub mod checkpoint;
+pub mod declog;
 pub mod engine;
 pub mod error;
 mod fuzz_recipe;
