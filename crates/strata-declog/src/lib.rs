@@ -17,11 +17,13 @@
 //! - [`DecLog`]: key-partitioned routing to m logging threads (4.3.1), commit
 //!   and acknowledgement, truncation after a checkpoint;
 //! - [`crash_protocol`]: the crash test of all of the above;
-//! - [`fuzz`]: the fuzz entry for opening an area from arbitrary bytes.
+//! - [`fuzz`]: the fuzz entry for opening an area from arbitrary bytes;
+//! - [`compress`]: log compression (4.4.1): the key hash table in PMem with
+//!   its DRAM mirror, delta-of-delta timestamps and XOR values per key.
 //!
-//! Not here: the data-driven LSN protocol (4.1) and replay (the engine's);
-//! Gorilla compression (4.4.1: we carry its flag bit and an opaque payload);
-//! the non-blocking checkpoint (4.5).
+//! Not here: the data-driven LSN protocol (4.1, in `strata-series`) and
+//! replay (the engine's); wiring the compressor into the pipeline; the
+//! non-blocking checkpoint (4.5).
 //!
 //! Where the paper is silent we chose (each detailed in its module):
 //! - every entry of a transaction carries the transaction's LSN, its entry
@@ -43,6 +45,7 @@
 //! Format: `docs/format/declog-stream.md`.
 
 pub mod batch;
+pub mod compress;
 mod config;
 pub mod crash_protocol;
 mod declog;

@@ -1,0 +1,147 @@
+//! Bit-level writer and reader for compressed DecLog payloads (declog.txt
+//! 4.4.1), plus LEB128 varints. A small local equivalent of the series
+//! engine's Gorilla bit stream: strata-declog sits below strata-series and
+//! must not depend on it.
+//!
+//! Bits are written most significant first into bytes; the last byte is
+//! zero-padded. The reader reports running out of bits as an error.
+
+/// Appends bits, most significant first.
+#[derive(Default, Debug)]
+pub(crate) struct BitWriter {
+    bytes: Vec<u8>,
+    /// Bits used in the last byte (0 means the last byte is full or absent).
+    used_in_last: u32,
+}
+
+impl BitWriter {
+    pub(crate) fn write_bit(&mut self, bit: bool) {
+        if self.used_in_last == 0 {
+            self.bytes.push(0);
+        }
+        if bit {
+            let last = self.bytes.len() - 1;
+            self.bytes[last] |= 0x80 >> self.used_in_last;
+        }
+        self.used_in_last = (self.used_in_last + 1) % 8;
+    }
+
+    /// Writes the low `count` bits of `value` (`count <= 64`).
+    pub(crate) fn write_bits(&mut self, value: u64, count: u32) {
+        for i in (0..count).rev() {
+            self.write_bit((value >> i) & 1 == 1);
+        }
+    }
+
+    /// The bytes written, the last one zero-padded.
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// Reads bits, most significant first.
+pub(crate) struct BitReader<'a> {
+    bytes: &'a [u8],
+    bit_pos: usize,
+}
+
+impl<'a> BitReader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        BitReader { bytes, bit_pos: 0 }
+    }
+
+    pub(crate) fn read_bit(&mut self) -> Result<bool, String> {
+        let byte = self
+            .bytes
+            .get(self.bit_pos / 8)
+            .ok_or_else(|| format!("bit stream ends after {} bits", self.bit_pos))?;
+        let bit = byte & (0x80 >> (self.bit_pos % 8)) != 0;
+        self.bit_pos += 1;
+        Ok(bit)
+    }
+
+    /// Reads `count <= 64` bits as the low bits of a u64.
+    pub(crate) fn read_bits(&mut self, count: u32) -> Result<u64, String> {
+        if self.bit_pos + count as usize > self.bytes.len() * 8 {
+            return Err(format!("bit stream of {} bytes ends inside a {count}-bit field", self.bytes.len()));
+        }
+        let mut value = 0u64;
+        for _ in 0..count {
+            value = (value << 1) | self.read_bit()? as u64;
+        }
+        Ok(value)
+    }
+
+    /// Bytes consumed, counting a partly read byte as whole.
+    pub(crate) fn bytes_consumed(&self) -> usize {
+        self.bit_pos.div_ceil(8)
+    }
+}
+
+/// Appends `value` as an unsigned LEB128 varint (1..=10 bytes).
+pub(crate) fn write_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Reads a LEB128 varint at `*at`, advancing it. Rejects overlong or
+/// overflowing encodings.
+pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+    let mut value = 0u64;
+    for i in 0..10 {
+        let b = *bytes.get(*at).ok_or("payload ends inside a varint")?;
+        *at += 1;
+        let low = (b & 0x7F) as u64;
+        if i == 9 && b > 1 {
+            return Err("varint overflows 64 bits".into());
+        }
+        value |= low << (7 * i);
+        if b & 0x80 == 0 {
+            if i > 0 && b == 0 {
+                return Err("overlong varint".into());
+            }
+            return Ok(value);
+        }
+    }
+    Err("varint longer than 10 bytes".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_round_trip_and_pad() {
+        let mut w = BitWriter::default();
+        w.write_bit(true);
+        w.write_bits(0b1011, 4);
+        w.write_bits(u64::MAX, 64);
+        let bytes = w.into_bytes();
+        assert_eq!(bytes.len(), 9, "69 bits pad to 9 bytes");
+        let mut r = BitReader::new(&bytes);
+        assert!(r.read_bit().unwrap());
+        assert_eq!(r.read_bits(4).unwrap(), 0b1011);
+        assert_eq!(r.read_bits(64).unwrap(), u64::MAX);
+        assert_eq!(r.bytes_consumed(), 9);
+        assert_eq!(r.read_bits(3).unwrap(), 0, "padding is zero");
+        assert!(r.read_bits(1).is_err(), "past the end is an error");
+    }
+
+    #[test]
+    fn varints_round_trip_and_reject_bad_encodings() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut out = Vec::new();
+            write_varint(&mut out, v);
+            let mut at = 0;
+            assert_eq!(read_varint(&out, &mut at).unwrap(), v);
+            assert_eq!(at, out.len());
+        }
+        assert!(read_varint(&[0x80, 0x00], &mut 0).is_err(), "overlong");
+        assert!(read_varint(&[0xFF; 10], &mut 0).is_err(), "too long");
+        assert!(read_varint(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02], &mut 0).is_err());
+        assert!(read_varint(&[0x80], &mut 0).is_err(), "truncated");
+    }
+}

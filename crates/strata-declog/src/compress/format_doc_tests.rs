@@ -1,0 +1,161 @@
+//! Keeps the "Key hash table and compressed payloads" section of
+//! `docs/format/declog-stream.md` and the code in agreement: every constant
+//! with its value, the header and slot field tables, and bytes written where
+//! the document says.
+
+use std::sync::Arc;
+
+use strata_pmem::{Region, RegionOffset};
+
+use super::codec::*;
+use super::key_table::*;
+
+const DOC: &str = include_str!("../../../../docs/format/declog-stream.md");
+
+fn section() -> &'static str {
+    let start = DOC.find("\n## Key hash table and compressed payloads\n").expect("section missing");
+    &DOC[start..]
+}
+
+fn table(heading: &str) -> Vec<Vec<String>> {
+    let s = section();
+    let start = s.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("{heading} missing"));
+    let rest = &s[start + heading.len() + 2..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    rest[..end]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|-") && !l.starts_with("|--"))
+        .map(|l| {
+            l.trim().trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_constant_appears_with_its_value() {
+    let rows = table("### Key table constants");
+    let consts: &[(&str, String)] = &[
+        ("KEY_TABLE_MAGIC", format!("{KEY_TABLE_MAGIC:#018X}").replace("0X", "0x")),
+        ("KEY_TABLE_FORMAT_VERSION", KEY_TABLE_FORMAT_VERSION.to_string()),
+        ("KEY_TABLE_HEADER_BYTES", KEY_TABLE_HEADER_BYTES.to_string()),
+        ("KT_CRC_COVERED_BYTES", KT_CRC_COVERED_BYTES.to_string()),
+        ("KEY_TABLE_SLOT_BYTES", KEY_TABLE_SLOT_BYTES.to_string()),
+        ("KEY_TABLE_MAX_KEY_BYTES", KEY_TABLE_MAX_KEY_BYTES.to_string()),
+        ("KEY_TABLE_MAX_SLOTS", KEY_TABLE_MAX_SLOTS.to_string()),
+        ("XOR_NO_WINDOW", XOR_NO_WINDOW.to_string()),
+        ("XOR_LEADING_ZEROS_BITS", XOR_LEADING_ZEROS_BITS.to_string()),
+        ("XOR_MAX_LEADING_ZEROS", XOR_MAX_LEADING_ZEROS.to_string()),
+        ("XOR_MEANINGFUL_BITS_FIELD", XOR_MEANINGFUL_BITS_FIELD.to_string()),
+    ];
+    for (name, value) in consts {
+        let row =
+            rows.iter().find(|r| r[0] == *name).unwrap_or_else(|| panic!("{name} missing from the doc"));
+        assert_eq!(&row[1], value, "constant {name}");
+    }
+    assert_eq!(rows.len() - 1, consts.len(), "the doc lists exactly these constants");
+    assert_eq!(&KEY_TABLE_MAGIC.to_le_bytes(), b"DLKEYTAB");
+    let buckets = table("### Compressed payloads");
+    assert_eq!(buckets[0][0], "part", "first table of the payload section");
+    for (control, control_bits, value_bits) in DOD_BUCKETS {
+        let code = format!("{control:0width$b}", width = control_bits as usize);
+        let bits = if value_bits == 64 { String::new() } else { format!(" + {value_bits} bits") };
+        assert!(section().contains(&format!("`{code}`{bits}")), "dod bucket {code} missing");
+    }
+    assert!(section().contains("`11111` + 64 bits"));
+}
+
+fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: u64) {
+    let rows = table(heading);
+    assert_eq!(rows[0][..4], ["offset", "size", "type", "name"].map(String::from), "{heading}: columns");
+    let mut at = 0;
+    for &(name, offset, size) in fields {
+        let row = rows
+            .iter()
+            .find(|r| r.get(3).map(String::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("{heading}: field {name} missing"));
+        assert_eq!(
+            (row[0].as_str(), row[1].as_str()),
+            (offset.to_string().as_str(), size.to_string().as_str())
+        );
+        assert_eq!(offset, at, "{heading}: {name} leaves a gap or overlaps");
+        at += size;
+    }
+    assert_eq!(rows.len() - 1, fields.len(), "{heading}: exactly these rows");
+    assert_eq!(at, total, "{heading}: fields cover the structure");
+}
+
+#[test]
+fn field_tables_match_the_code() {
+    check_fields(
+        "### Key table header",
+        &[
+            ("magic", KT_OFFSET_MAGIC, 8),
+            ("version", KT_OFFSET_VERSION, 4),
+            ("slot_count", KT_OFFSET_SLOT_COUNT, 4),
+            ("slot_bytes", KT_OFFSET_SLOT_BYTES, 4),
+            ("max_key_bytes", KT_OFFSET_MAX_KEY_BYTES, 4),
+            ("crc", KT_OFFSET_CRC, 4),
+            ("reserved", KT_OFFSET_CRC + 4, KEY_TABLE_HEADER_BYTES - KT_OFFSET_CRC - 4),
+        ],
+        KEY_TABLE_HEADER_BYTES,
+    );
+    let o = |x: usize| x as u64;
+    check_fields(
+        "### Key table slot",
+        &[
+            ("key_hash", o(SLOT_OFFSET_KEY_HASH), 8),
+            ("key_id", o(SLOT_OFFSET_KEY_ID), 4),
+            ("key_len", o(SLOT_OFFSET_KEY_LEN), 2),
+            ("used", o(SLOT_OFFSET_USED), 1),
+            ("reserved_1", o(SLOT_OFFSET_USED + 1), 1),
+            ("identity_crc", o(SLOT_OFFSET_IDENTITY_CRC), 4),
+            ("state_crc", o(SLOT_OFFSET_STATE_CRC), 4),
+            ("last_timestamp", o(SLOT_OFFSET_LAST_TIMESTAMP), 8),
+            ("last_delta", o(SLOT_OFFSET_LAST_DELTA), 8),
+            ("last_value_bits", o(SLOT_OFFSET_LAST_VALUE_BITS), 8),
+            ("first_entry_meta", o(SLOT_OFFSET_FIRST_ENTRY_META), 8),
+            ("has_state", o(SLOT_OFFSET_HAS_STATE), 1),
+            ("xor_leading", o(SLOT_OFFSET_XOR_LEADING), 1),
+            ("xor_trailing", o(SLOT_OFFSET_XOR_TRAILING), 1),
+            ("reserved_2", o(SLOT_OFFSET_XOR_TRAILING + 1), 5),
+            ("key", o(SLOT_OFFSET_KEY), KEY_TABLE_MAX_KEY_BYTES as u64),
+        ],
+        KEY_TABLE_SLOT_BYTES,
+    );
+}
+
+#[test]
+fn bytes_written_sit_where_the_doc_says() {
+    let region = Arc::new(Region::sim(key_table_area_bytes(4)));
+    let mut t = KeyTable::format(region.clone(), RegionOffset(0), 4).unwrap();
+    let key = b"m,t=v f";
+    let c = compress(&LogPoint { key, timestamp: -7, value: 2.5, rest: b"xy" }, 4242, &mut t).unwrap();
+    let mut expect = vec![0u8, key.len() as u8];
+    expect.extend_from_slice(key);
+    expect.extend_from_slice(&(-7i64).to_le_bytes());
+    expect.extend_from_slice(&2.5f64.to_bits().to_le_bytes());
+    expect.extend_from_slice(b"xy");
+    assert_eq!((c.compressed, c.payload), (false, expect));
+    let h = region.read_vec(RegionOffset(0), 28);
+    assert_eq!(&h[0..8], b"DLKEYTAB");
+    assert_eq!(u32::from_le_bytes(h[12..16].try_into().unwrap()), 4);
+    assert_eq!(u32::from_le_bytes(h[24..28].try_into().unwrap()), crc32c::crc32c(&h[..24]));
+    let fnv = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let slot = KEY_TABLE_HEADER_BYTES + (fnv % 4) * KEY_TABLE_SLOT_BYTES;
+    let s = region.read_vec(RegionOffset(slot), KEY_TABLE_SLOT_BYTES as usize);
+    let u64_at = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    assert_eq!(u64_at(0), fnv);
+    assert_eq!((u32::from_le_bytes(s[8..12].try_into().unwrap()), s[12], s[14]), (0, key.len() as u8, 1));
+    let mut id_input = s[..16].to_vec();
+    id_input.extend_from_slice(key);
+    assert_eq!(u32::from_le_bytes(s[16..20].try_into().unwrap()), crc32c::crc32c(&id_input));
+    assert_eq!(u32::from_le_bytes(s[20..24].try_into().unwrap()), crc32c::crc32c(&s[24..64]));
+    assert_eq!((u64_at(24) as i64, u64_at(32), u64_at(40), u64_at(48)), (-7, 0, 2.5f64.to_bits(), 4242));
+    assert_eq!((s[56], s[57], s[58]), (1, XOR_NO_WINDOW, 0));
+    assert_eq!(&s[64..64 + key.len()], key);
+    // The same value again: id, dod 0 (`0`), XOR 0 (`0`), padded, rest.
+    let c = compress(&LogPoint { key, timestamp: -7, value: 2.5, rest: b"xy" }, 1, &mut t).unwrap();
+    assert_eq!((c.compressed, c.payload), (true, vec![0, 0b0000_0000, b'x', b'y']));
+}

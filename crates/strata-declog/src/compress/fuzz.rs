@@ -1,0 +1,58 @@
+//! The fuzz entry for decompressing arbitrary payloads
+//! (`fuzz/fuzz_targets/declog_decompress.rs` calls [`fuzz_decompress`]; a
+//! seeded smoke test in `tests.rs` runs it on stable Rust). It must never
+//! panic, and on error the table must be unchanged.
+//!
+//! Input: `flags (1) | payload...`. Bit 0 of `flags` is the compression bit.
+//! The table is primed with four keys: with an open XOR window, with state
+//! but no window, and cleared, so every decoding path is reachable.
+
+use std::sync::Arc;
+
+use strata_pmem::{Region, RegionOffset};
+
+use super::codec::{compress, decompress, LogPoint};
+use super::key_table::{key_table_area_bytes, KeyState, KeyTable};
+
+const FUZZ_SLOTS: u32 = 8;
+
+/// A table in a fresh simulated region, primed with three keys.
+pub fn primed_table() -> KeyTable {
+    let region = Arc::new(Region::sim(key_table_area_bytes(FUZZ_SLOTS)));
+    let mut table = KeyTable::format(region, RegionOffset(0), FUZZ_SLOTS).expect("fits");
+    let points: [(&[u8], i64, f64); 5] = [
+        (b"cpu,host=a usage", 1_000, 1.5),
+        (b"cpu,host=a usage", 2_000, 1.75),
+        (b"cpu,host=a usage", 3_000, 1.25),
+        (b"mem,host=b free", 10, 8.0),
+        (b"disk,host=c used", -5, f64::NAN),
+    ];
+    for (i, (key, timestamp, value)) in points.into_iter().enumerate() {
+        compress(&LogPoint { key, timestamp, value, rest: b"" }, i as u64, &mut table).expect("primes");
+    }
+    table.insert(b"net,host=d rx", None, KeyState::CLEARED).expect("primes");
+    table
+}
+
+pub fn fuzz_decompress(data: &[u8]) {
+    let Some((&flags, payload)) = data.split_first() else { return };
+    let mut table = primed_table();
+    let before: Vec<_> =
+        [&b"cpu,host=a usage"[..], b"mem,host=b free", b"disk,host=c used", b"net,host=d rx"]
+            .map(|k| table.get(k).cloned())
+            .into();
+    let keys_before = table.len();
+    match decompress(flags & 1 == 1, payload, 99, &mut table) {
+        Ok(p) => {
+            assert!(table.get(&p.key).is_some(), "a decoded key is in the table");
+        }
+        Err(_) => {
+            let after: Vec<_> =
+                [&b"cpu,host=a usage"[..], b"mem,host=b free", b"disk,host=c used", b"net,host=d rx"]
+                    .map(|k| table.get(k).cloned())
+                    .into();
+            assert_eq!(before, after, "a failed decompression changed the table");
+            assert_eq!(table.len(), keys_before);
+        }
+    }
+}

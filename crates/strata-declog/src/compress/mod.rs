@@ -1,0 +1,22 @@
+//! DecLog log compression (declog.txt 4.4.1, with the hash-table parts of 4.5
+//! and 4.6): a key hash table in PMem with a DRAM mirror ([`key_table`]) and
+//! the codec that turns a point into an entry payload and its compression bit
+//! ([`codec`]): delta-of-delta timestamps and XOR float values per key
+//! (Gorilla), keys replaced by small ids once the table knows them.
+//!
+//! Format: `docs/format/declog-stream.md`, "Key hash table and compressed
+//! payloads". The log streams carry the bit and the payload opaquely
+//! ([`crate::entry`]); this module does not depend on the series engine.
+
+mod bits;
+pub mod codec;
+#[cfg(test)]
+mod format_doc_tests;
+pub mod fuzz;
+pub mod key_table;
+#[cfg(test)]
+mod tests;
+
+pub use codec::{compress, decompress, Compressed, DecodedPoint, LogPoint};
+pub use fuzz::fuzz_decompress;
+pub use key_table::{key_hash, key_table_area_bytes, KeyRecord, KeyState, KeyTable};
