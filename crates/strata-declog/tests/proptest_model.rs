@@ -51,7 +51,12 @@ fn check(recovered: &Recovered, model: &Model) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn run(ops: Vec<Op>, threads: usize, queue_len: usize, align_bytes: u64) -> Result<(), TestCaseError> {
+fn run(
+    ops: Vec<Op>,
+    threads: usize,
+    queue_len: usize,
+    align_bytes: u64,
+) -> Result<(Recovered, Model), TestCaseError> {
     let cfg =
         DeclogConfig { threads, queues_per_thread: 2, queue_len, align_bytes, flush_mode: FlushMode::Inline };
     let bytes = DecLog::footprint_bytes(threads, 8192);
@@ -105,8 +110,7 @@ fn run(ops: Vec<Op>, threads: usize, queue_len: usize, align_bytes: u64) -> Resu
         }
     }
     drop(log);
-    let recovered = strata_declog::parse(&region, base).unwrap();
-    check(&recovered, &model)
+    Ok((strata_declog::parse(&region, base).unwrap(), model))
 }
 
 proptest! {
@@ -114,11 +118,15 @@ proptest! {
 
     #[test]
     fn committed_is_recovered_aligned(ops in prop::collection::vec(op(), 1..80), threads in 1usize..4, queue_len in 1usize..6) {
-        run(ops, threads, queue_len, 256)?;
+        let (recovered, model) = run(ops, threads, queue_len, 256)?;
+        prop_assert_eq!(recovered.discarded_txns.len(), 0, "nothing committed is discarded");
+        check(&recovered, &model)?;
     }
 
     #[test]
     fn committed_is_recovered_unaligned(ops in prop::collection::vec(op(), 1..80), threads in 1usize..4, queue_len in 1usize..6) {
-        run(ops, threads, queue_len, 8)?;
+        let (recovered, model) = run(ops, threads, queue_len, 8)?;
+        prop_assert_eq!(recovered.discarded_txns.len(), 0, "nothing committed is discarded");
+        check(&recovered, &model)?;
     }
 }

@@ -136,7 +136,9 @@ fn worker(shared: &Shared, seed: u64, thread: u64) {
     }
 }
 
-fn run(seed: u64) {
+/// Runs one seeded stress round (asserting as it goes); returns how many
+/// transactions committed.
+fn run(seed: u64) -> u64 {
     let hot: Vec<PointRef> =
         (0..HOT_SERIES).flat_map(|s| (0..HOT_TIMESTAMPS).map(move |t| point(s + 1, t * 10))).collect();
     let shared = Shared {
@@ -198,11 +200,13 @@ fn run(seed: u64) {
         }
     }
     assert_eq!(replayed, live, "seed {seed:#x}: replay in LSN order differs from the live state");
+    log.len() as u64
 }
 
 #[test]
 fn concurrent_transactions_get_commit_ordered_lsns_and_replay_by_lsn() {
     for seed in SEEDS {
-        run(seed);
+        let committed = run(seed);
+        assert_eq!(committed, THREADS * TXNS_PER_THREAD, "seed {seed:#x}: every transaction committed");
     }
 }
