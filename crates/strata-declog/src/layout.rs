@@ -79,6 +79,19 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The geometry of an area at `base` with `cfg`'s queues and streams of
+    /// `stream_capacity_bytes` each.
+    fn new(base: RegionOffset, cfg: &DeclogConfig, stream_capacity_bytes: u64) -> Layout {
+        Layout {
+            base,
+            threads: cfg.threads,
+            queues_per_thread: cfg.queues_per_thread,
+            queue_len: cfg.queue_len,
+            align_bytes: cfg.align_bytes,
+            stream_capacity_bytes,
+        }
+    }
+
     /// Bytes DecLog needs at `base` for `threads` streams of `stream_capacity_bytes`.
     pub fn footprint_bytes(threads: usize, stream_capacity_bytes: u64) -> u64 {
         STREAMS_OFFSET + threads as u64 * stream_capacity_bytes
@@ -155,14 +168,7 @@ pub fn format_area(
             cfg.threads
         )));
     }
-    let layout = Layout {
-        base,
-        threads: cfg.threads,
-        queues_per_thread: cfg.queues_per_thread,
-        queue_len: cfg.queue_len,
-        align_bytes: cfg.align_bytes,
-        stream_capacity_bytes: capacity,
-    };
+    let layout = Layout::new(base, &cfg, capacity);
     let footprint = Layout::footprint_bytes(cfg.threads, capacity);
     region.check_range(base, footprint, "declog area")?;
     let mut sb = [0u8; SUPERBLOCK_BYTES as usize];
@@ -243,14 +249,7 @@ pub fn read_area(region: &Region, base: RegionOffset) -> Result<(Layout, Control
     {
         return Err(DeclogError::corruption(base.0, "declog superblock geometry invalid"));
     }
-    let layout = Layout {
-        base,
-        threads: cfg.threads,
-        queues_per_thread: cfg.queues_per_thread,
-        queue_len: cfg.queue_len,
-        align_bytes: cfg.align_bytes,
-        stream_capacity_bytes: capacity,
-    };
+    let layout = Layout::new(base, &cfg, capacity);
     let footprint = capacity
         .checked_mul(cfg.threads as u64)
         .and_then(|b| b.checked_add(STREAMS_OFFSET))
