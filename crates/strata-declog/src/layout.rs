@@ -168,7 +168,7 @@ pub fn format_area(
             cfg.threads
         )));
     }
-    let layout = Layout::new(base, &cfg, capacity);
+    let layout = Layout::new(base, cfg, capacity);
     let footprint = Layout::footprint_bytes(cfg.threads, capacity);
     region.check_range(base, footprint, "declog area")?;
     let mut sb = [0u8; SUPERBLOCK_BYTES as usize];
