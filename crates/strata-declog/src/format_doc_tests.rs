@@ -12,20 +12,7 @@ use crate::layout::*;
 const DOC: &str = include_str!("../../../docs/format/declog-stream.md");
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    let start = DOC
-        .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("section {heading} missing from the doc"));
-    let rest = &DOC[start + heading.len() + 2..];
-    let end = rest.find("\n#").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
-        .map(|l| {
-            l.trim().trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect()
-        })
-        .collect()
+    strata_media::doc_table::markdown_table(DOC, heading)
 }
 
 fn value_of(name: &str) -> String {

@@ -4,6 +4,7 @@
 //!
 //! Nothing here knows about logs or tables; higher layers build on these traits.
 
+pub mod doc_table;
 pub mod fs;
 pub mod oracle;
 

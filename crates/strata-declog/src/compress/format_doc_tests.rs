@@ -18,19 +18,7 @@ fn section() -> &'static str {
 }
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    let s = section();
-    let start = s.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("{heading} missing"));
-    let rest = &s[start + heading.len() + 2..];
-    let end = rest.find("\n#").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| !l.starts_with("|-") && !l.starts_with("|--"))
-        .map(|l| {
-            l.trim().trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect()
-        })
-        .collect()
+    strata_media::doc_table::markdown_table(section(), heading)
 }
 
 #[test]

@@ -4,16 +4,7 @@
 /// The rows of the first table after `heading` and before the next heading
 /// (cells trimmed, backticks removed), header row included.
 pub(crate) fn table(doc: &str, heading: &str) -> Vec<Vec<String>> {
-    let start = doc.find(heading).unwrap_or_else(|| panic!("doc lacks section {heading:?}"));
-    let rest = &doc[start + heading.len()..];
-    let end = rest.find("\n#").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
-        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().replace('`', "")).collect())
-        .collect()
+    strata_media::doc_table::markdown_table(doc, heading)
 }
 
 /// The value column of constant `name` in the `## Constants` table.

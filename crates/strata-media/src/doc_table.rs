@@ -1,0 +1,56 @@
+//! Reads Markdown tables out of the format documents in `docs/format/`, for
+//! the tests that keep every format's code and document in agreement
+//! (DESIGN.md section 8). One parser serves every crate's agreement test.
+
+/// The first table after the heading line `heading` (e.g. `"## Header"`, or
+/// part of a heading line's text),
+/// up to the next heading: one row per line, header row included, the
+/// separator row dropped, cells trimmed and stripped of backticks.
+/// Panics naming the heading if the document lacks it (a test helper).
+pub fn markdown_table(doc: &str, heading: &str) -> Vec<Vec<String>> {
+    // The heading line itself, or else the first heading line containing it
+    // (`"Header"` finds `### Header (32 bytes)`; a caption line above a table
+    // serves as well).
+    let mut offset = 0;
+    let mut found = None;
+    let mut fallback = None;
+    for line in doc.split_inclusive('\n') {
+        let text = line.trim_end();
+        if text == heading {
+            found = Some(offset + line.len());
+            break;
+        }
+        if fallback.is_none() && text.contains(heading) {
+            fallback = Some(offset + line.len());
+        }
+        offset += line.len();
+    }
+    let body_start =
+        found.or(fallback).unwrap_or_else(|| panic!("the document lacks the section {heading:?}"));
+    let rest = &doc[body_start..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    rest[..end]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|-") && !l.starts_with("| -"))
+        .map(|l| l.trim().trim_matches('|').split('|').map(|c| c.trim().replace('`', "")).collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_table_under_its_heading_only() {
+        let doc = "# T\n\n## A\n\n| k | v |\n|---|---|\n| `x` | 1 |\n\n## B\n\n| k |\n| - |\n| y |\n";
+        assert_eq!(markdown_table(doc, "## A"), vec![vec!["k", "v"], vec!["x", "1"]]);
+        assert_eq!(markdown_table(doc, "## B"), vec![vec!["k"], vec!["y"]]);
+        assert_eq!(markdown_table(doc, "B"), vec![vec!["k"], vec!["y"]], "part of a heading finds it");
+        assert!(
+            std::panic::catch_unwind(|| markdown_table(doc, "## C")).is_err(),
+            "a missing section panics"
+        );
+    }
+}
