@@ -16,7 +16,7 @@ pub struct OpenArgs {
     /// Data directory (default ./strata-data).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Commit protocol: serial-pmem (default), serial-ssd or none.
+    /// Commit protocol: declog-pmem (default), declog-ssd, serial-pmem, serial-ssd or none.
     #[arg(long)]
     pub protocol: Option<String>,
     /// PMem backend for the pool file: emulated (default), dax or msync.

@@ -119,8 +119,9 @@ pub struct BatchEntry<'a> {
 /// A merged, padded batch ready to be written at its stream position.
 pub struct BuiltBatch {
     pub bytes: Vec<u8>,
-    /// For a batch ending in an update entry: where its tail word goes
-    /// (offset in the batch) and the committed value to store there later.
+    /// For a batch whose last entry's tail is deferred (an update entry, or
+    /// any entry under strict ordering): where its tail word goes (offset in
+    /// the batch) and the committed value to store there later.
     pub update_tail: Option<(u64, u64)>,
 }
 
@@ -130,17 +131,26 @@ pub fn batch_len(entries_bytes: u64, align_bytes: u64) -> u64 {
 }
 
 /// Merges `entries` into one batch at `pos`. Insert entries are written with
-/// their tails; the last entry, if it is an update entry (LSN > 0), without.
-pub fn build_batch(entries: &[BatchEntry<'_>], pos: u64, epoch: u32, align_bytes: u64) -> BuiltBatch {
+/// their tails; the last entry, if it is an update entry (LSN > 0) or
+/// `defer_last_tail` (strict ordering), without.
+pub fn build_batch(
+    entries: &[BatchEntry<'_>],
+    pos: u64,
+    epoch: u32,
+    align_bytes: u64,
+    defer_last_tail: bool,
+) -> BuiltBatch {
     let mut bytes = Vec::with_capacity(1024);
     bytes.resize(BATCH_HEADER_BYTES as usize, 0);
     let mut update_tail = None;
     for (i, e) in entries.iter().enumerate() {
+        let is_last = i + 1 == entries.len();
         let is_update = e.meta.lsn > 0;
-        debug_assert!(!is_update || i + 1 == entries.len(), "an update entry closes its queue");
+        debug_assert!(!is_update || is_last, "an update entry closes its queue");
+        let deferred = is_update || (defer_last_tail && is_last);
         let stamp = Stamp { pos: pos + bytes.len() as u64, epoch };
-        let (tail, at) = encode_entry(&e.meta, e.payload, stamp, !is_update, &mut bytes);
-        if is_update {
+        let (tail, at) = encode_entry(&e.meta, e.payload, stamp, !deferred, &mut bytes);
+        if deferred {
             update_tail = Some((at as u64, tail));
         }
     }
@@ -177,7 +187,7 @@ mod tests {
     use strata_media::TxnId;
 
     fn meta(txn: u64, lsn: u32) -> EntryMeta {
-        EntryMeta { txn: TxnId(txn), key_hash: txn * 31, lsn, entry_count: 1, op_index: 0, compressed: false }
+        EntryMeta { txn: TxnId(txn), key_hash: txn * 31, lsn, entry_count: 1, op_index: 0, compressed: false, raw: false }
     }
 
     #[test]
@@ -189,7 +199,7 @@ mod tests {
             .map(|(i, p)| BatchEntry { meta: meta(i as u64, 0), payload: p })
             .collect();
         for align in [8, 256] {
-            let b = build_batch(&entries, 4096, 2, align);
+            let b = build_batch(&entries, 4096, 2, align, false);
             assert_eq!(b.bytes.len() as u64 % align, 0);
             assert!(b.update_tail.is_none());
             let h = decode_header(&b.bytes, 4096).unwrap();
@@ -210,7 +220,7 @@ mod tests {
             BatchEntry { meta: meta(1, 0), payload: b"ins" },
             BatchEntry { meta: meta(2, 4), payload: b"up" },
         ];
-        let b = build_batch(&entries, 0, 1, 256);
+        let b = build_batch(&entries, 0, 1, 256, false);
         let (at, tail) = b.update_tail.unwrap();
         assert_eq!(&b.bytes[at as usize..at as usize + 8], &[0; 8]);
         let mut bytes = b.bytes.clone();
@@ -222,8 +232,25 @@ mod tests {
     }
 
     #[test]
+    fn strict_ordering_defers_the_last_insert_tail_only() {
+        let entries = [
+            BatchEntry { meta: meta(1, 0), payload: b"first" },
+            BatchEntry { meta: meta(2, 0), payload: b"last" },
+        ];
+        let b = build_batch(&entries, 0, 1, 256, true);
+        let (at, tail) = b.update_tail.expect("the last tail is deferred");
+        let first = decode_entry(&b.bytes[32..], Stamp { pos: 32, epoch: 1 }).unwrap();
+        assert!(first.committed && !first.tail_deferred);
+        let second_at = 32 + first.len as usize;
+        let second = decode_entry(&b.bytes[second_at..], Stamp { pos: second_at as u64, epoch: 1 }).unwrap();
+        assert!(!second.committed && second.tail_deferred);
+        assert_eq!(at as usize, second_at + second.len as usize - 8);
+        assert_eq!(tail >> 63, 1);
+    }
+
+    #[test]
     fn header_rejects_stale_position_and_accepts_its_seal() {
-        let b = build_batch(&[BatchEntry { meta: meta(1, 0), payload: b"x" }], 512, 1, 256);
+        let b = build_batch(&[BatchEntry { meta: meta(1, 0), payload: b"x" }], 512, 1, 256, false);
         assert!(decode_header(&b.bytes, 512 + 8192).unwrap_err().contains("stale"));
         let h = decode_header(&b.bytes, 512).unwrap();
         let mut sealed = b.bytes.clone();

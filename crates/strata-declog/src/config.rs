@@ -1,7 +1,10 @@
 //! DecLog configuration (declog.txt sections 4.2-4.4): logging threads m,
-//! log queues per thread n, queue length l, batch alignment, and whether
-//! logging threads or the committing thread drive the flushing pipeline.
+//! log queues per thread n, queue length l, batch alignment, log compression
+//! and the size of its key tables, the ordering strategy (relaxed, or strict
+//! for the Fig. 12(a) ablation), and whether logging threads or the
+//! committing thread drive the flushing pipeline.
 
+use crate::compress::key_table::KEY_TABLE_MAX_SLOTS;
 use crate::error::DeclogError;
 use crate::layout::MAX_THREADS;
 
@@ -17,6 +20,9 @@ pub const DEFAULT_ALIGN_BYTES: u64 = 256;
 pub const MAX_QUEUE_LEN: usize = 65_535;
 /// Most entries one transaction may log.
 pub const MAX_TXN_ENTRIES: usize = 65_535;
+/// Slots of each stream's key table (one per series key logged in that
+/// stream; 256 bytes each, twice: the active table and its checkpoint copy).
+pub const DEFAULT_KEY_SLOTS: u32 = 1024;
 
 /// Who runs the flushing pipeline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,9 +37,9 @@ pub enum FlushMode {
     Inline,
 }
 
-/// DecLog's parameters. `threads`, `queues_per_thread`, `queue_len` and
-/// `align_bytes` are stored in the superblock by `format` and read back by
-/// `open`; `flush_mode` is chosen at every open.
+/// DecLog's parameters. Everything but `flush_mode` is stored in the
+/// superblock by `format` and read back by `open`; `flush_mode` is chosen at
+/// every open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeclogConfig {
     /// m: logging threads, each owning one PMem stream (1..=64).
@@ -46,6 +52,20 @@ pub struct DeclogConfig {
     /// Batch alignment: 256 (XPLine, the paper) or 8 (the no-alignment ablation).
     pub align_bytes: u64,
     pub flush_mode: FlushMode,
+    /// Log compression (section 4.4.1). When on, every payload submitted must
+    /// be a point payload ([`crate::compress::point_payload`]); DecLog
+    /// compresses it against its stream's key table, and parsing returns the
+    /// point payload again. When off, payloads are opaque and carried as given.
+    pub compression: bool,
+    /// Slots of each stream's key table (1..=2^24; used with compression):
+    /// the most distinct series keys one stream can log.
+    pub key_slots: u32,
+    /// The strict ordering strategy (section 3.1, the baseline of Fig. 12(a))
+    /// instead of relaxed ordering: every entry closes its log queue and is
+    /// written without its tail, which is stored (and fenced) only after the
+    /// body is persisted, and a stream writes nothing else until that tail is
+    /// persisted: two fences per entry. Parsing does not depend on it.
+    pub strict_ordering: bool,
 }
 
 impl Default for DeclogConfig {
@@ -56,6 +76,9 @@ impl Default for DeclogConfig {
             queue_len: DEFAULT_QUEUE_LEN,
             align_bytes: DEFAULT_ALIGN_BYTES,
             flush_mode: FlushMode::Threads,
+            compression: true,
+            key_slots: DEFAULT_KEY_SLOTS,
+            strict_ordering: false,
         }
     }
 }
@@ -75,6 +98,9 @@ impl DeclogConfig {
         if self.align_bytes != 8 && self.align_bytes != 256 {
             return bad(format!("align_bytes = {} (expected 256, or 8 for no alignment)", self.align_bytes));
         }
+        if !(1..=KEY_TABLE_MAX_SLOTS).contains(&self.key_slots) {
+            return bad(format!("key_slots = {} (expected 1..={KEY_TABLE_MAX_SLOTS})", self.key_slots));
+        }
         Ok(())
     }
 }
@@ -91,6 +117,7 @@ mod tests {
             (DeclogConfig { queues_per_thread: 1, ..Default::default() }, "queues_per_thread"),
             (DeclogConfig { queue_len: 0, ..Default::default() }, "queue_len"),
             (DeclogConfig { align_bytes: 64, ..Default::default() }, "align_bytes"),
+            (DeclogConfig { key_slots: 0, ..Default::default() }, "key_slots"),
         ] {
             let err = cfg.validate().unwrap_err().to_string();
             assert!(err.contains(word), "{err}");

@@ -10,19 +10,31 @@
 //! acknowledged, updated keys at once (early lock release), so updates queue
 //! behind unacknowledged updates, in both streams.
 //!
+//! With `compression` (the default) every entry's payload is a point payload
+//! of one of `series` series keys (so each key recurs and compresses), and
+//! DecLog compresses it; the oracle compares the point payloads parsing
+//! returns with those submitted.
+//!
 //! DecLog runs in [`FlushMode::Inline`]: the logging threads' pipeline steps
 //! run on the worker, and after each submit the worker runs 0-2 steps of
 //! seeded random streams, so batches, blocked update tails, snapshot waits
 //! and out-of-order acknowledgements occur in a reproducible order. A
 //! transaction is acknowledged when its ticket says durable. Every
-//! `checkpoint_every` transactions the worker drains the log, persists the
-//! checkpoint word (every transaction so far is covered), truncates all
-//! streams and resets every uts to 0 (rule 5); half-way it drops and reopens
-//! the log (a clean restart). Streams are small, so rings wrap.
+//! `checkpoint_every` transactions the worker drains the log and checkpoints,
+//! alternating two ways: odd checkpoints [`DecLog::cut`] the log, reset every
+//! uts to 0 (rule 5) and go on; `cut_lag` transactions later (the engine
+//! flushing its data meanwhile) they persist the checkpoint word (every
+//! transaction up to the cut is covered) and [`DecLog::truncate_to`] the cut,
+//! with the transactions since still in flight. Even checkpoints persist the
+//! checkpoint word, truncate all streams and reset every uts. Half-way, at
+//! the first transaction with a cut pending, the worker drops and reopens the
+//! log (a clean restart), so one `truncate_to` relies on the cut record.
+//! Streams are small, so rings wrap.
 //!
 //! Recovery opens the log (parse, seal, new epoch). Transactions up to the
 //! checkpoint word count as present with their known contents (a stand-in for
-//! checkpointed data); later ones are the complete transactions parsed. The
+//! checkpointed data); later ones are the complete transactions parsed (with
+//! a crash between a cut and its truncation, parsing passes the cut). The
 //! oracle then checks: every acknowledged transaction present, none partial
 //! (contents equal what was written), and every present update transaction's
 //! dependencies present (order violations).
@@ -35,13 +47,14 @@ use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
 use strata_pmem::crash::PmemCrashProtocol;
 use strata_pmem::{Region, RegionOffset};
 
+use crate::compress::point_payload;
 use crate::config::{DeclogConfig, FlushMode};
 use crate::entry::EntryIn;
 use crate::layout::{Layout, DECLOG_MAGIC};
 use crate::pipeline::DeclogStats;
 use crate::recovery::RecoveredEntry;
 use crate::ticket::{Ticket, TicketStatus};
-use crate::DecLog;
+use crate::{CutPoint, DecLog};
 
 const CHECKPOINT_WORD: RegionOffset = RegionOffset(0);
 const LOG_BASE: RegionOffset = RegionOffset(256);
@@ -76,6 +89,23 @@ pub fn key_hash(key: u64) -> u64 {
     SplitMix64::new(key ^ 0x6B65_795F_6861_7368).next_u64()
 }
 
+/// The series key of workload key (data point) `key`.
+fn series_key(key: u64, series: u64) -> Vec<u8> {
+    format!("cpu,host=h{:02},region=eu usage_user", key % series.max(1)).into_bytes()
+}
+
+/// The payload of one entry for data point `key`: a point payload with a
+/// smooth value and 0-`max_len`/3 random rest bytes, or with
+/// `compression` off up to `max_len` random bytes.
+fn entry_payload(rng: &mut SplitMix64, key: u64, proto: &DeclogPmemCrash) -> Vec<u8> {
+    if !proto.compression {
+        return payload(rng, proto.max_payload_bytes);
+    }
+    let value = 20.0 + rng.below(16) as f64 * 0.25;
+    let rest = payload(rng, proto.max_payload_bytes / 3);
+    point_payload::encode(&series_key(key, proto.series), key as i64 * 10_000, value.to_bits(), &rest)
+}
+
 /// The oracle's view of a transaction's content: its entries in order.
 pub fn txn_content(entries: &[(u64, u32, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -105,6 +135,11 @@ struct RunRecord {
     update_txns: u64,
     /// The furthest stream position written (past the capacity: the ring wrapped).
     max_stream_end: u64,
+    /// Cuts taken and truncations to them.
+    cuts: u64,
+    truncations_to_cut: u64,
+    /// Whether the mid-run restart happened between a cut and its truncation.
+    restarted_with_cut_pending: bool,
 }
 
 /// DecLog on the simulator with a seeded insert/update workload.
@@ -121,6 +156,14 @@ pub struct DeclogPmemCrash {
     pub queue_len: usize,
     pub align_bytes: u64,
     pub stream_bytes: u64,
+    /// DecLog's log compression (point payloads).
+    pub compression: bool,
+    /// Series keys the data points belong to (with compression).
+    pub series: u64,
+    /// Key table slots per stream (with compression).
+    pub key_slots: u32,
+    /// Transactions between a cut and its `truncate_to`.
+    pub cut_lag: u64,
     record: RwLock<RunRecord>,
 }
 
@@ -137,6 +180,10 @@ impl DeclogPmemCrash {
             queue_len: 4,
             align_bytes: 256,
             stream_bytes: 16384,
+            compression: true,
+            series: 12,
+            key_slots: 16,
+            cut_lag: 12,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -148,11 +195,14 @@ impl DeclogPmemCrash {
             queue_len: self.queue_len,
             align_bytes: self.align_bytes,
             flush_mode: FlushMode::Inline,
+            compression: self.compression,
+            key_slots: self.key_slots,
+            strict_ordering: false,
         }
     }
 
     fn area_bytes(&self) -> u64 {
-        Layout::footprint_bytes(self.threads, self.stream_bytes)
+        Layout::footprint_bytes_for(&self.config(), self.stream_bytes)
     }
 
     /// DecLog's counters of the last run.
@@ -172,6 +222,13 @@ impl DeclogPmemCrash {
 
     pub fn update_txns(&self) -> u64 {
         self.record.read().update_txns
+    }
+
+    /// (cuts taken, truncations to a cut, whether the restart fell between
+    /// a cut and its truncation) in the last run.
+    pub fn cut_counts(&self) -> (u64, u64, bool) {
+        let r = self.record.read();
+        (r.cuts, r.truncations_to_cut, r.restarted_with_cut_pending)
     }
 }
 
@@ -245,14 +302,28 @@ impl PmemCrashProtocol for DeclogPmemCrash {
         let mut stats = DeclogStats::default();
         let mut update_txns = 0;
         let mut favoured = 0usize;
+        // A cut waiting for its truncation: the transaction it covers up to, and where it cut.
+        let mut pending_cut: Option<(u64, CutPoint)> = None;
+        let mut restarted = false;
+        let (mut cuts, mut truncations_to_cut, mut restarted_with_cut_pending) = (0, 0, false);
         for t in 1..=self.txns {
             let txn = TxnId(t);
-            if t == self.txns / 2 {
+            let half = self.txns / 2;
+            if !restarted && t >= half && (pending_cut.is_some() || t >= half + 2 * self.checkpoint_every) {
+                restarted = true;
+                restarted_with_cut_pending = pending_cut.is_some();
                 log.pump().expect("drain before restart");
                 w.poll();
                 stats = add_stats(stats, log.stats());
                 drop(log);
                 log = DecLog::open_with_mode(region.clone(), LOG_BASE, FlushMode::Inline).expect("reopen").0;
+            }
+            if let Some((covered, cut)) = pending_cut.take_if(|(covered, _)| t == *covered + self.cut_lag) {
+                // The engine's checkpoint of everything up to the cut is done.
+                region.store_u64_persist(CHECKPOINT_WORD, covered);
+                log.truncate_to(&cut.ends)
+                    .unwrap_or_else(|e| panic!("seed {seed}: truncate_to at T{t}: {e}"));
+                truncations_to_cut += 1;
             }
             let update = !w.keys.is_empty() && w.rng.below(100) < self.update_percent;
             let mut entries: Vec<(u64, u32, Vec<u8>)> = Vec::new();
@@ -282,14 +353,14 @@ impl PmemCrashProtocol for DeclogPmemCrash {
                         deps.push(state.last_writer);
                     }
                     *state = KeyState { uts: lsn, last_writer: txn };
-                    entries.push((key_hash(k), lsn, payload(&mut w.rng, self.max_payload_bytes)));
+                    entries.push((key_hash(k), lsn, entry_payload(&mut w.rng, k, self)));
                 }
             } else {
                 for _ in 0..=w.rng.below(3) {
                     let k = w.next_key;
                     w.next_key += 1;
                     reveal.push(k);
-                    entries.push((key_hash(k), 0, payload(&mut w.rng, self.max_payload_bytes)));
+                    entries.push((key_hash(k), 0, entry_payload(&mut w.rng, k, self)));
                 }
             }
             oracle.attempt(txn, txn_content(&entries), deps);
@@ -299,7 +370,7 @@ impl PmemCrashProtocol for DeclogPmemCrash {
                 .map(|(h, lsn, p)| EntryIn {
                     key_hash: *h,
                     lsn: *lsn,
-                    compressed: p.len() % 3 == 0,
+                    compressed: !self.compression && p.len() % 3 == 0,
                     payload: p,
                 })
                 .collect();
@@ -317,12 +388,18 @@ impl PmemCrashProtocol for DeclogPmemCrash {
                 log.step(s);
                 w.poll();
             }
-            if self.checkpoint_every > 0 && t % self.checkpoint_every == 0 {
+            if self.checkpoint_every > 0 && t % self.checkpoint_every == 0 && pending_cut.is_none() {
                 log.pump().expect("drain before checkpoint");
                 w.poll();
                 assert!(w.pending.is_empty(), "seed {seed}: drained log left pending transactions");
-                region.store_u64_persist(CHECKPOINT_WORD, t);
-                log.truncate_all().expect("truncate");
+                if (t / self.checkpoint_every) % 2 == 1 {
+                    let cut = log.cut().unwrap_or_else(|e| panic!("seed {seed}: cut at T{t}: {e}"));
+                    pending_cut = Some((t, cut));
+                    cuts += 1;
+                } else {
+                    region.store_u64_persist(CHECKPOINT_WORD, t);
+                    log.truncate_all().expect("truncate");
+                }
                 for k in w.keys.values_mut() {
                     k.uts = 0;
                 }
@@ -341,6 +418,9 @@ impl PmemCrashProtocol for DeclogPmemCrash {
             out_of_order_acks: w.out_of_order_acks,
             update_txns,
             max_stream_end,
+            cuts,
+            truncations_to_cut,
+            restarted_with_cut_pending,
         };
     }
 
@@ -357,7 +437,7 @@ impl PmemCrashProtocol for DeclogPmemCrash {
             .collect();
         let recovered = match DecLog::open_with_mode(region.clone(), LOG_BASE, FlushMode::Inline) {
             Ok((log, r)) => {
-                resume_and_reparse(log, region, &r)?;
+                resume_and_reparse(log, region, &r, self.compression)?;
                 r
             }
             // Formatting persists the magic last: without it there is no log
@@ -383,14 +463,24 @@ impl PmemCrashProtocol for DeclogPmemCrash {
 /// stream, above every id seen), then a second parse must find exactly what
 /// the first found plus those two: sealing, the new epoch and resuming at
 /// each stream's end keep earlier answers stable.
-fn resume_and_reparse(log: DecLog, region: &Arc<Region>, first: &crate::Recovered) -> Result<(), String> {
+fn resume_and_reparse(
+    log: DecLog,
+    region: &Arc<Region>,
+    first: &crate::Recovered,
+    compression: bool,
+) -> Result<(), String> {
     let next = first.max_txn_id.map_or(1, |t| t.0 + 1) + 1_000_000;
     let mut expect =
         first.txns().into_iter().map(|(t, e)| (t, recovered_content(&e))).collect::<BTreeMap<_, _>>();
     for (i, t) in [next, next + 1].into_iter().enumerate() {
-        let e = [EntryIn { key_hash: i as u64, lsn: 0, compressed: false, payload: b"after restart" }];
+        let payload = if compression {
+            point_payload::encode(&series_key(i as u64, 2), t as i64, 1.5f64.to_bits(), b"after restart")
+        } else {
+            b"after restart".to_vec()
+        };
+        let e = [EntryIn { key_hash: i as u64, lsn: 0, compressed: false, payload: &payload }];
         log.commit(TxnId(t), &e).map_err(|e| format!("commit after restart: {e}"))?;
-        expect.insert(TxnId(t), txn_content(&[(i as u64, 0, b"after restart".to_vec())]));
+        expect.insert(TxnId(t), txn_content(&[(i as u64, 0, payload)]));
     }
     drop(log);
     let second = crate::recovery::parse(region, LOG_BASE).map_err(|e| format!("second parse: {e}"))?;
@@ -422,6 +512,32 @@ fn add_stats(a: DeclogStats, b: DeclogStats) -> DeclogStats {
         fences: a.fences + b.fences,
         batch_bytes: a.batch_bytes + b.batch_bytes,
         entry_bytes: a.entry_bytes + b.entry_bytes,
+        payload_bytes_submitted: a.payload_bytes_submitted + b.payload_bytes_submitted,
+        payload_bytes_logged: a.payload_bytes_logged + b.payload_bytes_logged,
+        compressed_entries: a.compressed_entries + b.compressed_entries,
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+
+    /// One uncrashed run: compression is in use, cuts are taken and
+    /// truncated to (one across the restart), and the final image passes the
+    /// oracle with every transaction acknowledged.
+    #[test]
+    fn a_run_compresses_cuts_truncates_and_recovers_everything() {
+        let proto = DeclogPmemCrash::new(5, 300);
+        let region = Arc::new(Region::sim(proto.region_len()));
+        let acks = AckLog::new(|| 0);
+        proto.run(&region, &acks);
+        let stats = proto.run_stats();
+        assert_eq!(stats.compressed_entries, stats.entries, "{stats:?}");
+        assert!(stats.payload_bytes_logged * 2 < stats.payload_bytes_submitted, "{stats:?}");
+        assert_eq!(proto.cut_counts(), (6, 6, true));
+        let acked: BTreeSet<TxnId> = (1..=300).map(TxnId).collect();
+        let (counts, why) = proto.recover_and_check(&region, &acked).unwrap();
+        assert_eq!((counts.lost, counts.partial, counts.order_violations), (0, 0, 0), "{why:?}");
     }
 }
 

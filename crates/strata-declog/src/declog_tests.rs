@@ -18,8 +18,10 @@ use crate::DecLog;
 
 const BASE: RegionOffset = RegionOffset(0);
 
+/// Opaque payloads: these tests are about logging, not compression
+/// (`compress/log_tests.rs` covers that).
 fn inline_cfg() -> DeclogConfig {
-    DeclogConfig { flush_mode: FlushMode::Inline, ..Default::default() }
+    DeclogConfig { flush_mode: FlushMode::Inline, compression: false, ..Default::default() }
 }
 
 fn sim_log(stream_bytes: u64, cfg: DeclogConfig) -> (Arc<Region>, DecLog) {
@@ -173,7 +175,7 @@ fn a_full_stream_fails_commits_until_reopened_and_loses_nothing_acknowledged() {
 
 #[test]
 fn a_full_stream_with_logging_threads_fails_waiters_instead_of_hanging() {
-    let cfg = DeclogConfig { queue_len: 2, ..Default::default() };
+    let cfg = DeclogConfig { queue_len: 2, compression: false, ..Default::default() };
     let (region, log) = sim_log(4096, cfg);
     let log = Arc::new(log);
     let results: Vec<Result<(), DeclogError>> = std::thread::scope(|s| {
@@ -288,7 +290,13 @@ fn a_torn_batch_followed_by_a_batch_is_corruption() {
 /// a lock, everything committed comes back complete.
 #[test]
 fn concurrent_workers_with_logging_threads_recover_everything_committed() {
-    let cfg = DeclogConfig { threads: 2, queues_per_thread: 2, queue_len: 16, ..Default::default() };
+    let cfg = DeclogConfig {
+        threads: 2,
+        queues_per_thread: 2,
+        queue_len: 16,
+        compression: false,
+        ..Default::default()
+    };
     let bytes = Layout::footprint_bytes(2, 256 << 10);
     let region = Arc::new(Region::anonymous(bytes).unwrap());
     let log = DecLog::format(region.clone(), BASE, bytes, cfg).unwrap();
@@ -318,7 +326,11 @@ fn concurrent_workers_with_logging_threads_recover_everything_committed() {
                         };
                         ticket.wait().unwrap();
                     } else {
-                        let e = [ins(1000 + txn.0, &payload), ins(1001 + txn.0, &payload)];
+                        // Two entries in one stream (queued under one lock, so
+                        // their batch merges them whatever the scheduling), one
+                        // in the other.
+                        let k = 1000 + 2 * txn.0;
+                        let e = [ins(k, &payload), ins(k + 1, &payload), ins(k + 2, &payload)];
                         log.commit(txn, &e).unwrap();
                     }
                 }
@@ -331,7 +343,7 @@ fn concurrent_workers_with_logging_threads_recover_everything_committed() {
     assert_eq!(r.complete_txns, workers * per_worker, "stats {stats:?}");
     assert!(r.discarded_txns.is_empty());
     for (t, entries) in r.txns() {
-        assert_eq!(entries.len(), 2, "{t}");
+        assert_eq!(entries.len(), if entries[0].lsn > 0 { 2 } else { 3 }, "{t}");
         assert!(entries.iter().all(|e| e.payload == t.0.to_le_bytes()), "{t}");
     }
     // Per key, update LSNs are distinct: the LSN order is the commit order.
@@ -343,4 +355,101 @@ fn concurrent_workers_with_logging_threads_recover_everything_committed() {
         assert!(lsns.windows(2).all(|w| w[0] < w[1]), "key {k}: {lsns:?}");
     }
     assert!(stats.batches < stats.entries, "group commit merged entries: {stats:?}");
+}
+
+/// Fig. 12(a)'s baseline: under strict ordering every entry is its own batch
+/// with a body fence and a tail fence; relaxed ordering with group commit
+/// shares one fence among many insert entries.
+#[test]
+fn strict_ordering_fences_every_entry_and_relaxed_shares_fences() {
+    let run = |strict: bool| {
+        let cfg = DeclogConfig { strict_ordering: strict, ..inline_cfg() };
+        let (region, log) = sim_log(64 << 10, cfg);
+        assert_eq!(log.config().strict_ordering, strict);
+        let before = region.stats();
+        for t in 1..=100u64 {
+            log.submit(TxnId(t), &[ins(key_in(0, t), &[1; 40]), ins(key_in(1, t), &[2; 40])]).unwrap();
+            if t % 10 == 0 {
+                log.pump().unwrap();
+            }
+        }
+        log.pump().unwrap();
+        let fences = (region.stats() - before).fences;
+        let stats = log.stats();
+        assert_eq!(stats.fences, fences, "only the pipelines fence here");
+        let r = reopen_parse(&region);
+        assert_eq!((r.complete_txns, r.streams[0].uncommitted_inserts), (100, 0));
+        (fences, stats)
+    };
+    let entries = 200;
+    let (strict, strict_stats) = run(true);
+    let (relaxed, relaxed_stats) = run(false);
+    println!("insert-only, {entries} entries: strict {strict} fences, relaxed {relaxed} fences");
+    assert!(strict >= entries, "strict ordering: at least one fence per entry ({strict})");
+    assert_eq!(strict, 2 * entries, "a body fence and a tail fence per entry");
+    assert_eq!((strict_stats.batches, strict_stats.update_tails), (entries, entries));
+    assert!(relaxed * 4 < entries, "relaxed ordering shares fences: {relaxed}");
+    assert_eq!(relaxed_stats.update_tails, 0);
+}
+
+/// Strict ordering: a crash between an insert entry's body fence and its
+/// tail leaves it valid but uncommitted (not torn), and nothing after it is
+/// written before its tail is persisted.
+#[test]
+fn strict_ordering_crash_between_body_and_tail_leaves_an_uncommitted_insert() {
+    let cfg = DeclogConfig { strict_ordering: true, ..inline_cfg() };
+    let (region, log) = sim_log(8192, cfg);
+    log.commit(TxnId(1), &[ins(key_in(0, 1), b"one")]).unwrap();
+    let t2 = log.submit(TxnId(2), &[ins(key_in(0, 2), b"two")]).unwrap();
+    let t3 = log.submit(TxnId(3), &[ins(key_in(0, 3), b"three")]).unwrap();
+    assert_eq!(log.step(0), StepOutcome::Progress, "T2's body");
+    assert_eq!((t2.status(), log.stats().batches), (TicketStatus::Pending, 2));
+    let image = region.as_sim().unwrap().persistent_image();
+    assert_eq!(log.step(0), StepOutcome::Progress, "T2's tail, and no body with it");
+    assert!(t2.is_durable() && !t3.is_durable());
+    assert_eq!(log.stats().batches, 2, "T3's body waits for T2's tail");
+    let crashed = Arc::new(Region::sim_from_image(image));
+    let (log2, r) = DecLog::open_with_mode(crashed.clone(), BASE, FlushMode::Inline).unwrap();
+    assert_eq!(r.txns().keys().copied().collect::<Vec<_>>(), vec![TxnId(1)]);
+    assert_eq!((r.streams[0].uncommitted_inserts, r.streams[0].torn_batches), (1, 0));
+    log2.commit(TxnId(4), &[ins(key_in(0, 4), b"four")]).unwrap();
+    drop(log2);
+    let again = crate::recovery::parse(&crashed, BASE).unwrap();
+    assert_eq!(again.txns().keys().copied().collect::<Vec<_>>(), vec![TxnId(1), TxnId(4)]);
+    log.pump().unwrap();
+    assert!(t3.is_durable());
+}
+
+/// Without compression `truncate_to` takes any batch boundary in
+/// `[head, end]`, moves all heads in one generation, and refuses the rest
+/// without moving anything.
+#[test]
+fn truncate_to_moves_heads_to_batch_boundaries_only() {
+    let (region, log) = sim_log(8192, inline_cfg());
+    for t in 1..=3 {
+        log.commit(TxnId(t), &[ins(key_in(0, t), &[t as u8; 100]), ins(key_in(1, t), b"x")]).unwrap();
+    }
+    let mid: Vec<u64> = log.stream_positions().iter().map(|p| p.1).collect();
+    for t in 4..=6 {
+        // 512-byte batches: mid + 256 is aligned but inside T4's batch.
+        log.commit(TxnId(t), &[ins(key_in(0, t), &[t as u8; 300]), ins(key_in(1, t), b"y")]).unwrap();
+    }
+    let ends: Vec<u64> = log.stream_positions().iter().map(|p| p.1).collect();
+    for bad in
+        [vec![mid[0]], vec![mid[0] + 8, mid[1]], vec![ends[0] + 256, mid[1]], vec![mid[0] + 256, mid[1]]]
+    {
+        let err = log.truncate_to(&bad).unwrap_err();
+        assert!(matches!(err, DeclogError::InvalidInput(_)), "{bad:?}: {err}");
+    }
+    assert_eq!(reopen_parse(&region).generation, 0, "refusals move nothing");
+    log.truncate_to(&mid).unwrap();
+    assert_eq!(log.stream_positions().iter().map(|p| p.0).collect::<Vec<_>>(), mid);
+    let r = reopen_parse(&region);
+    assert_eq!(r.generation, 1);
+    assert_eq!(r.txns().keys().map(|t| t.0).collect::<Vec<_>>(), vec![4, 5, 6]);
+    assert!(log.truncate_to(&[0, 0]).is_err(), "heads never move back");
+    log.truncate_to(&[ends[0], mid[1]]).unwrap();
+    let r = reopen_parse(&region);
+    assert_eq!(r.streams.iter().map(|s| s.head).collect::<Vec<_>>(), vec![ends[0], mid[1]]);
+    assert!(r.txns().is_empty(), "every transaction lost its stream-0 entry");
 }

@@ -14,6 +14,9 @@
 //! Insert entries (LSN 0) are written whole, tail included, in one go; an
 //! update entry (LSN > 0) is written with a zero tail word, and its tail is
 //! stored later by the flushing pipeline with one failure-atomic 8-byte store.
+//! Under strict ordering an insert entry is written like an update entry,
+//! with its tail deferred; the `ENTRY_FLAG_DEFERRED_TAIL` flag says so, so
+//! parsing tells such an entry (valid, not committed) from a torn one.
 
 use strata_media::TxnId;
 
@@ -32,8 +35,17 @@ pub const ENTRY_OFFSET_OP_INDEX: usize = 28;
 pub const ENTRY_OFFSET_FLAGS: usize = 32;
 pub const ENTRY_OFFSET_CRC: usize = 36;
 /// Bit 0 of `flags`: the payload was compressed by the compression stage
-/// (declog.txt 4.4.1). DecLog only carries the bit; every other bit is zero.
+/// (declog.txt 4.4.1).
 pub const ENTRY_FLAG_COMPRESSED: u32 = 1;
+/// Bit 1 of `flags`: an insert entry (LSN 0) written without its tail, which
+/// is stored once the entry is persisted (strict ordering). Never set on an
+/// update entry (they always defer their tails). Every other bit is zero.
+pub const ENTRY_FLAG_DEFERRED_TAIL: u32 = 2;
+/// Bit 2 of `flags`: with compression on, the payload is the submitted point
+/// payload verbatim, because its key does not fit the stream's key table
+/// (longer than `KEY_TABLE_MAX_KEY_BYTES`, or the table is full). Never
+/// together with `ENTRY_FLAG_COMPRESSED`.
+pub const ENTRY_FLAG_RAW_POINT: u32 = 4;
 /// Bit 63 of the tail word.
 pub const TAIL_COMMIT_FLAG: u64 = 1 << 63;
 
@@ -47,9 +59,12 @@ pub struct EntryIn<'a> {
     /// transaction's LSN (> 0) for an update transaction. Every entry of one
     /// transaction carries the same LSN.
     pub lsn: u32,
-    /// Set by the compression stage; carried, never interpreted.
+    /// Without compression: whether the caller compressed the payload
+    /// itself; carried, never interpreted. With compression it must be
+    /// false: DecLog compresses and sets the bit on media itself.
     pub compressed: bool,
-    /// Opaque redo payload.
+    /// The redo payload: opaque without compression; with compression a
+    /// point payload ([`crate::compress::point_payload`]).
     pub payload: &'a [u8],
 }
 
@@ -64,6 +79,8 @@ pub struct EntryMeta {
     /// This entry's index among them, `0..entry_count`.
     pub op_index: u32,
     pub compressed: bool,
+    /// The payload is a point payload logged verbatim (`ENTRY_FLAG_RAW_POINT`).
+    pub raw: bool,
 }
 
 /// Where an entry sits: its stream position and the writer epoch of its batch.
@@ -98,8 +115,9 @@ fn entry_crc(stamp: Stamp, header: &[u8], payload: &[u8]) -> u32 {
 }
 
 /// Appends the entry to `out` (which must end at an 8-byte boundary). The tail
-/// word is written committed when `with_tail`, else as zero. Returns the
-/// committed tail word (for a later store) and its offset within `out`.
+/// word is written committed when `with_tail`, else as zero (and an insert
+/// entry gets `ENTRY_FLAG_DEFERRED_TAIL`). Returns the committed tail word
+/// (for a later store) and its offset within `out`.
 pub fn encode_entry(
     meta: &EntryMeta,
     payload: &[u8],
@@ -117,7 +135,9 @@ pub fn encode_entry(
     h[ENTRY_OFFSET_ENTRY_COUNT..ENTRY_OFFSET_ENTRY_COUNT + 4]
         .copy_from_slice(&meta.entry_count.to_le_bytes());
     h[ENTRY_OFFSET_OP_INDEX..ENTRY_OFFSET_OP_INDEX + 4].copy_from_slice(&meta.op_index.to_le_bytes());
-    let flags = if meta.compressed { ENTRY_FLAG_COMPRESSED } else { 0 };
+    let flags = if meta.compressed { ENTRY_FLAG_COMPRESSED } else { 0 }
+        | if meta.raw { ENTRY_FLAG_RAW_POINT } else { 0 }
+        | if !with_tail && meta.lsn == 0 { ENTRY_FLAG_DEFERRED_TAIL } else { 0 };
     h[ENTRY_OFFSET_FLAGS..ENTRY_OFFSET_FLAGS + 4].copy_from_slice(&flags.to_le_bytes());
     let crc = entry_crc(stamp, &h, payload);
     h[ENTRY_OFFSET_CRC..ENTRY_OFFSET_CRC + 4].copy_from_slice(&crc.to_le_bytes());
@@ -139,6 +159,10 @@ pub struct DecodedEntry {
     pub len: u64,
     /// Whether its tail word commits it.
     pub committed: bool,
+    /// Whether its tail was stored after its body (an update entry, or an
+    /// insert entry with `ENTRY_FLAG_DEFERRED_TAIL`): such an entry without
+    /// its tail is valid but not committed; any other is torn.
+    pub tail_deferred: bool,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -169,8 +193,11 @@ pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, String> 
         return Err("entry CRC mismatch".into());
     }
     let flags = u32_at(header, ENTRY_OFFSET_FLAGS);
-    if flags & !ENTRY_FLAG_COMPRESSED != 0 {
+    if flags & !(ENTRY_FLAG_COMPRESSED | ENTRY_FLAG_DEFERRED_TAIL | ENTRY_FLAG_RAW_POINT) != 0 {
         return Err(format!("unknown entry flags {flags:#x}"));
+    }
+    if flags & ENTRY_FLAG_COMPRESSED != 0 && flags & ENTRY_FLAG_RAW_POINT != 0 {
+        return Err("entry flagged both compressed and raw".into());
     }
     let meta = EntryMeta {
         txn: TxnId(u64_at(header, ENTRY_OFFSET_TXN_ID)),
@@ -179,13 +206,24 @@ pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, String> 
         entry_count: u32_at(header, ENTRY_OFFSET_ENTRY_COUNT),
         op_index: u32_at(header, ENTRY_OFFSET_OP_INDEX),
         compressed: flags & ENTRY_FLAG_COMPRESSED != 0,
+        raw: flags & ENTRY_FLAG_RAW_POINT != 0,
     };
     if meta.entry_count == 0 || meta.op_index >= meta.entry_count {
         return Err(format!("entry {} of {} is out of range", meta.op_index, meta.entry_count));
     }
+    let deferred_flag = flags & ENTRY_FLAG_DEFERRED_TAIL != 0;
+    if deferred_flag && meta.lsn > 0 {
+        return Err("deferred-tail flag on an update entry".into());
+    }
     let tail = u64_at(bytes, (len - ENTRY_TAIL_BYTES) as usize);
     let committed = tail == tail_word(crc, meta.lsn);
-    Ok(DecodedEntry { meta, payload: payload.to_vec(), len, committed })
+    Ok(DecodedEntry {
+        meta,
+        payload: payload.to_vec(),
+        len,
+        committed,
+        tail_deferred: deferred_flag || meta.lsn > 0,
+    })
 }
 
 #[cfg(test)]
@@ -193,7 +231,7 @@ mod tests {
     use super::*;
 
     fn meta(lsn: u32) -> EntryMeta {
-        EntryMeta { txn: TxnId(77), key_hash: 0xABCD, lsn, entry_count: 3, op_index: 1, compressed: true }
+        EntryMeta { txn: TxnId(77), key_hash: 0xABCD, lsn, entry_count: 3, op_index: 1, compressed: true, raw: false }
     }
 
     const STAMP: Stamp = Stamp { pos: 4096, epoch: 3 };
@@ -221,6 +259,26 @@ mod tests {
         assert!(decode_entry(&out, STAMP).unwrap().committed);
         assert_eq!(tail & 0xFFFF_FFFF, 5, "the tail carries the LSN");
         assert_ne!(tail & TAIL_COMMIT_FLAG, 0);
+    }
+
+    #[test]
+    fn an_insert_written_without_its_tail_is_flagged_deferred() {
+        let mut out = Vec::new();
+        let (tail, at) = encode_entry(&meta(0), b"strict", STAMP, false, &mut out);
+        let flags = u32::from_le_bytes(out[ENTRY_OFFSET_FLAGS..ENTRY_OFFSET_FLAGS + 4].try_into().unwrap());
+        assert_eq!(flags, ENTRY_FLAG_COMPRESSED | ENTRY_FLAG_DEFERRED_TAIL);
+        let d = decode_entry(&out, STAMP).unwrap();
+        assert!(d.tail_deferred && !d.committed);
+        out[at..at + 8].copy_from_slice(&tail.to_le_bytes());
+        assert!(decode_entry(&out, STAMP).unwrap().committed);
+        let mut with_tail = Vec::new();
+        encode_entry(&meta(0), b"relaxed", STAMP, true, &mut with_tail);
+        assert!(!decode_entry(&with_tail, STAMP).unwrap().tail_deferred);
+        let mut update = Vec::new();
+        encode_entry(&meta(4), b"u", STAMP, false, &mut update);
+        let d = decode_entry(&update, STAMP).unwrap();
+        assert!(d.tail_deferred, "update entries always defer");
+        assert_eq!(u32::from_le_bytes(update[32..36].try_into().unwrap()), ENTRY_FLAG_COMPRESSED);
     }
 
     #[test]

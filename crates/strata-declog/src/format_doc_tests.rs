@@ -29,11 +29,15 @@ fn every_constant_appears_with_its_value() {
         ("DECLOG_FORMAT_VERSION", DECLOG_FORMAT_VERSION as u64),
         ("SUPERBLOCK_BYTES", SUPERBLOCK_BYTES),
         ("SB_CRC_COVERED_BYTES", SB_CRC_COVERED_BYTES),
+        ("SB_FLAG_COMPRESSION", SB_FLAG_COMPRESSION as u64),
+        ("SB_FLAG_STRICT_ORDERING", SB_FLAG_STRICT_ORDERING as u64),
         ("EPOCH_WORD_OFFSET", EPOCH_WORD_OFFSET),
         ("HEAD_SELECT_WORD_OFFSET", HEAD_SELECT_WORD_OFFSET),
         ("HEAD_ARRAY_0_OFFSET", HEAD_ARRAY_0_OFFSET),
         ("HEAD_ARRAY_1_OFFSET", HEAD_ARRAY_1_OFFSET),
         ("MAX_THREADS", MAX_THREADS as u64),
+        ("CUT_RECORD_OFFSET", CUT_RECORD_OFFSET),
+        ("CUT_RECORD_BYTES", CUT_RECORD_BYTES),
         ("STREAMS_OFFSET", STREAMS_OFFSET),
         ("MIN_STREAM_BYTES", MIN_STREAM_BYTES),
         ("STREAM_UNIT_BYTES", STREAM_UNIT_BYTES),
@@ -49,6 +53,8 @@ fn every_constant_appears_with_its_value() {
         ("ENTRY_ALIGN_BYTES", ENTRY_ALIGN_BYTES),
         ("MIN_ENTRY_BYTES", MIN_ENTRY_BYTES),
         ("ENTRY_FLAG_COMPRESSED", ENTRY_FLAG_COMPRESSED as u64),
+        ("ENTRY_FLAG_DEFERRED_TAIL", ENTRY_FLAG_DEFERRED_TAIL as u64),
+        ("ENTRY_FLAG_RAW_POINT", ENTRY_FLAG_RAW_POINT as u64),
     ];
     for (name, v) in dec {
         assert_eq!(value_of(name), v.to_string(), "constant {name}");
@@ -96,14 +102,16 @@ fn field_tables_match_the_code() {
             ("queues_per_thread", SB_OFFSET_QUEUES_PER_THREAD, 4),
             ("queue_len", SB_OFFSET_QUEUE_LEN, 4),
             ("align", SB_OFFSET_ALIGN, 4),
-            ("reserved", SB_OFFSET_RESERVED, 4),
+            ("flags", SB_OFFSET_FLAGS, 4),
             ("stream_capacity", SB_OFFSET_STREAM_CAPACITY, 8),
             ("streams_offset", SB_OFFSET_STREAMS_OFFSET, 8),
+            ("key_slots", SB_OFFSET_KEY_SLOTS, 4),
             ("crc", SB_OFFSET_CRC, 4),
-            ("reserved_2", SB_OFFSET_CRC + 4, 12),
+            ("reserved_2", SB_OFFSET_CRC + 4, SUPERBLOCK_BYTES - SB_OFFSET_CRC - 4),
         ],
         SUPERBLOCK_BYTES,
     );
+    assert_eq!(SB_CRC_COVERED_BYTES, SB_OFFSET_CRC, "the CRC covers everything before it");
     check_fields(
         "## Area layout",
         &[
@@ -114,11 +122,31 @@ fn field_tables_match_the_code() {
             ("unused_2", HEAD_SELECT_WORD_OFFSET + 8, HEAD_ARRAY_0_OFFSET - HEAD_SELECT_WORD_OFFSET - 8),
             ("head_array_0", HEAD_ARRAY_0_OFFSET, 8 * MAX_THREADS as u64),
             ("head_array_1", HEAD_ARRAY_1_OFFSET, 8 * MAX_THREADS as u64),
+            ("cut_record", CUT_RECORD_OFFSET, CUT_RECORD_BYTES),
         ],
         STREAMS_OFFSET,
     );
     let streams_row = table("## Area layout").into_iter().find(|r| r[3] == "streams").expect("streams row");
     assert_eq!(streams_row[0], STREAMS_OFFSET.to_string());
+    let tables_row =
+        table("## Area layout").into_iter().find(|r| r[3] == "key_tables").expect("key tables row");
+    assert_eq!(tables_row[0], format!("{STREAMS_OFFSET} + m x capacity"));
+    let cut = table("## Cut record");
+    let field = |name: &str| cut.iter().find(|r| r[3] == name).unwrap_or_else(|| panic!("cut record {name}"));
+    for (name, offset, size) in [
+        ("seq", CUT_OFFSET_SEQ, "8"),
+        ("stream_count", CUT_OFFSET_STREAM_COUNT, "4"),
+        ("crc", CUT_OFFSET_CRC, "4"),
+        ("ends", CUT_OFFSET_ENDS, "8 x m"),
+    ] {
+        assert_eq!(
+            (field(name)[0].clone(), field(name)[1].as_str()),
+            (offset.to_string(), size),
+            "cut {name}"
+        );
+    }
+    assert_eq!(cut.len() - 1, 4, "cut record: exactly these fields");
+    assert!(CUT_OFFSET_ENDS + 8 * MAX_THREADS as u64 <= CUT_RECORD_BYTES);
     check_fields(
         "## Batch header",
         &[
@@ -164,8 +192,9 @@ fn bytes_written_sit_where_the_doc_says() {
         entry_count: 3,
         op_index: 2,
         compressed: true,
+        raw: false,
     };
-    let b = build_batch(&[BatchEntry { meta, payload: b"hello" }], 4096, 5, 256);
+    let b = build_batch(&[BatchEntry { meta, payload: b"hello" }], 4096, 5, 256, false);
     let u32_at = |at: usize| u32::from_le_bytes(b.bytes[at..at + 4].try_into().unwrap());
     let u64_at = |at: usize| u64::from_le_bytes(b.bytes[at..at + 8].try_into().unwrap());
     assert_eq!(u32_at(0), BATCH_MAGIC);
@@ -196,4 +225,32 @@ fn bytes_written_sit_where_the_doc_says() {
     let w = encode_checked_word(1234);
     assert_eq!(w & ((1 << WORD_VALUE_BITS) - 1), 1234);
     assert_eq!(w >> WORD_CHECK_SHIFT, (crc32c::crc32c(&1234u64.to_le_bytes()) & 0xFFFF) as u64);
+}
+
+#[test]
+fn superblock_and_cut_record_bytes_sit_where_the_doc_says() {
+    use crate::config::DeclogConfig;
+    use strata_pmem::{Region, RegionOffset};
+    let cfg = DeclogConfig { strict_ordering: true, key_slots: 3, ..Default::default() };
+    let bytes = Layout::footprint_bytes_for(&cfg, 4096);
+    let region = Region::sim(bytes);
+    let (layout, _) = format_area(&region, RegionOffset(0), bytes, &cfg).unwrap();
+    let sb = region.read_vec(RegionOffset(0), SUPERBLOCK_BYTES as usize);
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!(&sb[..8], b"STDECLOG");
+    assert_eq!(u32_at(&sb, 8), 2, "version");
+    assert_eq!(u32_at(&sb, 28), SB_FLAG_COMPRESSION | SB_FLAG_STRICT_ORDERING, "flags");
+    assert_eq!(u64::from_le_bytes(sb[40..48].try_into().unwrap()), 2048, "streams_offset");
+    assert_eq!(u32_at(&sb, 48), 3, "key_slots");
+    assert_eq!(u32_at(&sb, 52), crc32c::crc32c(&sb[..52]), "crc of 0..52");
+    assert_eq!(&region.read_vec(layout.key_table(0), 8), b"DLKEYTAB", "key tables after the streams");
+    persist_cut_record(&region, &layout, &CutRecord { seq: 7, ends: vec![256, 512] });
+    let c = region.read_vec(RegionOffset(1280), 32);
+    assert_eq!(u64::from_le_bytes(c[..8].try_into().unwrap()), 7);
+    assert_eq!(u32_at(&c, 8), 2);
+    assert_eq!(u64::from_le_bytes(c[16..24].try_into().unwrap()), 256);
+    assert_eq!(u64::from_le_bytes(c[24..32].try_into().unwrap()), 512);
+    let mut covered = c[..12].to_vec();
+    covered.extend_from_slice(&c[16..32]);
+    assert_eq!(u32_at(&c, 12), crc32c::crc32c(&covered), "cut CRC: bytes 0..12 then the ends");
 }

@@ -4,8 +4,9 @@
 //! chosen by the first input byte:
 //!
 //! - even, raw: the rest of the input is the region image;
-//! - odd, damaged log: a valid DecLog is written (transactions, sizes and
-//!   truncations drawn from the input), then damaged with `(offset, xor)`
+//! - odd, damaged log: a valid DecLog is written (transactions, sizes,
+//!   truncations, cuts, compression on or off, drawn from the input; with
+//!   compression the payloads are point payloads), then damaged with `(offset, xor)`
 //!   pairs from the input. With at most one damaged byte (CRC32C detects every
 //!   error within 32 bits, so nothing can be forged) a successful open returns
 //!   only transactions that were committed since the last truncation, each
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
+use crate::compress::point_payload;
 use crate::config::{DeclogConfig, FlushMode};
 use crate::entry::EntryIn;
 use crate::error::DeclogError;
@@ -53,35 +55,76 @@ fn contents(r: &Recovered) -> Contents {
 }
 
 /// Writes a valid log from the input; returns its image and what it holds.
+/// An entry payload: with compression a point payload of one of four series.
+fn fuzz_payload(compression: bool, key_byte: u8, i: u8, len: u8, t: u64) -> Vec<u8> {
+    if compression {
+        let key = format!("series-{}", key_byte % 4);
+        point_payload::encode(
+            key.as_bytes(),
+            t as i64 * 7 + i as i64,
+            (len as f64).to_bits(),
+            &vec![i; len as usize / 4],
+        )
+    } else {
+        vec![i; len as usize]
+    }
+}
+
 fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
     let threads = 1 + (input.byte() % 3) as usize;
-    let align = if input.byte() & 1 == 0 { 256 } else { 8 };
+    let shape = input.byte();
+    let align = if shape & 1 == 0 { 256 } else { 8 };
+    let compression = shape & 2 != 0;
     let cfg = DeclogConfig {
         threads,
         queues_per_thread: 2,
         queue_len: 1 + (input.byte() % 4) as usize,
         align_bytes: align,
         flush_mode: FlushMode::Inline,
+        compression,
+        key_slots: 8,
+        strict_ordering: shape & 4 != 0,
     };
-    let bytes = Layout::footprint_bytes(threads, 4096);
+    let bytes = Layout::footprint_bytes_for(&cfg, 4096);
     let region = Arc::new(Region::sim(bytes));
     let log = DecLog::format(region.clone(), RegionOffset(0), bytes, cfg).expect("format a fresh area");
     let mut written = Contents::new();
+    // Transactions since the last cut, which a truncation to it keeps.
+    let mut since_cut = Contents::new();
     for t in 1..=(input.byte() % 24) as u64 {
         let n = 1 + input.byte() % 3;
         let lsn = (input.byte() % 3) as u32;
-        if n == 3 && lsn == 2 && input.byte() & 1 == 0 {
-            log.truncate_all().expect("truncate");
-            written.clear();
+        if n == 3 && lsn == 2 {
+            match input.byte() % 4 {
+                0 => {
+                    log.truncate_all().expect("truncate");
+                    written.clear();
+                    since_cut.clear();
+                }
+                1 => {
+                    log.cut().expect("cut");
+                    since_cut.clear();
+                }
+                // Refused (no cut, or heads already past it) changes nothing.
+                2 if log.last_cut().is_some_and(|cut| log.truncate_to(&cut.ends).is_ok()) => {
+                    written = since_cut.clone();
+                }
+                _ => {}
+            }
         }
-        let entries: Vec<(u64, u32, Vec<u8>)> =
-            (0..n).map(|i| (input.byte() as u64, lsn, vec![i; (input.byte() % 80) as usize])).collect();
+        let entries: Vec<(u64, u32, Vec<u8>)> = (0..n)
+            .map(|i| {
+                let key_byte = input.byte();
+                (key_byte as u64, lsn, fuzz_payload(compression, key_byte, i, input.byte() % 80, t))
+            })
+            .collect();
         let ins: Vec<EntryIn<'_>> = entries
             .iter()
             .map(|(k, l, p)| EntryIn { key_hash: *k, lsn: *l, compressed: false, payload: p })
             .collect();
         match log.commit(TxnId(t), &ins) {
             Ok(()) => {
+                since_cut.insert(TxnId(t), entries.clone());
                 written.insert(TxnId(t), entries);
             }
             Err(DeclogError::Full { .. }) | Err(DeclogError::Poisoned(_)) => break,
@@ -120,13 +163,18 @@ pub fn fuzz_open(data: &[u8]) {
         }
     }
     let extra = TxnId(first.max_txn_id.map_or(1, |t| t.0.saturating_add(1)));
-    let payload = b"appended by the fuzzer";
-    let committed = log.commit(extra, &[EntryIn { key_hash: 5, lsn: 0, compressed: false, payload }]);
+    let payload = if log.config().compression {
+        point_payload::encode(b"series-1", 99, 1.0f64.to_bits(), b"appended by the fuzzer")
+    } else {
+        b"appended by the fuzzer".to_vec()
+    };
+    let committed =
+        log.commit(extra, &[EntryIn { key_hash: 5, lsn: 0, compressed: false, payload: &payload }]);
     drop(log);
     let second = parse(&region, RegionOffset(0)).expect("a log that opened parses again after a commit");
     let mut expect = found;
     if committed.is_ok() {
-        expect.insert(extra, vec![(5, 0, payload.to_vec())]);
+        expect.insert(extra, vec![(5, 0, payload)]);
     }
     assert_eq!(contents(&second), expect, "the second parse disagrees with the first");
 }
@@ -147,7 +195,8 @@ mod tests {
         let valid = {
             let bytes = Layout::footprint_bytes(2, 4096);
             let region = Arc::new(Region::sim(bytes));
-            let cfg = DeclogConfig { flush_mode: FlushMode::Inline, ..Default::default() };
+            let cfg =
+                DeclogConfig { flush_mode: FlushMode::Inline, compression: false, ..Default::default() };
             let log = DecLog::format(region.clone(), RegionOffset(0), bytes, cfg).unwrap();
             for t in 1..=12 {
                 let p = vec![t as u8; 30];

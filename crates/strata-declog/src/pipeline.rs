@@ -26,12 +26,19 @@
 //! still waiting for its snapshot, so a blocked update transaction does not
 //! block later insert transactions. Only the batch written since the last
 //! fence can be torn by a crash; parsing relies on that.
+//!
+//! Strict ordering (the ablation baseline of Fig. 12(a), section 3.1): every
+//! queue holds one entry (DecLog opens the queues with length 1), every
+//! entry's tail is deferred like an update entry's (an insert's has no
+//! snapshot to wait for), and a body is written only when nothing is in
+//! flight. So each entry costs two fences, body then tail, and entries are
+//! persisted one after the other.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 use strata_pmem::{Region, RegionOffset};
 
 use crate::batch::{batch_len, build_batch, wrap_header, BatchEntry, BATCH_HEADER_BYTES};
@@ -94,7 +101,8 @@ pub struct DeclogStats {
     pub batches: u64,
     /// Wrap batches written at the end of a ring lap.
     pub wraps: u64,
-    /// Update tails stored.
+    /// Deferred tails stored: update entries', and under strict ordering
+    /// every entry's.
     pub update_tails: u64,
     /// Update entries that found their snapshot blocking at least once.
     pub snapshot_waits: u64,
@@ -104,6 +112,13 @@ pub struct DeclogStats {
     pub batch_bytes: u64,
     /// Bytes of encoded entries written (so padding = batch_bytes - entry_bytes - 32 x batches).
     pub entry_bytes: u64,
+    /// Payload bytes of the entries queued, as submitted (point payloads
+    /// with compression) ...
+    pub payload_bytes_submitted: u64,
+    /// ... and as queued for the log, after compression.
+    pub payload_bytes_logged: u64,
+    /// Entries queued with the compression bit set (key known, by id).
+    pub compressed_entries: u64,
 }
 
 #[derive(Default)]
@@ -117,6 +132,9 @@ pub(crate) struct StatCounters {
     fences: AtomicU64,
     batch_bytes: AtomicU64,
     entry_bytes: AtomicU64,
+    pub payload_bytes_submitted: AtomicU64,
+    pub payload_bytes_logged: AtomicU64,
+    pub compressed_entries: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, by: u64) {
@@ -136,6 +154,9 @@ impl StatCounters {
             fences: g(&self.fences),
             batch_bytes: g(&self.batch_bytes),
             entry_bytes: g(&self.entry_bytes),
+            payload_bytes_submitted: g(&self.payload_bytes_submitted),
+            payload_bytes_logged: g(&self.payload_bytes_logged),
+            compressed_entries: g(&self.compressed_entries),
         }
     }
 }
@@ -203,11 +224,14 @@ enum TailState {
     Durable,
 }
 
+/// The deferred tail of a batch's last entry: an update entry's, or under
+/// strict ordering any entry's.
 struct UpdateTail {
     lsn: u32,
     offset: RegionOffset,
     word: u64,
-    snapshot: Snapshot,
+    /// The thread snapshot of an update entry; `None` for an insert entry.
+    snapshot: Option<Snapshot>,
     state: TailState,
     waited: bool,
 }
@@ -223,6 +247,11 @@ impl InflightBatch {
     fn done(&self) -> bool {
         self.body_durable && self.update.as_ref().is_none_or(|u| u.state == TailState::Durable)
     }
+
+    /// Whether entry `i` is acknowledged by its deferred tail (not the body).
+    fn tail_acks(&self, i: usize) -> bool {
+        self.update.is_some() && i + 1 == self.entries.len()
+    }
 }
 
 /// The writer side of one stream.
@@ -235,11 +264,17 @@ pub(crate) struct Pipeline {
     /// Where the next batch goes.
     end: u64,
     inflight: VecDeque<InflightBatch>,
+    /// Strict ordering (module comment).
+    strict: bool,
 }
 
 impl Pipeline {
-    pub fn new(stream: usize, ring: Ring, epoch: u32, head: u64, end: u64) -> Self {
-        Pipeline { stream, ring, epoch, head, end, inflight: VecDeque::new() }
+    pub fn new(stream: usize, ring: Ring, epoch: u32, head: u64, end: u64, strict: bool) -> Self {
+        Pipeline { stream, ring, epoch, head, end, inflight: VecDeque::new(), strict }
+    }
+
+    pub fn ring(&self) -> &Ring {
+        &self.ring
     }
 
     pub fn head(&self) -> u64 {
@@ -265,6 +300,13 @@ impl Pipeline {
         self.head
     }
 
+    /// Frees the stream before `head` (within `[head, end]`), after the caller
+    /// persisted it as the new head; batches after it are untouched.
+    pub fn advance_head(&mut self, head: u64) {
+        debug_assert!(self.head <= head && head <= self.end);
+        self.head = self.head.max(head);
+    }
+
     /// Runs one pipeline step (module comment).
     pub fn step(&mut self, env: &StepEnv<'_>) -> StepOutcome {
         if let Some(reason) = env.poison.get() {
@@ -280,7 +322,8 @@ impl Pipeline {
         {
             let u = b.update.as_mut().expect("found by its update");
             if b.body_durable && u.state == TailState::Pending {
-                let blocker = env.snapshots.blocker(self.stream, u.lsn, &u.snapshot);
+                let blocker =
+                    u.snapshot.as_ref().and_then(|snap| env.snapshots.blocker(self.stream, u.lsn, snap));
                 #[cfg(test)]
                 let blocker = if planted(PlantedBug::IgnoreSnapshot) { None } else { blocker };
                 match blocker {
@@ -300,7 +343,9 @@ impl Pipeline {
                 }
             }
         }
-        let next = env.queues.lock().take_next();
+        // Strict ordering: nothing new while anything is in flight.
+        let next =
+            if self.strict && !self.inflight.is_empty() { None } else { env.queues.lock().take_next() };
         if let Some((queue, entries)) = next {
             match self.write_body(env, queue, entries) {
                 Ok(batch) => {
@@ -356,7 +401,7 @@ impl Pipeline {
         }
         let parts: Vec<BatchEntry<'_>> =
             entries.iter().map(|e| BatchEntry { meta: e.meta, payload: &e.payload }).collect();
-        let built = build_batch(&parts, pos, self.epoch, self.ring.align_bytes);
+        let built = build_batch(&parts, pos, self.epoch, self.ring.align_bytes, self.strict);
         debug_assert_eq!(built.bytes.len() as u64, len);
         if let Some((wpos, wlen)) = wrap {
             let at = self.ring.offset_of(wpos);
@@ -372,12 +417,16 @@ impl Pipeline {
         bump(&env.stats.batch_bytes, len);
         bump(&env.stats.entry_bytes, entries_bytes);
         let update = built.update_tail.map(|(tail_at, word)| {
-            let last = entries.last().expect("an update entry is last");
+            let last = entries.last().expect("a deferred tail is the last entry's");
+            debug_assert!(
+                last.meta.lsn == 0 || last.snapshot.is_some(),
+                "update entries carry their snapshot"
+            );
             UpdateTail {
                 lsn: last.meta.lsn,
                 offset: at + tail_at,
                 word,
-                snapshot: last.snapshot.clone().expect("update entries carry their snapshot"),
+                snapshot: last.snapshot.clone(),
                 state: TailState::Pending,
                 waited: false,
             }
@@ -391,14 +440,18 @@ impl Pipeline {
         for b in self.inflight.iter_mut() {
             if !b.body_durable {
                 b.body_durable = true;
-                for e in b.entries.iter().filter(|e| e.meta.lsn == 0) {
-                    e.ticket.entry_durable();
+                for (i, e) in b.entries.iter().enumerate() {
+                    if !b.tail_acks(i) {
+                        e.ticket.entry_durable();
+                    }
                 }
             }
             if let Some(u) = b.update.as_mut().filter(|u| u.state == TailState::Written) {
                 u.state = TailState::Durable;
-                env.snapshots.persisted(self.stream, b.queue, u.lsn);
-                b.entries.last().expect("update entry").ticket.entry_durable();
+                if u.lsn > 0 {
+                    env.snapshots.persisted(self.stream, b.queue, u.lsn);
+                }
+                b.entries.last().expect("deferred-tail entry").ticket.entry_durable();
                 tail_persisted = true;
             }
         }
@@ -439,8 +492,9 @@ impl Pipeline {
         for b in self.inflight.drain(..) {
             qs.release(b.queue);
             let tail_durable = b.update.as_ref().is_some_and(|u| u.state == TailState::Durable);
-            for e in b.entries {
-                let durable = if e.meta.lsn == 0 { b.body_durable } else { tail_durable };
+            let tail_acked = (0..b.entries.len()).map(|i| b.tail_acks(i)).collect::<Vec<_>>();
+            for (e, by_tail) in b.entries.into_iter().zip(tail_acked) {
+                let durable = if by_tail { tail_durable } else { b.body_durable };
                 if !durable {
                     failed.push((b.queue, e));
                 }

@@ -186,6 +186,7 @@ mod tests {
                 entry_count: 1,
                 op_index: 0,
                 compressed: false,
+                raw: false,
             },
             payload: vec![0; 8],
             ticket: Ticket::new(TxnId(txn), 1),

@@ -16,7 +16,8 @@
 //! Inside a batch, entries are read in order until the batch's entry count;
 //! an entry whose CRC fails, or an insert entry without its tail, is torn and
 //! ends that batch. An update entry without its tail is valid but not
-//! committed (its tail was never persisted). What a crash can produce is
+//! committed (its tail was never persisted), and so is an insert entry
+//! flagged as written with a deferred tail (strict ordering). What a crash can produce is
 //! known exactly (`pipeline.rs`): only the batch written after the last
 //! fence can be torn, so a torn batch followed by another batch is
 //! `Corruption`, unless `open` sealed it after an earlier crash.
@@ -25,6 +26,14 @@
 //! are present and committed (in any streams); all its entries must agree on
 //! the entry count and the LSN. Incomplete transactions are discarded: their
 //! entries were never all persisted, so they were never acknowledged.
+//!
+//! With compression every intact entry of a stream, committed or not, is
+//! decompressed in stream order against a private copy of the stream's
+//! active key table (its ids; every state cleared at the head, which is a
+//! point where the writer's states were all cleared): see
+//! `compress::log_codec`. Entries come back with their point payloads and
+//! `compressed: false`, exactly as submitted. A cut passed on the way needs
+//! nothing: each key's first entry after it resets the key's state.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +41,9 @@ use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
 use crate::batch::{decode_header, BatchHeader, BATCH_HEADER_BYTES, BATCH_KIND_WRAP};
+use crate::compress::key_table::KeyTable;
+use crate::compress::log_codec::decompress_point;
+use crate::declog::CutPoint;
 use crate::entry::{decode_entry, Stamp};
 use crate::error::DeclogError;
 use crate::layout::{read_area, Control, Layout, Ring};
@@ -42,6 +54,8 @@ pub struct RecoveredEntry {
     pub txn: TxnId,
     pub lsn: u32,
     pub key_hash: u64,
+    /// The entry's compression bit as submitted (always false with DecLog's
+    /// own compression: the payload is the decompressed point payload).
     pub compressed: bool,
     pub op_index: u32,
     pub entry_count: u32,
@@ -62,6 +76,11 @@ pub struct StreamParse {
     pub wraps: u64,
     /// Update entries whose tails were never persisted.
     pub uncommitted_updates: u64,
+    /// Insert entries written with a deferred tail (strict ordering) whose
+    /// tails were never persisted.
+    pub uncommitted_inserts: u64,
+    /// Entries stored compressed (key by id), decompressed by the parse.
+    pub compressed_entries: u64,
     /// Batches with torn entries (at most the last one, plus sealed ones).
     pub torn_batches: u64,
     /// The last batch when it is torn and not yet sealed: `open` seals it.
@@ -88,6 +107,10 @@ pub struct Recovered {
     /// Writer epoch and head generation found.
     pub epoch: u32,
     pub generation: u64,
+    /// The last checkpoint cut recorded ([`crate::DecLog::cut`]), if any.
+    /// Entries before it in their stream were logged before that checkpoint
+    /// (the paper's t_LSN split of the update buckets).
+    pub last_cut: Option<CutPoint>,
 }
 
 impl Recovered {
@@ -110,6 +133,11 @@ impl Recovered {
 
     pub fn entry_count(&self) -> usize {
         self.inserts.len() + self.updates.values().map(Vec::len).sum::<usize>()
+    }
+
+    /// Whether `e` was logged before the last cut (false without a cut).
+    pub fn before_last_cut(&self, e: &RecoveredEntry) -> bool {
+        self.last_cut.as_ref().is_some_and(|c| c.ends.get(e.stream).is_some_and(|&end| e.pos < end))
     }
 }
 
@@ -140,7 +168,8 @@ pub(crate) fn parse_area(
                 format!("stream {s} head {head} is not aligned"),
             ));
         }
-        let parse = scan_stream(region, &ring, s, head, control.epoch, &mut found)?;
+        let mut decoder = decoder_table(region, layout, s)?;
+        let parse = scan_stream(region, &ring, s, head, control.epoch, decoder.as_mut(), &mut found)?;
         streams.push(parse);
     }
     let mut by_txn: BTreeMap<TxnId, Vec<Found>> = BTreeMap::new();
@@ -153,6 +182,7 @@ pub(crate) fn parse_area(
         streams,
         epoch: control.epoch,
         generation: control.generation,
+        last_cut: control.cut.as_ref().map(|c| CutPoint { ends: c.ends.clone() }),
         ..Default::default()
     };
     for (txn, mut entries) in by_txn {
@@ -194,13 +224,33 @@ pub(crate) fn parse_area(
     Ok(out)
 }
 
-/// Scans one stream from `head`, appending intact entries to `found`.
+/// With compression, the decompressor of stream `stream`: a private copy of
+/// its active key table with every state cleared.
+fn decoder_table(region: &Region, layout: &Layout, stream: usize) -> Result<Option<KeyTable>, DeclogError> {
+    if !layout.compression {
+        return Ok(None);
+    }
+    let at = layout.key_table(stream);
+    let mut table = KeyTable::open_detached(region, at)?;
+    if table.slot_count() != layout.key_slots {
+        return Err(DeclogError::corruption(
+            at.0,
+            format!("key table of {} slots, the superblock says {}", table.slot_count(), layout.key_slots),
+        ));
+    }
+    table.reset_states();
+    Ok(Some(table))
+}
+
+/// Scans one stream from `head`, appending intact entries to `found`
+/// (decompressed with `decoder` when there is one).
 fn scan_stream(
     region: &Region,
     ring: &Ring,
     stream: usize,
     head: u64,
     current_epoch: u32,
+    mut decoder: Option<&mut KeyTable>,
     found: &mut Vec<Found>,
 ) -> Result<StreamParse, DeclogError> {
     let limit = head + ring.capacity_bytes;
@@ -267,27 +317,44 @@ fn scan_stream(
                     break;
                 }
             };
-            if d.meta.lsn > 0 && k + 1 != h.entry_count {
+            if d.tail_deferred && k + 1 != h.entry_count {
+                let what = if d.meta.lsn > 0 { "update entry" } else { "entry with a deferred tail" };
                 return Err(DeclogError::corruption(
                     (at + off).0,
-                    format!("stream {stream}: update entry {k} of {} is not its batch's last", h.entry_count),
+                    format!("stream {stream}: {what} {k} of {} is not its batch's last", h.entry_count),
                 ));
             }
-            if d.meta.lsn == 0 && !d.committed {
+            if !d.tail_deferred && !d.committed {
                 torn_why = Some(format!("entry {k}: insert entry without its tail"));
                 break;
             }
             if !d.committed {
-                out.uncommitted_updates += 1;
+                if d.meta.lsn > 0 {
+                    out.uncommitted_updates += 1;
+                } else {
+                    out.uncommitted_inserts += 1;
+                }
             }
+            let (payload, compressed) = match decoder.as_deref_mut() {
+                Some(_) if d.meta.raw => (d.payload, false),
+                Some(table) => {
+                    let point = decompress_point(table, d.meta.compressed, &d.payload, d.meta.txn.0)
+                        .map_err(|e| {
+                            DeclogError::corruption((at + off).0, format!("stream {stream}: entry {k}: {e}"))
+                        })?;
+                    out.compressed_entries += d.meta.compressed as u64;
+                    (point, false)
+                }
+                None => (d.payload, d.meta.compressed),
+            };
             let entry = RecoveredEntry {
                 txn: d.meta.txn,
                 lsn: d.meta.lsn,
                 key_hash: d.meta.key_hash,
-                compressed: d.meta.compressed,
+                compressed,
                 op_index: d.meta.op_index,
                 entry_count: d.meta.entry_count,
-                payload: d.payload,
+                payload,
                 stream,
                 pos: pos + off,
             };

@@ -16,16 +16,27 @@
 //! are ordered by the flushing pipeline.
 //!
 //! When the snapshot is taken: the paper reads it when the entry is about to
-//! be persisted. We take it when the entry is queued (right after setting its
-//! S). Everything the entry depends on was queued before it (the engine queues
-//! a transaction's entries before releasing its locks), so it is in that
-//! snapshot or already persisted; and an entry never waits for one queued after
-//! it. The latter makes waiting deadlock-free: with a snapshot read at persist
-//! time, thread A's LSN-3 entry could wait for thread B's LSN-2 entry while B's
-//! LSN-2 entry waits, as seen at its persist time, for an unrelated LSN-1
-//! entry queued later in A behind the LSN-3 entry.
+//! be persisted. We take it when the entry is queued, right before setting
+//! its S. Everything the entry depends on was queued before it (the engine
+//! queues a transaction's entries before releasing its locks), so it is in
+//! that snapshot or already persisted; and an entry never waits for one
+//! queued after it. The latter makes waiting deadlock-free: with a snapshot
+//! read at persist time, thread A's LSN-3 entry could wait for thread B's
+//! LSN-2 entry while B's LSN-2 entry waits, as seen at its persist time, for
+//! an unrelated LSN-1 entry queued later in A behind the LSN-3 entry.
+//!
+//! Why before setting S: reading the cells is not one atomic step, so a
+//! snapshot read after setting S could show an entry whose S was set while
+//! it was being read, and the same cycle appears (found by
+//! `tests/shuttle_sync.rs`): B sets S for R (LSN 2); A queues P (LSN 3),
+//! whose snapshot shows R, then Q (LSN 1); R's snapshot, still being read,
+//! now shows Q. P waits for R, R for Q, and Q, behind P in A's queues, for P.
+//! Read first, every pending entry a snapshot shows had set its S before the
+//! reader set its own; waits across threads (snapshots) and within a thread
+//! (queue order) all point to entries whose S was set earlier, so they
+//! cannot form a cycle.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 
 const S_MASK: u64 = 0xFFFF_FFFF;
 
@@ -75,13 +86,15 @@ impl SnapshotTable {
         (rows(|c| c.0), rows(|c| c.1))
     }
 
-    /// An update entry with `lsn` was queued in `queue` of `thread`: S = lsn,
-    /// then a snapshot of every queue is returned.
+    /// An update entry with `lsn` is queued in `queue` of `thread`: returns a
+    /// snapshot of every queue read just before S = lsn is set (module
+    /// comment: the order keeps the waits free of cycles).
     pub fn queue_update(&self, thread: usize, queue: usize, lsn: u32) -> Snapshot {
         debug_assert!(lsn > 0);
+        let snapshot = Snapshot { cells: self.cells.iter().map(|c| c.load(Ordering::SeqCst)).collect() };
         let prev = self.cell(thread, queue).fetch_add(lsn as u64, Ordering::SeqCst);
         debug_assert_eq!(prev & S_MASK, 0, "a queue holds one update entry");
-        Snapshot { cells: self.cells.iter().map(|c| c.load(Ordering::SeqCst)).collect() }
+        snapshot
     }
 
     /// The update entry of `queue` of `thread` (with `lsn`) is persisted:
@@ -151,6 +164,16 @@ mod tests {
         );
         let snap = t.queue_update(1, 1, 4);
         assert_eq!(t.blocker(1, 4, &snap), Some((0, 0)));
+    }
+
+    #[test]
+    fn the_snapshot_is_read_before_the_entry_sets_its_s() {
+        let t = SnapshotTable::new(2, 2);
+        t.queue_update(1, 0, 1);
+        let snap = t.queue_update(0, 1, 2);
+        assert_eq!(snap.get(2, 0, 1), (0, 0), "not its own S");
+        assert_eq!(snap.get(2, 1, 0), (0, 1), "an entry queued before it");
+        assert_eq!(t.get(0, 1), (0, 2), "S set once the snapshot is read");
     }
 
     #[test]

@@ -4,10 +4,10 @@
 //! flushing pipeline counts entries down after the fence that persisted them,
 //! and the last one wakes the committing worker.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex};
 use strata_media::TxnId;
 
 use crate::error::{DeclogError, FailReason};

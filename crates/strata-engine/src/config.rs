@@ -26,21 +26,38 @@ pub enum ConfigError {
 pub enum Protocol {
     /// Not durable: only checkpointed data survives a crash.
     None,
-    /// Serial logging on the PMem pool (the default).
+    /// Serial logging on the PMem pool (the paper's Beringei-NVM baseline).
     SerialPmem,
     /// Serial logging to a file with group commit.
     SerialSsd,
+    /// DecLog (declog.txt section 4) on a PMem file (emulated by default; the default protocol).
+    DeclogPmem,
+    /// DecLog's streams in a file on the SSD, persisted by msync (the
+    /// paper's DecLog-SSD).
+    DeclogSsd,
 }
 
 impl Protocol {
-    pub const ALL: [Protocol; 3] = [Protocol::None, Protocol::SerialPmem, Protocol::SerialSsd];
+    pub const ALL: [Protocol; 5] = [
+        Protocol::None,
+        Protocol::SerialPmem,
+        Protocol::SerialSsd,
+        Protocol::DeclogPmem,
+        Protocol::DeclogSsd,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Protocol::None => "none",
             Protocol::SerialPmem => "serial-pmem",
             Protocol::SerialSsd => "serial-ssd",
+            Protocol::DeclogPmem => "declog-pmem",
+            Protocol::DeclogSsd => "declog-ssd",
         }
+    }
+
+    pub fn is_declog(self) -> bool {
+        matches!(self, Protocol::DeclogPmem | Protocol::DeclogSsd)
     }
 }
 
@@ -48,7 +65,9 @@ impl FromStr for Protocol {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
-            format!("unknown commit protocol `{s}` (expected none, serial-pmem or serial-ssd)")
+            format!(
+                "unknown commit protocol `{s}` (expected none, serial-pmem, serial-ssd, declog-pmem or declog-ssd)"
+            )
         })
     }
 }
@@ -78,7 +97,7 @@ impl Default for ServerSection {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
-    /// `none`, `serial-pmem` or `serial-ssd`.
+    /// `declog-pmem` (default), `declog-ssd`, `serial-pmem`, `serial-ssd` or `none`.
     pub protocol: String,
     /// Created at startup if missing ("" for none).
     pub default_database: String,
@@ -92,7 +111,7 @@ pub struct StorageSection {
 impl Default for StorageSection {
     fn default() -> Self {
         StorageSection {
-            protocol: "serial-pmem".into(),
+            protocol: "declog-pmem".into(),
             default_database: "strata".into(),
             max_series_per_database: 1_000_000,
             checkpoint_log_bytes: 64 << 20,
@@ -141,6 +160,55 @@ impl Default for SsdLogSection {
     }
 }
 
+/// DecLog's parameters (declog.txt 4.2-4.5, 5.1) and the switches of its
+/// components (Fig. 12(a)). Stream geometry, compression and ordering are
+/// fixed when the DecLog file is created; the rest apply at every open.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeclogSection {
+    /// `declog-pmem`: relative paths are inside the data directory.
+    pub pmem_file: PathBuf,
+    /// `declog-ssd`: the streams in an msync-persisted file.
+    pub ssd_file: PathBuf,
+    /// Size of the DecLog file (streams share it equally).
+    pub file_bytes: u64,
+    /// m: logging threads, one stream each (the paper uses 4; 2 cores here).
+    pub logging_threads: usize,
+    /// n: log queues per logging thread.
+    pub queues_per_thread: usize,
+    /// l: entries per log queue.
+    pub queue_len: usize,
+    /// Relaxed ordering (4.2); false = strict ordering (a fence per entry).
+    pub relaxed_ordering: bool,
+    /// Data-driven LSNs (4.1); false = one central LSN counter.
+    pub data_driven_lsn: bool,
+    /// Compression (4.4.1) and 256-byte alignment (4.4.2); false = raw
+    /// entries packed at 8 bytes.
+    pub compression_and_alignment: bool,
+    /// Checkpoints (4.5); false = never (the file must hold the whole run).
+    pub checkpoints: bool,
+    /// Threads replaying LSN-0 entries at recovery (4.6).
+    pub replay_threads: usize,
+}
+
+impl Default for DeclogSection {
+    fn default() -> Self {
+        DeclogSection {
+            pmem_file: PathBuf::from("declog.pmem"),
+            ssd_file: PathBuf::from("declog-ssd.log"),
+            file_bytes: 256 << 20,
+            logging_threads: strata_declog::DEFAULT_THREADS,
+            queues_per_thread: strata_declog::DEFAULT_QUEUES_PER_THREAD,
+            queue_len: strata_declog::DEFAULT_QUEUE_LEN,
+            relaxed_ordering: true,
+            data_driven_lsn: true,
+            compression_and_alignment: true,
+            checkpoints: true,
+            replay_threads: 2,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -149,6 +217,7 @@ pub struct Config {
     pub storage: StorageSection,
     pub pmem: PmemSection,
     pub ssd_log: SsdLogSection,
+    pub declog: DeclogSection,
 }
 
 impl Default for Config {
@@ -159,6 +228,7 @@ impl Default for Config {
             storage: StorageSection::default(),
             pmem: PmemSection::default(),
             ssd_log: SsdLogSection::default(),
+            declog: DeclogSection::default(),
         }
     }
 }
@@ -199,6 +269,13 @@ impl Config {
         if self.pmem.log_bytes < 1 << 20 {
             return Err(ConfigError::Invalid("pmem.log_bytes must be at least 1 MiB".into()));
         }
+        if self.declog.file_bytes < 4 << 20 {
+            return Err(ConfigError::Invalid("declog.file_bytes must be at least 4 MiB".into()));
+        }
+        self.declog_config().validate().map_err(|e| ConfigError::Invalid(format!("declog: {e}")))?;
+        if self.declog.replay_threads == 0 {
+            return Err(ConfigError::Invalid("declog.replay_threads must be at least 1".into()));
+        }
         if self.server.max_body_bytes == 0
             || self.server.max_line_bytes == 0
             || self.server.max_fields_per_line == 0
@@ -223,6 +300,28 @@ impl Config {
             .map_err(|e| ConfigError::Invalid(format!("server.bind `{}`: {e}", self.server.bind)))
     }
 
+    /// DecLog's configuration (flush mode: logging threads).
+    pub fn declog_config(&self) -> strata_declog::DeclogConfig {
+        let d = &self.declog;
+        strata_declog::DeclogConfig {
+            threads: d.logging_threads,
+            queues_per_thread: d.queues_per_thread,
+            queue_len: d.queue_len,
+            align_bytes: if d.compression_and_alignment { strata_declog::DEFAULT_ALIGN_BYTES } else { 8 },
+            compression: d.compression_and_alignment,
+            strict_ordering: !d.relaxed_ordering,
+            ..Default::default()
+        }
+    }
+
+    /// The DecLog file of a DecLog protocol.
+    pub fn declog_path(&self, protocol: Protocol) -> PathBuf {
+        match protocol {
+            Protocol::DeclogSsd => self.data_dir.join(&self.declog.ssd_file),
+            _ => self.data_dir.join(&self.declog.pmem_file),
+        }
+    }
+
     pub fn pool_path(&self) -> PathBuf {
         self.data_dir.join(&self.pmem.pool_file)
     }
@@ -244,7 +343,8 @@ mod tests {
     fn empty_file_is_the_default_configuration() {
         let c = Config::from_toml("").unwrap();
         assert_eq!(c.data_dir, PathBuf::from("./strata-data"));
-        assert_eq!(c.protocol().unwrap(), Protocol::SerialPmem);
+        assert_eq!(c.protocol().unwrap(), Protocol::DeclogPmem);
+        assert_eq!(c.declog_path(Protocol::DeclogPmem), PathBuf::from("./strata-data/declog.pmem"));
         assert_eq!(c.bind_addr().unwrap().to_string(), "127.0.0.1:8086");
         assert_eq!(c.pool_path(), PathBuf::from("./strata-data/pmem.pool"));
     }

@@ -21,11 +21,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use strata_declog::{DecLog, FlushMode, Recovered};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, LogRecord, Lsn, NoLog, SerialLog};
 use strata_media::fs::{FileSystem, RealFs};
-use strata_pmem::{Region, RegionOptions};
+use strata_pmem::{PmemMode, Region, RegionOffset, RegionOptions};
 use strata_series::manifest::{read_manifest, Manifest};
+use strata_series::DeclogEngineOptions;
 use strata_series::{EngineError, EngineOptions, RecoveryPhase, RecoveryReport, SeriesEngine, SeriesStore};
 use thiserror::Error;
 
@@ -68,6 +70,42 @@ impl Db {
         let manifest = read_manifest(fs.as_ref(), &series_dir)?;
         Self::drain_other_logs(config, protocol, manifest.as_ref())?;
         let mut region = None;
+        let mut opts = EngineOptions::new(series_dir);
+        opts.fs = fs.clone();
+        opts.max_series_per_database =
+            (config.storage.max_series_per_database > 0).then_some(config.storage.max_series_per_database);
+        opts.checkpoint_log_bytes = match protocol {
+            // Leave room in the ring for the commits that arrive while a checkpoint runs.
+            Protocol::SerialPmem => config.storage.checkpoint_log_bytes.min(config.pmem.log_bytes / 2),
+            Protocol::DeclogPmem | Protocol::DeclogSsd => {
+                config.storage.checkpoint_log_bytes.min(config.declog.file_bytes / 4)
+            }
+            _ => config.storage.checkpoint_log_bytes,
+        };
+        opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0)
+            .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
+        if protocol.is_declog() {
+            if !config.declog.checkpoints {
+                opts.checkpoint_log_bytes = u64::MAX;
+                opts.checkpoint_interval = None;
+            }
+            let r = Self::open_declog_region(config, protocol)?;
+            let (log, recovered) = Self::open_declog(config, protocol, r.clone())?;
+            let options = DeclogEngineOptions {
+                name: protocol.name(),
+                data_driven_lsn: config.declog.data_driven_lsn,
+                checkpoints: config.declog.checkpoints,
+            };
+            let (engine, recovery) = SeriesEngine::open_declog(
+                opts,
+                log,
+                recovered,
+                options,
+                config.declog.replay_threads,
+                progress,
+            )?;
+            return Self::finish(config, lock, engine, Some(r), recovery);
+        }
         let (log, replay): (Box<dyn CommitLog>, Vec<LogRecord>) = match protocol {
             Protocol::None => {
                 let start = manifest.as_ref().map_or(0, |m| m.checkpoint_lsn);
@@ -89,19 +127,19 @@ impl Db {
                         .map_err(EngineError::from)?;
                 (Box::new(log), records)
             }
+            Protocol::DeclogPmem | Protocol::DeclogSsd => unreachable!("opened above"),
         };
-        let mut opts = EngineOptions::new(series_dir);
-        opts.fs = fs;
-        opts.max_series_per_database =
-            (config.storage.max_series_per_database > 0).then_some(config.storage.max_series_per_database);
-        opts.checkpoint_log_bytes = match protocol {
-            // Leave room in the ring for the commits that arrive while a checkpoint runs.
-            Protocol::SerialPmem => config.storage.checkpoint_log_bytes.min(config.pmem.log_bytes / 2),
-            _ => config.storage.checkpoint_log_bytes,
-        };
-        opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0)
-            .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
         let (engine, recovery) = SeriesEngine::open(opts, log, replay, progress)?;
+        Self::finish(config, lock, engine, region, recovery)
+    }
+
+    fn finish(
+        config: &Config,
+        lock: std::fs::File,
+        engine: Arc<SeriesEngine>,
+        region: Option<Arc<Region>>,
+        recovery: RecoveryReport,
+    ) -> Result<Db, DbError> {
         if !config.storage.default_database.is_empty() {
             engine.create_database(&config.storage.default_database)?;
         }
@@ -115,6 +153,39 @@ impl Db {
             checkpointer: Mutex::new(None),
         };
         Ok(db)
+    }
+
+    /// The DecLog file: emulated PMem (`declog-pmem`, the pool's mode) or an
+    /// msync-persisted file on the SSD (`declog-ssd`).
+    fn open_declog_region(config: &Config, protocol: Protocol) -> Result<Arc<Region>, DbError> {
+        let mode = match protocol {
+            Protocol::DeclogSsd => PmemMode::Msync,
+            _ => config.pmem_mode()?,
+        };
+        let mut ro = RegionOptions::new(mode, config.declog.file_bytes);
+        ro.flush_delay_ns_per_line = config.pmem.flush_delay_ns_per_line;
+        ro.fence_delay_ns = config.pmem.fence_delay_ns;
+        let path = config.declog_path(protocol);
+        Region::open(&path, &ro)
+            .map(Arc::new)
+            .map_err(|e| DbError::Pool { path: path.display().to_string(), message: e.to_string() })
+    }
+
+    /// Opens (formatting a new file) DecLog at the start of `region`.
+    fn open_declog(
+        config: &Config,
+        protocol: Protocol,
+        region: Arc<Region>,
+    ) -> Result<(DecLog, Recovered), DbError> {
+        let path = config.declog_path(protocol).display().to_string();
+        let fail =
+            |e: strata_declog::DeclogError| DbError::Pool { path: path.clone(), message: e.to_string() };
+        if region.load_u64(RegionOffset(0)) == 0 {
+            let len = region.len();
+            let log = DecLog::format(region, RegionOffset(0), len, config.declog_config()).map_err(fail)?;
+            return Ok((log, Recovered::default()));
+        }
+        DecLog::open_with_mode(region, RegionOffset(0), FlushMode::Threads).map_err(fail)
     }
 
     fn open_region(config: &Config) -> Result<Arc<Region>, DbError> {
@@ -205,6 +276,38 @@ impl Db {
             }
             if !records.is_empty() {
                 log.truncate_all().map_err(EngineError::from)?;
+            }
+        }
+        for other in [Protocol::DeclogPmem, Protocol::DeclogSsd] {
+            if other == protocol || !config.declog_path(other).exists() {
+                continue;
+            }
+            let region = Self::open_declog_region(config, other)?;
+            if region.load_u64(RegionOffset(0)) == 0 {
+                continue;
+            }
+            let (log, recovered) = Self::open_declog(config, other, region)?;
+            let cut = manifest
+                .filter(|m| m.protocol == other.name() && m.declog_cut.len() == recovered.streams.len())
+                .map(|m| m.declog_cut.clone())
+                .unwrap_or_else(|| vec![0; recovered.streams.len()]);
+            let all = recovered.inserts.iter().chain(recovered.updates.values().flatten());
+            let pending: std::collections::BTreeSet<_> =
+                all.filter(|e| e.pos >= cut[e.stream]).map(|e| e.txn).collect();
+            if !pending.is_empty() {
+                let old = other.name();
+                return Err(DbError::Other(format!(
+                    "the {old} log in {} holds {} transactions that no checkpoint covers; start once \
+                     with `--protocol {old}` and stop it gracefully (Ctrl-C checkpoints), or run \
+                     `strata recover --protocol {old} --checkpoint`, then switch to {}",
+                    config.data_dir.display(),
+                    pending.len(),
+                    protocol.name()
+                )));
+            }
+            if recovered.entry_count() > 0 {
+                log.truncate_all()
+                    .map_err(|e| DbError::Other(format!("erasing the {} log: {e}", other.name())))?;
             }
         }
         Ok(())
@@ -352,5 +455,46 @@ mod tests {
         drop(db);
         let db = Db::open(&pmem, &|_, _, _| {}).unwrap();
         assert_eq!(count(&db, "z"), 2);
+    }
+
+    #[test]
+    fn declog_protocols_recover_and_switch_with_the_serial_ones() {
+        use strata_series::FieldValue::Float;
+        let dir = tempfile::tempdir().unwrap();
+        let mut declog = config(dir.path(), Protocol::DeclogPmem);
+        declog.declog.file_bytes = 8 << 20;
+        let mut declog_ssd = declog.clone();
+        declog_ssd.storage.protocol = Protocol::DeclogSsd.name().into();
+        let serial = config(dir.path(), Protocol::SerialPmem);
+        let db = Db::open(&declog, &|_, _, _| {}).unwrap();
+        assert_eq!(db.engine().protocol(), "declog-pmem");
+        for ts in 0..5 {
+            write(&db, "k", Float(ts as f64), ts);
+        }
+        drop(db); // a crash: no checkpoint
+        for other in [&serial, &declog_ssd] {
+            let err =
+                Db::open(other, &|_, _, _| {}).err().expect("uncovered DecLog entries block").to_string();
+            assert!(err.contains("transactions that no checkpoint covers"), "{err}");
+        }
+        let db = Db::open(&declog, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 5, "replayed from the DecLog file");
+        assert!(db.recovery().points_replayed >= 5, "{}", db.recovery());
+        db.engine().checkpoint().unwrap();
+        drop(db);
+        let db = Db::open(&declog_ssd, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 5);
+        write(&db, "k", Float(9.0), 9);
+        drop(db);
+        let db = Db::open(&declog_ssd, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 6, "DecLog-SSD replays too");
+        db.engine().checkpoint().unwrap();
+        drop(db);
+        let db = Db::open(&serial, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 6, "no stale DecLog entry lost or replayed");
+        db.engine().checkpoint().unwrap();
+        drop(db);
+        let db = Db::open(&declog, &|_, _, _| {}).unwrap();
+        assert_eq!(count(&db, "k"), 6, "switching back erased nothing it should keep");
     }
 }

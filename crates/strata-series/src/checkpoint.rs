@@ -3,8 +3,8 @@
 //!
 //! Protocol, all under the order mutex (new commits wait; readers go on):
 //! 1. drain the applier, so the DRAM state holds exactly the records up to
-//!    the log's end `L`;
-//! 2. seal: every series' DRAM points become one sorted Gorilla block, all
+//!    the log's end `L`, and freeze it (each series' DRAM points move aside);
+//! 2. seal: every series' frozen points become one sorted Gorilla block, all
 //!    written to a new block file, fsynced with its directory;
 //! 3. install: the series reference their new blocks and drop their DRAM
 //!    points (under the apply gate, so a reader sees one or the other);
@@ -15,8 +15,8 @@
 //! A crash before 4 leaves the old manifest, which does not list the new
 //! file: recovery deletes it and replays the log. A crash between 4 and 5
 //! leaves records with LSN <= L in the log: recovery skips them. Blocking
-//! commits during a checkpoint is the baseline's cost; DecLog (section 4.5)
-//! removes it.
+//! commits during a checkpoint is the baseline's cost; DecLog (section 4.5,
+//! `crate::declog::checkpoint`) removes it, reusing steps 2-4 here.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -62,12 +62,18 @@ impl std::fmt::Display for CheckpointReport {
 impl SeriesEngine {
     /// Takes a checkpoint now (also called on graceful shutdown).
     pub fn checkpoint(&self) -> Result<CheckpointReport, EngineError> {
+        if let Some(dl) = &self.declog {
+            return self.checkpoint_declog(dl);
+        }
         let mut order = self.order.lock();
         self.checkpoint_locked(&mut order)
     }
 
     /// Bytes of log written since the last checkpoint.
     pub fn log_bytes_since_checkpoint(&self) -> u64 {
+        if let Some(dl) = &self.declog {
+            return dl.log_bytes();
+        }
         let lsn = self.ckpt.lock().checkpoint_lsn;
         self.log.end().0.saturating_sub(lsn.0)
     }
@@ -76,92 +82,23 @@ impl SeriesEngine {
         &self,
         order: &mut MutexGuard<'_, OrderState>,
     ) -> Result<CheckpointReport, EngineError> {
+        if self.declog.is_some() {
+            // DecLog's checkpoint takes its own cut; it must not run under
+            // the order mutex (transactions in flight need it to finish).
+            return Err(EngineError::Other("internal: serial checkpoint called on a DecLog engine".into()));
+        }
         let started = Instant::now();
         self.drain(order);
         let cut = self.log.end();
-        let (file_seq, prev_lsn) = {
-            let ck = self.ckpt.lock();
-            (ck.next_file_seq, ck.checkpoint_lsn)
-        };
+        let prev_lsn = self.ckpt.lock().checkpoint_lsn;
         let mut report = CheckpointReport { checkpoint_lsn: cut.0, ..Default::default() };
-
-        // 2. Seal. Commits are excluded by the order mutex, so the DRAM state
-        // cannot change; the gate is held shared only to satisfy readers' view.
-        let mut writer: Option<BlockFileWriter> = None;
-        let mut sealed_ids = Vec::new();
-        {
-            let _gate = self.gate.read();
-            for shard in &self.shards {
-                let shard = shard.lock();
-                let mut ids: Vec<_> = shard.keys().copied().collect();
-                ids.sort();
-                for id in ids {
-                    let Some(input) = shard[&id].seal_input()? else { continue };
-                    if writer.is_none() {
-                        // The sequence is used up as soon as a file may exist under it:
-                        // a later checkpoint must never reuse (and truncate) it.
-                        self.ckpt.lock().next_file_seq = file_seq + 1;
-                        writer =
-                            Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
-                    }
-                    let w = writer.as_mut().expect("created");
-                    w.append(id, input.min_ts, input.max_ts, input.point_count, &input.block)?;
-                    report.series_sealed += 1;
-                    report.points_sealed += input.point_count as u64;
-                    sealed_ids.push(id);
-                }
-            }
-        }
-        let new_file = match writer {
-            Some(w) => {
-                let meta = w.finish().inspect_err(|_| {
-                    // Best effort: an unfinished file is not in any manifest, and
-                    // recovery removes it anyway.
-                    let _ = self
-                        .opts
-                        .fs
-                        .remove(&self.opts.dir.join(crate::block_file::block_file_name(file_seq)));
-                })?;
-                report.block_file_bytes = meta.len_bytes;
-                Some((Arc::new(BlockFile::open(self.opts.fs.clone(), &meta.path)?), meta))
-            }
-            None => None,
-        };
-
-        // 3. Install.
-        if let Some((file, meta)) = &new_file {
-            let _gate = self.gate.write();
-            self.files.write().insert(file_seq, file.clone());
-            for entry in &meta.entries {
-                let mut shard = self.shard(entry.series).lock();
-                if let Some(data) = shard.get_mut(&entry.series) {
-                    data.install_sealed(SealedBlock { file_seq, entry: entry.clone() });
-                }
-            }
-            for shard in &self.shards {
-                for data in shard.lock().values_mut() {
-                    data.prune_tombstones();
-                }
-            }
-        }
-        // From here on the installed blocks are the only copy in memory of
-        // the sealed points; a failure below leaves them installed, their file
-        // durable but unlisted, and the log untruncated: the state on media is
-        // still the previous checkpoint plus the log, and the next checkpoint
-        // lists the file.
-
+        // 1. Freeze: commits are excluded by the order mutex, so this is the
+        // DRAM state at `cut`.
+        self.freeze_all();
+        // 2.-3. Seal and install.
+        self.seal_frozen(&mut report)?;
         // 4. Manifest.
-        let next_file_seq = self.ckpt.lock().next_file_seq;
-        let checkpoint_seq = self.ckpt.lock().checkpoint_seq + 1;
-        let manifest = self.build_manifest(checkpoint_seq, cut, next_file_seq);
-        write_manifest(self.opts.fs.as_ref(), &self.opts.dir, &manifest)?;
-        {
-            let mut ck = self.ckpt.lock();
-            ck.checkpoint_seq = checkpoint_seq;
-            ck.checkpoint_lsn = cut;
-        }
-        self.remove_unreferenced_files(&manifest)?;
-
+        let checkpoint_seq = self.write_checkpoint_manifest(cut)?;
         // 5. Truncate.
         if let Err(e) = self.log.truncate_all() {
             // A failed segment rotation leaves the log refusing appends: stop
@@ -172,8 +109,110 @@ impl SeriesEngine {
             }
             return Err(e.into());
         }
-        report.checkpoint_seq = checkpoint_seq;
         report.log_bytes_freed = cut.0.saturating_sub(prev_lsn.0);
+        self.finish_checkpoint(&mut report, checkpoint_seq, started);
+        Ok(report)
+    }
+
+    /// Moves every series' DRAM points aside for sealing (under the apply
+    /// gate, so readers see them before, during and after).
+    pub(crate) fn freeze_all(&self) {
+        let _gate = self.gate.write();
+        for shard in &self.shards {
+            for data in shard.lock().values_mut() {
+                data.freeze();
+            }
+        }
+    }
+
+    /// Seals the frozen points of every series into one new block file
+    /// (fsynced), then installs the blocks in their place. Writes may go on
+    /// meanwhile: they land in the series' fresh open blocks and patches.
+    pub(crate) fn seal_frozen(&self, report: &mut CheckpointReport) -> Result<(), EngineError> {
+        let file_seq = self.ckpt.lock().next_file_seq;
+        let mut writer: Option<BlockFileWriter> = None;
+        for shard in &self.shards {
+            let ids: Vec<_> = {
+                let mut ids: Vec<_> = shard.lock().keys().copied().collect();
+                ids.sort();
+                ids
+            };
+            for id in ids {
+                let input = {
+                    let mut shard = shard.lock();
+                    let Some(data) = shard.get_mut(&id) else { continue };
+                    let input = data.seal_input()?;
+                    if input.is_none() {
+                        data.drop_empty_frozen();
+                    }
+                    input
+                };
+                let Some(input) = input else { continue };
+                if writer.is_none() {
+                    // The sequence is used up as soon as a file may exist under it:
+                    // a later checkpoint must never reuse (and truncate) it, and
+                    // a delete from now on masks it.
+                    self.ckpt.lock().next_file_seq = file_seq + 1;
+                    writer = Some(BlockFileWriter::create(self.opts.fs.clone(), &self.opts.dir, file_seq)?);
+                }
+                let w = writer.as_mut().expect("created");
+                w.append(id, input.min_ts, input.max_ts, input.point_count, &input.block)?;
+                report.series_sealed += 1;
+                report.points_sealed += input.point_count as u64;
+            }
+        }
+        let Some(w) = writer else { return Ok(()) };
+        let meta = w.finish().inspect_err(|_| {
+            // Best effort: an unfinished file is not in any manifest, and
+            // recovery removes it anyway.
+            let _ = self.opts.fs.remove(&self.opts.dir.join(crate::block_file::block_file_name(file_seq)));
+        })?;
+        report.block_file_bytes = meta.len_bytes;
+        let file = Arc::new(BlockFile::open(self.opts.fs.clone(), &meta.path)?);
+        // Install. From here on the installed blocks are the only copy in
+        // memory of the sealed points; a failure below leaves them installed,
+        // their file durable but unlisted, and the log untruncated: the state
+        // on media is still the previous checkpoint plus the log, and the next
+        // checkpoint lists the file.
+        let _gate = self.gate.write();
+        self.files.write().insert(file_seq, file);
+        for entry in &meta.entries {
+            let mut shard = self.shard(entry.series).lock();
+            if let Some(data) = shard.get_mut(&entry.series) {
+                data.install_sealed(SealedBlock { file_seq, entry: entry.clone() });
+            }
+        }
+        for shard in &self.shards {
+            for data in shard.lock().values_mut() {
+                data.prune_tombstones();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest naming `cut` and removes files it no longer
+    /// lists; returns the new checkpoint sequence.
+    pub(crate) fn write_checkpoint_manifest(&self, cut: Lsn) -> Result<u64, EngineError> {
+        let next_file_seq = self.ckpt.lock().next_file_seq;
+        let checkpoint_seq = self.ckpt.lock().checkpoint_seq + 1;
+        let manifest = self.build_manifest(checkpoint_seq, cut, next_file_seq);
+        write_manifest(self.opts.fs.as_ref(), &self.opts.dir, &manifest)?;
+        {
+            let mut ck = self.ckpt.lock();
+            ck.checkpoint_seq = checkpoint_seq;
+            ck.checkpoint_lsn = cut;
+        }
+        self.remove_unreferenced_files(&manifest)?;
+        Ok(checkpoint_seq)
+    }
+
+    pub(crate) fn finish_checkpoint(
+        &self,
+        report: &mut CheckpointReport,
+        checkpoint_seq: u64,
+        started: Instant,
+    ) {
+        report.checkpoint_seq = checkpoint_seq;
         report.duration_s = started.elapsed().as_secs_f64();
         let mut ck = self.ckpt.lock();
         ck.last_at = Instant::now();
@@ -183,7 +222,6 @@ impl SeriesEngine {
         self.counters
             .checkpoint_seconds_total_us
             .fetch_add((report.duration_s * 1e6) as u64, Ordering::Relaxed);
-        Ok(report)
     }
 
     pub(crate) fn build_manifest(&self, checkpoint_seq: u64, cut: Lsn, next_file_seq: u64) -> Manifest {
@@ -218,13 +256,14 @@ impl SeriesEngine {
         Manifest {
             checkpoint_seq,
             checkpoint_lsn: cut.0,
-            protocol: self.log.name().to_string(),
+            protocol: self.protocol().to_string(),
             next_series_id: index.next_id(),
             next_file_seq,
             databases: index.databases(),
             series,
             block_files: live_files.into_iter().collect(),
             tombstones,
+            declog_cut: self.declog.as_ref().map(|dl| dl.last_cut()).unwrap_or_default(),
         }
     }
 

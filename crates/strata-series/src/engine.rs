@@ -30,6 +30,7 @@ use strata_log::{CommitLog, LogError, Lsn};
 use strata_media::TxnId;
 
 use crate::block_file::BlockFile;
+use crate::declog::DeclogSide;
 use crate::error::EngineError;
 use crate::index::SeriesIndex;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
@@ -48,6 +49,9 @@ pub const SHARD_COUNT: usize = 16;
 pub(crate) struct OrderState {
     pub(crate) next_txn: u64,
     pub(crate) next_ticket: u64,
+    /// DecLog: per series, the highest timestamp any planned write or
+    /// delete touched (see `crate::declog::write_path`).
+    pub(crate) planned_last: HashMap<SeriesId, TimestampNs>,
 }
 
 /// Checkpoint bookkeeping (guarded by its own mutex, taken under `order`).
@@ -103,6 +107,8 @@ pub struct SeriesEngine {
     pub(crate) files: RwLock<BTreeMap<u64, Arc<BlockFile>>>,
     pub(crate) ckpt: Mutex<CheckpointState>,
     pub(crate) poisoned: Mutex<Option<String>>,
+    /// Set when the engine runs DecLog (then `log` is unused).
+    pub(crate) declog: Option<DeclogSide>,
     pub counters: EngineCounters,
 }
 
@@ -114,7 +120,7 @@ impl SeriesEngine {
             index: RwLock::new(index),
             shards: (0..SHARD_COUNT).map(|_| Mutex::new(HashMap::new())).collect(),
             gate: RwLock::new(()),
-            order: Mutex::new(OrderState { next_txn: 1, next_ticket: 0 }),
+            order: Mutex::new(OrderState { next_txn: 1, next_ticket: 0, planned_last: HashMap::new() }),
             applied: Mutex::new(0),
             applied_changed: Condvar::new(),
             files: RwLock::new(BTreeMap::new()),
@@ -126,6 +132,7 @@ impl SeriesEngine {
                 last_duration_s: 0.0,
             }),
             poisoned: Mutex::new(None),
+            declog: None,
             counters: EngineCounters::default(),
         }
     }
@@ -135,7 +142,15 @@ impl SeriesEngine {
     }
 
     pub fn protocol(&self) -> &'static str {
-        self.log.name()
+        match &self.declog {
+            Some(dl) => dl.options.name,
+            None => self.log.name(),
+        }
+    }
+
+    /// The DecLog side, when the engine runs DecLog.
+    pub fn declog(&self) -> Option<&DeclogSide> {
+        self.declog.as_ref()
     }
 
     pub(crate) fn shard(&self, id: SeriesId) -> &Mutex<HashMap<SeriesId, SeriesData>> {
@@ -150,7 +165,7 @@ impl SeriesEngine {
         }
     }
 
-    fn check_poisoned(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_poisoned(&self) -> Result<(), EngineError> {
         match &*self.poisoned.lock() {
             Some(why) => Err(EngineError::Other(format!(
                 "the engine stopped accepting writes after a log failure ({why}); restart to recover"
@@ -211,6 +226,9 @@ impl SeriesEngine {
     /// Commits a rare operation synchronously under the order mutex, after
     /// draining the applier, and applies it.
     fn commit_sync(&self, rec: WalRecord) -> Result<(), EngineError> {
+        if let Some(dl) = &self.declog {
+            return self.declog_barrier(dl, &rec);
+        }
         let mut order = self.order.lock();
         self.check_poisoned()?;
         self.drain(&order);
@@ -286,7 +304,11 @@ impl SeriesEngine {
     }
 
     /// Type-checks a request and assigns ids to new series (index read only).
-    fn plan_write(&self, db: &str, points: &[Point]) -> Result<(WalRecord, WriteOutcome), EngineError> {
+    pub(crate) fn plan_write(
+        &self,
+        db: &str,
+        points: &[Point],
+    ) -> Result<(WalRecord, WriteOutcome), EngineError> {
         let index = self.index.read();
         if !index.has_database(db) {
             return Err(EngineError::UnknownDatabase(db.to_string()));
@@ -350,6 +372,9 @@ impl SeriesEngine {
 
     /// Writes one request as one transaction (see the module comment).
     pub fn write_points(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
+        if let Some(dl) = &self.declog {
+            return self.run_declog_txn(dl, db, points, &[]).map(|o| o.write);
+        }
         let mut order = self.order.lock();
         self.check_poisoned()?;
         let (rec, outcome) = self.plan_write(db, points)?;
@@ -440,7 +465,7 @@ impl SeriesEngine {
     pub fn stats(&self) -> EngineStats {
         let index = self.index.read();
         let mut s = EngineStats {
-            protocol: self.log.name(),
+            protocol: self.protocol(),
             databases: index.databases().len(),
             series: index.total_series(),
             ..Default::default()
@@ -460,8 +485,8 @@ impl SeriesEngine {
         let ck = self.ckpt.lock();
         s.checkpoint_lsn = ck.checkpoint_lsn.0;
         s.last_checkpoint_s = ck.last_duration_s;
-        s.log_bytes_since_checkpoint = self.log.end().0.saturating_sub(ck.checkpoint_lsn.0);
         drop(ck);
+        s.log_bytes_since_checkpoint = self.log_bytes_since_checkpoint();
         let c = &self.counters;
         s.txns_committed = c.txns_committed.load(Ordering::Relaxed);
         s.points_written = c.points_written.load(Ordering::Relaxed);

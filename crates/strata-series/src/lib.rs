@@ -19,15 +19,18 @@ pub mod recovery;
 pub mod reference;
 pub mod series_data;
 pub mod store;
+pub mod txn;
 pub mod wal;
 
 #[cfg(test)]
 mod test_support;
 
 pub use checkpoint::CheckpointReport;
+pub use declog::{DeclogEngineOptions, DeclogSide};
 pub use engine::{EngineStats, SeriesEngine};
 pub use error::EngineError;
 pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
 pub use options::EngineOptions;
 pub use recovery::{RecoveryPhase, RecoveryReport};
 pub use store::{SeriesInfo, SeriesStore, WriteOutcome};
+pub use txn::{TxnOp, TxnOutcome, ValueRef};

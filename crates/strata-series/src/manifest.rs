@@ -15,8 +15,9 @@ mod fuzz;
 use std::fmt::Write as _;
 
 pub use codec::{
-    decode_manifest, encode_manifest, validate_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_HEADER_BYTES,
-    MANIFEST_MAGIC, MF_OFFSET_BODY_CRC, MF_OFFSET_BODY_LEN, MF_OFFSET_MAGIC, MF_OFFSET_VERSION,
+    decode_manifest, encode_manifest, validate_manifest, MANIFEST_FORMAT_VERSION, MANIFEST_FORMAT_VERSION_V1,
+    MANIFEST_HEADER_BYTES, MANIFEST_MAGIC, MF_OFFSET_BODY_CRC, MF_OFFSET_BODY_LEN, MF_OFFSET_MAGIC,
+    MF_OFFSET_VERSION,
 };
 pub use file::{read_manifest, write_manifest, MANIFEST_FILE, MANIFEST_TMP_FILE};
 pub use fuzz::fuzz_manifest_decode;
@@ -44,6 +45,9 @@ pub struct Manifest {
     /// Live block file seqs, ascending.
     pub block_files: Vec<u64>,
     pub tombstones: Vec<ManifestTombstone>,
+    /// DecLog only: per stream, the position of the checkpoint's cut; the
+    /// entries before it are covered by the block files (empty otherwise).
+    pub declog_cut: Vec<u64>,
 }
 
 /// One series of the index.
@@ -84,6 +88,9 @@ pub fn describe_manifest(m: &Manifest) -> String {
     let files: Vec<String> =
         m.block_files.iter().map(|seq| crate::block_file::block_file_name(*seq)).collect();
     let _ = writeln!(out, "block files ({}): {}", files.len(), files.join(" "));
+    if !m.declog_cut.is_empty() {
+        let _ = writeln!(out, "declog cut (per stream): {:?}", m.declog_cut);
+    }
     let _ = writeln!(out, "tombstones ({}):", m.tombstones.len());
     for t in &m.tombstones {
         let _ = writeln!(

@@ -19,7 +19,7 @@ use crate::block_file::{parse_block_file_name, BlockFile};
 use crate::engine::SeriesEngine;
 use crate::error::EngineError;
 use crate::index::SeriesIndex;
-use crate::manifest::read_manifest;
+use crate::manifest::{read_manifest, Manifest};
 use crate::model::TimeRange;
 use crate::options::EngineOptions;
 use crate::series_data::{SealedBlock, SeriesData, Tombstone};
@@ -80,7 +80,7 @@ impl fmt::Display for RecoveryReport {
         writeln!(
             f,
             "log records         {} replayed ({} points), {} already checkpointed",
-            self.log_records - self.log_records_skipped,
+            self.log_records.saturating_sub(self.log_records_skipped),
             self.points_replayed,
             self.log_records_skipped
         )?;
@@ -89,6 +89,17 @@ impl fmt::Display for RecoveryReport {
         writeln!(f, "phase log replay    {:.3} s", self.replay_s)?;
         write!(f, "total               {:.3} s", self.total_s)
     }
+}
+
+/// Phases 1 and 2 done: the engine with its checkpointed state.
+pub(crate) struct Loaded {
+    pub(crate) engine: SeriesEngine,
+    pub(crate) manifest: Option<Manifest>,
+    pub(crate) report: RecoveryReport,
+    /// The manifest names this log (by protocol, and for the serial logs,
+    /// the log reaches its checkpoint LSN).
+    pub(crate) same_log: bool,
+    pub(crate) started: Instant,
 }
 
 impl SeriesEngine {
@@ -100,8 +111,70 @@ impl SeriesEngine {
         replay: Vec<LogRecord>,
         progress: &dyn Fn(RecoveryPhase, u64, u64),
     ) -> Result<(Arc<SeriesEngine>, RecoveryReport), EngineError> {
+        let name = log.name();
+        let end = log.end();
+        let Loaded { engine, manifest, mut report, same_log, started } =
+            Self::load_checkpoint(opts, log, name, Some(end), progress)?;
+        let checkpoint_lsn = Lsn(manifest.as_ref().map_or(0, |m| m.checkpoint_lsn));
+
+        // Phase 3: replay.
+        let t = Instant::now();
+        report.log_records = replay.len();
+        let total = replay.len() as u64;
+        for (i, r) in replay.into_iter().enumerate() {
+            if i % 1024 == 0 {
+                progress(RecoveryPhase::Replay, i as u64, total);
+            }
+            // A log the manifest does not name holds nothing to replay: the
+            // facade refuses to switch protocols while the old log holds
+            // uncovered records and erases what it holds when it switches.
+            let foreign = manifest.as_ref().is_some_and(|m| m.protocol != report.protocol);
+            if foreign || (same_log && manifest.is_some() && r.lsn <= checkpoint_lsn) {
+                report.log_records_skipped += 1;
+                continue;
+            }
+            let rec = WalRecord::decode(&r.payload).map_err(|why| {
+                EngineError::corruption("commit log", format!("record at LSN {} ({}): {why}", r.lsn.0, r.txn))
+            })?;
+            report.points_replayed += engine.apply_record(&rec, true);
+        }
+        report.replay_s = t.elapsed().as_secs_f64();
+        progress(RecoveryPhase::Replay, total, total);
+        Self::finish_open(engine, manifest.is_some() && !same_log, report, started)
+    }
+
+    /// Wraps up an open: checkpoints if the manifest names another log, and
+    /// fills in the report.
+    pub(crate) fn finish_open(
+        engine: SeriesEngine,
+        checkpoint_now: bool,
+        mut report: RecoveryReport,
+        started: Instant,
+    ) -> Result<(Arc<SeriesEngine>, RecoveryReport), EngineError> {
+        let engine = Arc::new(engine);
+        if checkpoint_now {
+            // The manifest names another log: checkpoint so it names this one.
+            engine.checkpoint()?;
+        }
+        let index = engine.index.read();
+        report.databases = index.databases().len();
+        report.series = index.total_series();
+        drop(index);
+        report.total_s = started.elapsed().as_secs_f64();
+        Ok((engine, report))
+    }
+
+    /// Phases 1 (manifest and series index) and 2 (block files and
+    /// tombstones). `log_end`: the serial log's end (None for DecLog).
+    pub(crate) fn load_checkpoint(
+        opts: EngineOptions,
+        log: Box<dyn CommitLog>,
+        protocol: &str,
+        log_end: Option<Lsn>,
+        progress: &dyn Fn(RecoveryPhase, u64, u64),
+    ) -> Result<Loaded, EngineError> {
         let started = Instant::now();
-        let mut report = RecoveryReport { protocol: log.name().to_string(), ..Default::default() };
+        let mut report = RecoveryReport { protocol: protocol.to_string(), ..Default::default() };
         opts.fs.create_dir_all(&opts.dir)?;
 
         // Phase 1: the manifest and the series index.
@@ -120,7 +193,7 @@ impl SeriesEngine {
                     index.insert(&s.db, s.id, s.key.clone(), s.field_type);
                 }
                 index = SeriesIndex::max_next_id(index, m.next_series_id);
-                let same = m.protocol == log.name() && log.end().0 >= m.checkpoint_lsn;
+                let same = m.protocol == protocol && log_end.is_none_or(|end| end.0 >= m.checkpoint_lsn);
                 (Lsn(m.checkpoint_lsn), same)
             }
             None => (Lsn(0), true),
@@ -180,40 +253,6 @@ impl SeriesEngine {
         report.block_files_s = t.elapsed().as_secs_f64();
         progress(RecoveryPhase::BlockFiles, listed.len() as u64, listed.len() as u64);
 
-        // Phase 3: replay.
-        let t = Instant::now();
-        report.log_records = replay.len();
-        let total = replay.len() as u64;
-        for (i, r) in replay.into_iter().enumerate() {
-            if i % 1024 == 0 {
-                progress(RecoveryPhase::Replay, i as u64, total);
-            }
-            // A log the manifest does not name holds nothing to replay: the
-            // facade refuses to switch protocols while the old log holds
-            // uncovered records and erases what it holds when it switches.
-            let foreign = manifest.as_ref().is_some_and(|m| m.protocol != report.protocol);
-            if foreign || (same_log && manifest.is_some() && r.lsn <= checkpoint_lsn) {
-                report.log_records_skipped += 1;
-                continue;
-            }
-            let rec = WalRecord::decode(&r.payload).map_err(|why| {
-                EngineError::corruption("commit log", format!("record at LSN {} ({}): {why}", r.lsn.0, r.txn))
-            })?;
-            report.points_replayed += engine.apply_record(&rec, true);
-        }
-        report.replay_s = t.elapsed().as_secs_f64();
-        progress(RecoveryPhase::Replay, total, total);
-
-        let engine = Arc::new(engine);
-        if manifest.is_some() && !same_log {
-            // The manifest names another log: checkpoint so it names this one.
-            engine.checkpoint()?;
-        }
-        let index = engine.index.read();
-        report.databases = index.databases().len();
-        report.series = index.total_series();
-        drop(index);
-        report.total_s = started.elapsed().as_secs_f64();
-        Ok((engine, report))
+        Ok(Loaded { engine, manifest, report, same_log, started })
     }
 }

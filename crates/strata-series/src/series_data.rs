@@ -4,12 +4,17 @@
 //! overwrites); references to its sealed blocks in block files; and the
 //! delete tombstones that mask sealed points.
 //!
+//! A checkpoint first *freezes* the DRAM points (open block and patch move
+//! aside, fresh ones start), then seals the frozen part while writes go on
+//! (DecLog's checkpoint, declog.txt 4.5, does not block inserts), then
+//! installs the sealed block in its place.
+//!
 //! Precedence when reading one timestamp, newest first: patch, open block,
-//! sealed blocks by descending file sequence. A tombstone masks only blocks
+//! frozen patch, frozen block, sealed blocks by descending file sequence. A tombstone masks only blocks
 //! in files with sequence `<= upto_file_seq`, i.e. files sealed before the
 //! delete; data written after a delete lives in newer files or in DRAM.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::block_file::BlockIndexEntry;
 use crate::error::EngineError;
@@ -33,8 +38,59 @@ pub struct Tombstone {
 pub struct SeriesData {
     open: BlockWriter,
     patch: BTreeMap<TimestampNs, FieldValue>,
+    /// DRAM points a running checkpoint is sealing.
+    frozen: Option<Frozen>,
+    /// Points deleted one by one (DecLog point deletes) since the last
+    /// freeze: a delayed insert of such a point must not resurrect it.
+    point_deletes: BTreeSet<TimestampNs>,
     pub sealed: Vec<SealedBlock>,
     pub tombstones: Vec<Tombstone>,
+}
+
+/// The DRAM points of a series at a checkpoint's cut.
+struct Frozen {
+    open: BlockWriter,
+    patch: BTreeMap<TimestampNs, FieldValue>,
+}
+
+impl Frozen {
+    fn overlay(&self, range: TimeRange, out: &mut BTreeMap<TimestampNs, FieldValue>) {
+        overlay_block(&self.open, range, out);
+        for (t, v) in self.patch.range(range.min_ns..=range.max_ns) {
+            out.insert(*t, v.clone());
+        }
+    }
+}
+
+/// Adds the points of `block` in `range` to `out`.
+fn overlay_block(block: &BlockWriter, range: TimeRange, out: &mut BTreeMap<TimestampNs, FieldValue>) {
+    let hit = match (block.first_ts(), block.last_ts()) {
+        (Some(a), Some(b)) => range.overlaps(a, b),
+        _ => false,
+    };
+    if hit {
+        let decoded = block.decode();
+        for (i, t) in decoded.timestamps.iter().enumerate() {
+            if range.contains(*t) {
+                out.insert(*t, decoded.value(i));
+            }
+        }
+    }
+}
+
+/// `block` without its points in `range` (None if it has none there).
+fn without_range(block: &BlockWriter, range: TimeRange) -> Option<BlockWriter> {
+    match (block.first_ts(), block.last_ts()) {
+        (Some(a), Some(b)) if range.overlaps(a, b) => {}
+        _ => return None,
+    }
+    let mut kept = BlockWriter::new(block.field_type());
+    for (t, v) in block.decode().into_points() {
+        if !range.contains(t) {
+            kept.push(t, &v).expect("same type");
+        }
+    }
+    Some(kept)
 }
 
 /// What a checkpoint takes from a series: its DRAM points as one sorted block.
@@ -50,6 +106,8 @@ impl SeriesData {
         SeriesData {
             open: BlockWriter::new(field_type),
             patch: BTreeMap::new(),
+            frozen: None,
+            point_deletes: BTreeSet::new(),
             sealed: Vec::new(),
             tombstones: Vec::new(),
         }
@@ -59,14 +117,53 @@ impl SeriesData {
         self.open.field_type()
     }
 
-    /// Points held in DRAM (open block + patch).
+    /// Points held in DRAM (open block + patch, frozen ones included).
     pub fn dram_points(&self) -> usize {
-        self.open.len() + self.patch.len()
+        self.open.len() + self.patch.len() + self.frozen.as_ref().map_or(0, |f| f.open.len() + f.patch.len())
     }
 
-    /// Compressed bytes of the open block plus a rough size of the patch.
+    /// Compressed bytes of the open blocks plus a rough size of the patches.
     pub fn dram_bytes(&self) -> usize {
-        self.open.encoded_bytes() + self.patch.len() * 32
+        let frozen = self.frozen.as_ref().map_or(0, |f| f.open.encoded_bytes() + f.patch.len() * 32);
+        self.open.encoded_bytes() + self.patch.len() * 32 + frozen
+    }
+
+    /// The largest timestamp this series ever held that is still known
+    /// (sealed blocks count their masked points too), if any.
+    pub fn max_ts(&self) -> Option<TimestampNs> {
+        let frozen = self.frozen.as_ref();
+        [
+            self.open.last_ts(),
+            self.patch.keys().next_back().copied(),
+            frozen.and_then(|f| f.open.last_ts()),
+            frozen.and_then(|f| f.patch.keys().next_back().copied()),
+            self.sealed.iter().map(|b| b.entry.max_ts).max(),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+    }
+
+    /// DecLog's insert (LSN 0): a new point, unless a later transaction
+    /// already updated or deleted it (then that one wins, as in replay,
+    /// where LSN-0 entries go first).
+    pub fn apply_insert(&mut self, ts: TimestampNs, value: FieldValue) {
+        if !self.patch.contains_key(&ts) && !self.point_deletes.contains(&ts) {
+            self.insert(ts, value);
+        }
+    }
+
+    /// DecLog's update: always lands in the patch, where a delayed insert of
+    /// the same point (see [`SeriesData::apply_insert`]) finds it.
+    pub fn apply_update(&mut self, ts: TimestampNs, value: FieldValue) {
+        self.point_deletes.remove(&ts);
+        self.patch.insert(ts, value);
+    }
+
+    /// DecLog's point delete (the tombstone bit of 4.1.1).
+    pub fn apply_point_delete(&mut self, ts: TimestampNs, max_file_seq: u64) {
+        self.delete(TimeRange { min_ns: ts, max_ns: ts }, max_file_seq);
+        self.point_deletes.insert(ts);
     }
 
     /// Inserts or overwrites one point. The value's type was checked by the
@@ -86,23 +183,15 @@ impl SeriesData {
         if range.is_empty() {
             return;
         }
-        let open_hit = match (self.open.first_ts(), self.open.last_ts()) {
-            (Some(a), Some(b)) => range.overlaps(a, b),
-            _ => false,
-        };
-        if open_hit {
-            let kept: Vec<_> =
-                self.open.decode().into_points().into_iter().filter(|(t, _)| !range.contains(*t)).collect();
-            let mut open = BlockWriter::new(self.field_type());
-            for (t, v) in &kept {
-                open.push(*t, v).expect("same type");
-            }
-            self.open = open;
+        if let Some(kept) = without_range(&self.open, range) {
+            self.open = kept;
         }
-        let doomed: Vec<TimestampNs> =
-            self.patch.range(range.min_ns..=range.max_ns).map(|(t, _)| *t).collect();
-        for t in doomed {
-            self.patch.remove(&t);
+        remove_range(&mut self.patch, range);
+        if let Some(f) = &mut self.frozen {
+            if let Some(kept) = without_range(&f.open, range) {
+                f.open = kept;
+            }
+            remove_range(&mut f.patch, range);
         }
         if self.sealed.iter().any(|b| range.overlaps(b.entry.min_ts, b.entry.max_ts)) {
             self.tombstones.push(Tombstone { range, upto_file_seq: max_file_seq });
@@ -121,30 +210,44 @@ impl SeriesData {
 
     /// Adds the DRAM points in `range` to `out`, newer over older.
     pub fn overlay_dram(&self, range: TimeRange, out: &mut BTreeMap<TimestampNs, FieldValue>) {
-        let open_hit = match (self.open.first_ts(), self.open.last_ts()) {
-            (Some(a), Some(b)) => range.overlaps(a, b),
-            _ => false,
-        };
-        if open_hit {
-            let decoded = self.open.decode();
-            for (i, t) in decoded.timestamps.iter().enumerate() {
-                if range.contains(*t) {
-                    out.insert(*t, decoded.value(i));
-                }
-            }
+        if let Some(f) = &self.frozen {
+            f.overlay(range, out);
         }
+        overlay_block(&self.open, range, out);
         for (t, v) in self.patch.range(range.min_ns..=range.max_ns) {
             out.insert(*t, v.clone());
         }
     }
 
-    /// The DRAM points merged into one sorted block, or None if there are none.
+    /// A checkpoint's cut: the DRAM points move aside to be sealed, fresh
+    /// ones start. Frozen points not yet installed (a failed checkpoint)
+    /// are merged into the new frozen set, newer over older.
+    pub fn freeze(&mut self) {
+        let ft = self.field_type();
+        let open = std::mem::replace(&mut self.open, BlockWriter::new(ft));
+        let patch = std::mem::take(&mut self.patch);
+        self.point_deletes.clear();
+        self.frozen = Some(match self.frozen.take() {
+            None => Frozen { open, patch },
+            Some(mut older) => {
+                let mut merged = BTreeMap::new();
+                older.overlay(TimeRange::ALL, &mut merged);
+                Frozen { open, patch }.overlay(TimeRange::ALL, &mut merged);
+                older.patch = merged;
+                older.open = BlockWriter::new(ft);
+                older
+            }
+        });
+    }
+
+    /// The frozen points merged into one sorted block, or None if there are none.
     pub fn seal_input(&self) -> Result<Option<SealInput>, EngineError> {
-        if self.dram_points() == 0 {
+        let Some(frozen) = &self.frozen else { return Ok(None) };
+        let mut merged = BTreeMap::new();
+        frozen.overlay(TimeRange::ALL, &mut merged);
+        if merged.is_empty() {
             return Ok(None);
         }
-        let mut merged = BTreeMap::new();
-        self.overlay_dram(TimeRange::ALL, &mut merged);
         let points: Vec<(TimestampNs, FieldValue)> = merged.into_iter().collect();
         let (min_ts, max_ts) = (points[0].0, points[points.len() - 1].0);
         let point_count = u32::try_from(points.len())
@@ -154,12 +257,18 @@ impl SeriesData {
         Ok(Some(SealInput { min_ts, max_ts, point_count, block }))
     }
 
-    /// After a checkpoint made the DRAM points durable in `sealed`: drops
+    /// After a checkpoint made the frozen points durable in `sealed`: drops
     /// them from DRAM and references the block instead.
     pub fn install_sealed(&mut self, sealed: SealedBlock) {
-        self.open = BlockWriter::new(self.field_type());
-        self.patch.clear();
+        self.frozen = None;
         self.sealed.push(sealed);
+    }
+
+    /// A checkpoint found nothing to seal here: forget the (empty) frozen set.
+    pub fn drop_empty_frozen(&mut self) {
+        if self.frozen.as_ref().is_some_and(|f| f.open.is_empty() && f.patch.is_empty()) {
+            self.frozen = None;
+        }
     }
 
     /// Drops tombstones that no longer mask any sealed block.
@@ -170,5 +279,12 @@ impl SeriesData {
                 .iter()
                 .any(|b| b.file_seq <= t.upto_file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
         });
+    }
+}
+
+fn remove_range(map: &mut BTreeMap<TimestampNs, FieldValue>, range: TimeRange) {
+    let doomed: Vec<TimestampNs> = map.range(range.min_ns..=range.max_ns).map(|(t, _)| *t).collect();
+    for t in doomed {
+        map.remove(&t);
     }
 }

@@ -13,7 +13,7 @@ fn f(x: f64) -> FieldValue {
 
 #[test]
 fn acknowledged_writes_survive_a_crash_under_every_durable_log() {
-    for kind in [LogKind::SerialPmem, LogKind::SerialSsd] {
+    for kind in [LogKind::SerialPmem, LogKind::SerialSsd, LogKind::DeclogPmem] {
         let mut h = Harness::new(kind);
         for i in 0..50 {
             let out = h.engine().write("db", &[point("cpu", "a", vec![("u", f(i as f64))], i * 10)]).unwrap();
@@ -57,7 +57,7 @@ fn overwrites_and_out_of_order_points_read_back_sorted_latest_wins() {
 
 #[test]
 fn deletes_mask_sealed_points_but_not_later_writes_and_survive_restart() {
-    for kind in [LogKind::SerialPmem, LogKind::SerialSsd] {
+    for kind in [LogKind::SerialPmem, LogKind::SerialSsd, LogKind::DeclogPmem] {
         let mut h = Harness::new(kind);
         let e = h.engine().clone();
         for ts in 0..10 {

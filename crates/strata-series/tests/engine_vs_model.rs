@@ -115,8 +115,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn engine_matches_the_reference_model(ops in prop::collection::vec(op(), 1..40), pmem in any::<bool>()) {
-        let mut h = Harness::new(if pmem { LogKind::SerialPmem } else { LogKind::SerialSsd });
+    fn engine_matches_the_reference_model(ops in prop::collection::vec(op(), 1..40), kind in 0..3usize) {
+        let mut h = Harness::new([LogKind::SerialPmem, LogKind::SerialSsd, LogKind::DeclogPmem][kind]);
         let model = MemStore::new();
         model.create_database("db").unwrap();
         for (i, op) in ops.iter().enumerate() {

@@ -6,19 +6,23 @@
 //! - key not in the table: bit 0, payload = key id (varint) + key length
 //!   (varint) + key + timestamp (8 bytes LE) + value bits (8 bytes LE) +
 //!   rest; the key is inserted with that id and the state after this point;
-//! - key in the table: bit 1, payload = key id (varint) + a bit stream +
-//!   rest. The bit stream holds, when the key has state, the timestamp's
-//!   delta-of-delta in Gorilla buckets and the value's Gorilla XOR code;
-//!   when its state was cleared (after a checkpoint), the timestamp and the
+//! - key in the table: bit 1, payload = key reference (varint: id x 2 +
+//!   reset bit) + a bit stream + rest. With the reset bit clear (the key has
+//!   state) the bit stream holds the timestamp's delta-of-delta in Gorilla
+//!   buckets and the value's Gorilla XOR code; with it set (the key's state
+//!   was cleared, after a checkpoint or a restart) the timestamp and the
 //!   value bits raw (64 bits each). The bit stream is zero-padded to a byte.
 //!
 //! Decompression mirrors compression step by step, so the decompressor's
-//! table evolves exactly like the compressor's. Requirement: the entries of
-//! one key are decompressed in the order they were compressed, starting from
-//! a table in the state the compressor's was in before the first of them (the
-//! table the checkpoint copied, or the active one after its clear). Key-based
-//! partitioning puts every entry of a key in one stream, in compression
-//! order, so parsing each stream in order satisfies it.
+//! table evolves exactly like the compressor's. A key's first entry since
+//! its insert or since a clear is self-describing (bit 0 with the key, or
+//! bit 1 with the reset bit) and resets the key's state in the decompressor
+//! whatever it was, so a decompressor need not know where a checkpoint cut
+//! the log: it needs only the key ids (the active table's slots; ids never
+//! change) and the entries of each key in the order they were compressed,
+//! from any point where every key's state was cleared. Key-based
+//! partitioning (and DecLog's per-stream tables) put every entry of a key in
+//! one stream in that order, so parsing each stream in order satisfies it.
 //!
 //! Uncompressed entries carry their id, so the ids a decompressor learns do
 //! not depend on how the parsing interleaves the streams.
@@ -200,7 +204,7 @@ pub fn compress(
     };
     let s = record.state;
     let mut payload = Vec::with_capacity(point.rest.len() + 8);
-    write_varint(&mut payload, record.id as u64);
+    write_varint(&mut payload, key_ref(record.id, !s.has_state));
     let mut w = BitWriter::default();
     let next = if !s.has_state {
         w.write_bits(point.timestamp as u64, 64);
@@ -225,6 +229,11 @@ pub fn compress(
     Ok(Compressed { compressed: true, payload })
 }
 
+/// The key reference of a compressed entry: the id and the reset bit.
+fn key_ref(id: u32, reset: bool) -> u64 {
+    ((id as u64) << 1) | reset as u64
+}
+
 fn bad(what: impl Into<String>) -> DeclogError {
     DeclogError::corruption(0, format!("compressed log payload: {}", what.into()))
 }
@@ -245,7 +254,8 @@ pub fn decompress(
     table: &mut KeyTable,
 ) -> Result<DecodedPoint, DeclogError> {
     let mut at = 0;
-    let id = read_varint(payload, &mut at).map_err(bad)?;
+    let first = read_varint(payload, &mut at).map_err(bad)?;
+    let (id, reset) = if compressed { (first >> 1, first & 1 == 1) } else { (first, true) };
     let id = u32::try_from(id).map_err(|_| bad(format!("key id {id} over 32 bits")))?;
     if !compressed {
         let key_len = read_varint(payload, &mut at).map_err(bad)?;
@@ -273,10 +283,15 @@ pub fn decompress(
     let key = table.key_of(id).ok_or_else(|| bad(format!("unknown key id {id}")))?.to_vec();
     let s = table.get(&key).expect("ids and keys agree").state;
     let mut r = BitReader::new(&payload[at..]);
-    let (timestamp, value_bits, next) = if !s.has_state {
+    let (timestamp, value_bits, next) = if reset {
         let timestamp = r.read_bits(64).map_err(bad)? as i64;
         let value_bits = r.read_bits(64).map_err(bad)?;
         (timestamp, value_bits, first_state(timestamp, value_bits, entry_meta))
+    } else if !s.has_state {
+        return Err(bad(format!(
+            "delta-coded entry of key id {id}, whose state is cleared (the log does not start where \
+             every key's state was cleared)"
+        )));
     } else {
         let dod = read_dod(&mut r).map_err(bad)?;
         let delta = s.last_delta.wrapping_add(dod);

@@ -147,3 +147,37 @@ fn bytes_written_sit_where_the_doc_says() {
     let c = compress(&LogPoint { key, timestamp: -7, value: 2.5, rest: b"xy" }, 1, &mut t).unwrap();
     assert_eq!((c.compressed, c.payload), (true, vec![0, 0b0000_0000, b'x', b'y']));
 }
+
+#[test]
+fn point_payloads_and_the_reset_bit_match_the_doc() {
+    use super::point_payload::{self, POINT_PAYLOAD_FIXED_BYTES};
+    use super::COMPRESSION_SLACK_BYTES;
+    let rows = table("### Point payloads");
+    let got: Vec<(&str, &str)> = rows[1..].iter().map(|r| (r[0].as_str(), r[1].as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("key_len", "varint"),
+            ("key", "key_len"),
+            ("timestamp", "8"),
+            ("value_bits", "8"),
+            ("rest", "to the end")
+        ]
+    );
+    assert!(section().contains(&format!("`POINT_PAYLOAD_FIXED_BYTES` = {POINT_PAYLOAD_FIXED_BYTES}")));
+    assert!(section().contains(&format!("`COMPRESSION_SLACK_BYTES` = {COMPRESSION_SLACK_BYTES}")));
+    let b = point_payload::encode(b"k", 1, 2, b"r");
+    assert_eq!(b, [&[1u8, b'k'][..], &1i64.to_le_bytes(), &2u64.to_le_bytes(), b"r"].concat());
+    // After a clear: key_ref = id x 2 + 1, then 64 + 64 raw bits.
+    let region = Arc::new(Region::sim(key_table_area_bytes(4)));
+    let mut t = KeyTable::format(region, RegionOffset(0), 4).unwrap();
+    for key in [&b"a"[..], b"b"] {
+        compress(&LogPoint { key, timestamp: 5, value: 1.0, rest: b"" }, 0, &mut t).unwrap();
+    }
+    t.clear_for_checkpoint();
+    let c = compress(&LogPoint { key: b"b", timestamp: 9, value: 2.0, rest: b"" }, 0, &mut t).unwrap();
+    let mut expect = vec![3u8]; // id 1, reset bit
+    expect.extend_from_slice(&9u64.to_be_bytes());
+    expect.extend_from_slice(&2.0f64.to_bits().to_be_bytes());
+    assert_eq!((c.compressed, c.payload), (true, expect), "bit streams are most significant bit first");
+}

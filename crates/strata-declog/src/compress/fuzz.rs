@@ -1,7 +1,11 @@
-//! The fuzz entry for decompressing arbitrary payloads
-//! (`fuzz/fuzz_targets/declog_decompress.rs` calls [`fuzz_decompress`]; a
-//! seeded smoke test in `tests.rs` runs it on stable Rust). It must never
-//! panic, and on error the table must be unchanged.
+//! The fuzz entries of the compression decoders, each with a seeded smoke
+//! test in `tests.rs` that runs it on stable Rust:
+//! - [`fuzz_decompress`] (`fuzz/fuzz_targets/declog_decompress.rs`):
+//!   decompressing arbitrary payloads must never panic, and on error the
+//!   table must be unchanged;
+//! - [`fuzz_point_payload`] (`fuzz/fuzz_targets/declog_point_payload.rs`):
+//!   decoding arbitrary bytes as a point payload must never panic, and what
+//!   decodes must encode back to the same bytes.
 //!
 //! Input: `flags (1) | payload...`. Bit 0 of `flags` is the compression bit.
 //! The table is primed with four keys: with an open XOR window, with state
@@ -13,6 +17,7 @@ use strata_pmem::{Region, RegionOffset};
 
 use super::codec::{compress, decompress, LogPoint};
 use super::key_table::{key_table_area_bytes, KeyState, KeyTable};
+use super::point_payload;
 
 const FUZZ_SLOTS: u32 = 8;
 
@@ -54,5 +59,13 @@ pub fn fuzz_decompress(data: &[u8]) {
             assert_eq!(before, after, "a failed decompression changed the table");
             assert_eq!(table.len(), keys_before);
         }
+    }
+}
+
+/// Decodes `data` as a point payload; panics only on a bug.
+pub fn fuzz_point_payload(data: &[u8]) {
+    if let Ok(p) = point_payload::decode(data) {
+        assert_eq!(p.encode(), data, "a decoded point payload encodes to other bytes");
+        assert_eq!(point_payload::encoded_len(p.key.len(), p.rest.len()), data.len());
     }
 }

@@ -282,6 +282,33 @@ impl KeyTable {
         Ok(table)
     }
 
+    /// Opens a private copy of the table at `base` of `region`: the mirror
+    /// is rebuilt from the slots as [`KeyTable::open`] does, and every later
+    /// write goes to a DRAM copy of the area, never to `region`. Recovery
+    /// decompresses with such a copy, so parsing stays read-only.
+    pub fn open_detached(region: &Region, base: RegionOffset) -> Result<KeyTable, DeclogError> {
+        region.check_range(base, KEY_TABLE_HEADER_BYTES, "key table header")?;
+        let h = region.read_vec(base, 32);
+        let slot_count = u32_at(&h, KT_OFFSET_SLOT_COUNT as usize);
+        if slot_count == 0 || slot_count > KEY_TABLE_MAX_SLOTS {
+            return Err(corruption(base.0, format!("unsupported key table header ({slot_count} slots)")));
+        }
+        let bytes = key_table_area_bytes(slot_count);
+        region.check_range(base, bytes, "key table slots")?;
+        let copy = Region::sim_from_image(region.read_vec(base, bytes as usize));
+        // The copy is the whole region, the table at its offset 0.
+        KeyTable::open(Arc::new(copy), RegionOffset(0))
+    }
+
+    /// Clears every key's state in the DRAM mirror only (ids and strings
+    /// kept, PMem untouched): what a writer does when it opens the log, and
+    /// a decompressor where it starts.
+    pub fn reset_states(&mut self) {
+        for r in self.by_key.values_mut() {
+            r.state = KeyState::CLEARED;
+        }
+    }
+
     fn adopt(&mut self, key: Vec<u8>, record: KeyRecord) {
         self.used_slots[record.slot as usize] = true;
         self.next_id = self.next_id.max(record.id.saturating_add(1));
@@ -419,7 +446,11 @@ fn write_header(region: &Region, base: RegionOffset, slot_count: u32) {
     region.write_persist(base, &h);
 }
 
-fn write_empty_area(region: &Region, base: RegionOffset, slot_count: u32) -> Result<(), DeclogError> {
+pub(crate) fn write_empty_area(
+    region: &Region,
+    base: RegionOffset,
+    slot_count: u32,
+) -> Result<(), DeclogError> {
     region.check_range(base, key_table_area_bytes(slot_count), "key table")?;
     let zero = vec![0u8; (slot_count as u64 * KEY_TABLE_SLOT_BYTES) as usize];
     let slots_at = base + KEY_TABLE_HEADER_BYTES;

@@ -2,11 +2,14 @@
 //! and 4.6): a key hash table in PMem with a DRAM mirror ([`key_table`]) and
 //! the codec that turns a point into an entry payload and its compression bit
 //! ([`codec`]): delta-of-delta timestamps and XOR float values per key
-//! (Gorilla), keys replaced by small ids once the table knows them.
+//! (Gorilla), keys replaced by small ids once the table knows them; the
+//! uncompressed [`point_payload`] the engine submits and parsing returns; and
+//! how DecLog wires them into its streams (`log_codec`: per-stream tables,
+//! compression in stream order, self-describing entries after a clear).
 //!
 //! Format: `docs/format/declog-stream.md`, "Key hash table and compressed
-//! payloads". The log streams carry the bit and the payload opaquely
-//! ([`crate::entry`]); this module does not depend on the series engine.
+//! payloads" and "Point payloads". This module does not depend on the series
+//! engine.
 
 mod bits;
 pub mod codec;
@@ -14,9 +17,15 @@ pub mod codec;
 mod format_doc_tests;
 pub mod fuzz;
 pub mod key_table;
+pub(crate) mod log_codec;
+#[cfg(test)]
+mod log_tests;
+pub mod point_payload;
 #[cfg(test)]
 mod tests;
 
 pub use codec::{compress, decompress, Compressed, DecodedPoint, LogPoint};
-pub use fuzz::fuzz_decompress;
+pub use fuzz::{fuzz_decompress, fuzz_point_payload};
 pub use key_table::{key_hash, key_table_area_bytes, KeyRecord, KeyState, KeyTable};
+pub use log_codec::COMPRESSION_SLACK_BYTES;
+pub use point_payload::PointPayloadRef;

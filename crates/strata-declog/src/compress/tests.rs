@@ -322,3 +322,37 @@ fn fuzz_smoke_decompress_never_panics() {
         fuzz_decompress(&input);
     }
 }
+
+/// `fuzz_point_payload` on 20,000 seeded inputs: random bytes and mutated
+/// valid payloads; valid payloads round-trip.
+#[test]
+fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
+    let seed = 0xDEC1_0601_u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let valid: Vec<Vec<u8>> = [(&b""[..], &b""[..]), (b"cpu,host=a usage", b"rest"), (&[b'k'; 200][..], b"")]
+        .iter()
+        .map(|(key, rest)| point_payload::encode(key, -3, 7.5f64.to_bits(), rest))
+        .collect();
+    for v in &valid {
+        let p = point_payload::decode(v).unwrap_or_else(|e| panic!("seed {seed}: valid payload: {e}"));
+        assert_eq!(p.encode(), *v);
+        fuzz_point_payload(v);
+    }
+    let mut decoded = 0;
+    for i in 0..20_000 {
+        let input: Vec<u8> = if i % 2 == 0 {
+            (0..rng.gen_range(0..60)).map(|_| rng.gen()).collect()
+        } else {
+            let mut b = valid[rng.gen_range(0..valid.len())].clone();
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(0..b.len());
+                b[at] ^= 1 << rng.gen_range(0..8);
+            }
+            b.truncate(rng.gen_range(0..=b.len()));
+            b
+        };
+        decoded += point_payload::decode(&input).is_ok() as u32;
+        fuzz_point_payload(&input);
+    }
+    assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
+}

@@ -11,14 +11,21 @@
 //! - [`lsn`]: the three-step LSN computation protocol and the guard holding
 //!   a transaction's locks until its log entry is durable.
 //!
-//! The series engine does not use this module yet; it will compute an LSN
-//! per request with [`acquire`], write the log entry, apply it, then
-//! [`LsnGuard::commit`], and call [`ControlTable::reset`] from its
-//! checkpoint with update transactions blocked.
+//! - [`entry_key`]: what one log entry holds (4.3.1: the key, the point);
+//! - [`side`]: the engine's DecLog state (log, side table, cut lock, LSN era);
+//! - `write_path`: transactions under DecLog (4.1-4.3);
+//! - `checkpoint`: the non-blocking checkpoint (4.5) and the barrier for
+//!   whole-database operations;
+//! - `replay`: recovery (4.6): parallel LSN-0 replay, update buckets.
 
+pub mod checkpoint;
 pub mod control_table;
+pub mod entry_key;
 pub mod ext_ts;
 pub mod lsn;
+pub mod replay;
+pub mod side;
+mod write_path;
 
 #[cfg(test)]
 mod tests;
@@ -26,3 +33,4 @@ mod tests;
 pub use control_table::{ControlTable, PointRef, ResetRefused};
 pub use ext_ts::{ExtTimestamp, ExtTimestampError, UTS_MAX};
 pub use lsn::{acquire, DataLsn, LsnError, LsnGuard, TxnAccess};
+pub use side::{DeclogEngineOptions, DeclogSide, ERA_SHIFT};

@@ -11,7 +11,9 @@ use crate::model::{FieldType, SeriesId};
 
 /// "STRATAMF" (manifest) as a little-endian u64.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"STRATAMF");
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+/// Version 1 had no `declog_cut`; it is still read (as an empty cut).
+pub const MANIFEST_FORMAT_VERSION_V1: u32 = 1;
 pub const MANIFEST_HEADER_BYTES: usize = 24;
 pub const MF_OFFSET_MAGIC: usize = 0;
 pub const MF_OFFSET_VERSION: usize = 8;
@@ -54,6 +56,10 @@ pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
         put_u64(&mut body, t.max_ts as u64);
         put_u64(&mut body, t.upto_file_seq);
     }
+    put_u32(&mut body, m.declog_cut.len() as u32);
+    for pos in &m.declog_cut {
+        put_u64(&mut body, *pos);
+    }
     let mut out = Vec::with_capacity(MANIFEST_HEADER_BYTES + body.len());
     put_u64(&mut out, MANIFEST_MAGIC);
     put_u32(&mut out, MANIFEST_FORMAT_VERSION);
@@ -74,7 +80,7 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
         return Err("bad magic (not a manifest)".into());
     }
     let version = header.u32()?;
-    if version != MANIFEST_FORMAT_VERSION {
+    if version != MANIFEST_FORMAT_VERSION && version != MANIFEST_FORMAT_VERSION_V1 {
         return Err(format!("unknown manifest format version {version}"));
     }
     let body_crc = header.u32()?;
@@ -87,12 +93,12 @@ pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
     if crc != body_crc {
         return Err(format!("body CRC mismatch (stored {body_crc:#010x}, computed {crc:#010x})"));
     }
-    let m = decode_body(&mut ByteReader::new(body, "body offset"))?;
+    let m = decode_body(&mut ByteReader::new(body, "body offset"), version)?;
     validate_manifest(&m)?;
     Ok(m)
 }
 
-fn decode_body(r: &mut ByteReader<'_>) -> Result<Manifest, String> {
+fn decode_body(r: &mut ByteReader<'_>, version: u32) -> Result<Manifest, String> {
     let checkpoint_seq = r.u64()?;
     let checkpoint_lsn = r.u64()?;
     let protocol = r.string("protocol")?;
@@ -123,7 +129,14 @@ fn decode_body(r: &mut ByteReader<'_>) -> Result<Manifest, String> {
             upto_file_seq: r.u64()?,
         });
     }
-    r.finish("tombstones")?;
+    let mut declog_cut = Vec::new();
+    if version >= MANIFEST_FORMAT_VERSION {
+        let count = r.count("declog cut positions", BLOCK_FILE_BYTES)?;
+        for _ in 0..count {
+            declog_cut.push(r.u64()?);
+        }
+    }
+    r.finish(if version >= MANIFEST_FORMAT_VERSION { "declog cut" } else { "tombstones" })?;
     Ok(Manifest {
         checkpoint_seq,
         checkpoint_lsn,
@@ -134,6 +147,7 @@ fn decode_body(r: &mut ByteReader<'_>) -> Result<Manifest, String> {
         series,
         block_files,
         tombstones,
+        declog_cut,
     })
 }
 

@@ -48,7 +48,8 @@ fn body_tables_list_the_fields_in_encoding_order() {
             "databases",
             "series",
             "block_files",
-            "tombstones"
+            "tombstones",
+            "declog_cut"
         ]
     );
     assert_eq!(names("A **series** is:"), ["id", "db", "measurement", "tags", "field", "field_type"]);
@@ -77,6 +78,7 @@ fn hand_assembled_example_matches_the_encoder() {
         }],
         block_files: vec![1],
         tombstones: vec![ManifestTombstone { series: SeriesId(7), min_ts: -1, max_ts: 5, upto_file_seq: 1 }],
+        declog_cut: vec![0x300],
     };
     let mut body = Vec::new();
     let u32s = |b: &mut Vec<u8>, v: u32| b.extend_from_slice(&v.to_le_bytes());
@@ -108,11 +110,21 @@ fn hand_assembled_example_matches_the_encoder() {
     u64s(&mut body, (-1i64) as u64);
     u64s(&mut body, 5);
     u64s(&mut body, 1);
+    u32s(&mut body, 1);
+    u64s(&mut body, 0x300);
     let mut file = b"STRATAMF".to_vec();
-    u32s(&mut file, 1);
+    u32s(&mut file, 2);
     u32s(&mut file, crc32c::crc32c(&body));
     u64s(&mut file, body.len() as u64);
     file.extend_from_slice(&body);
     assert_eq!(encode_manifest(&m), file);
-    assert_eq!(decode_manifest(&file), Ok(m));
+    assert_eq!(decode_manifest(&file), Ok(m.clone()));
+    // A version-1 file (no declog_cut list) still reads, as an empty cut.
+    let v1_body = &body[..body.len() - 12];
+    let mut v1 = b"STRATAMF".to_vec();
+    u32s(&mut v1, 1);
+    u32s(&mut v1, crc32c::crc32c(v1_body));
+    u64s(&mut v1, v1_body.len() as u64);
+    v1.extend_from_slice(v1_body);
+    assert_eq!(decode_manifest(&v1), Ok(Manifest { declog_cut: Vec::new(), ..m }));
 }

@@ -107,5 +107,6 @@ fn recipe_manifest(recipe: &mut Recipe<'_>) -> Manifest {
         series,
         block_files,
         tombstones,
+        declog_cut: (0..recipe.u8() % 3).map(|_| recipe.u8() as u64 * 256).collect(),
     }
 }

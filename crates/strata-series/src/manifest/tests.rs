@@ -51,6 +51,7 @@ pub(super) fn sample(n: u64) -> Manifest {
             max_ts: 99,
             upto_file_seq: n,
         }],
+        declog_cut: vec![512, 0],
     }
 }
 
@@ -118,6 +119,7 @@ fn arb_manifest() -> impl Strategy<Value = Manifest> {
                     series,
                     block_files,
                     tombstones,
+                    declog_cut: vec![ck_lsn, ck_lsn + 256],
                 }
             },
         )

@@ -6,20 +6,23 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use strata_declog::{DecLog, DeclogConfig, FlushMode, Recovered};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, LogRecord, NoLog, SerialLog};
 use strata_media::fs::{FileSystem, RealFs};
 use strata_pmem::{Region, RegionOffset};
-use strata_series::{EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore};
+use strata_series::{DeclogEngineOptions, EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LogKind {
     None,
     SerialPmem,
     SerialSsd,
+    DeclogPmem,
 }
 
-pub const ALL_LOGS: [LogKind; 3] = [LogKind::None, LogKind::SerialPmem, LogKind::SerialSsd];
+pub const ALL_LOGS: [LogKind; 4] =
+    [LogKind::None, LogKind::SerialPmem, LogKind::SerialSsd, LogKind::DeclogPmem];
 
 /// An engine plus what it needs to be restarted.
 pub struct Harness {
@@ -31,6 +34,12 @@ pub struct Harness {
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
 pub const PMEM_LOG_BYTES: u64 = 1 << 20;
+/// DecLog's area in the tests: two streams of about 1 MiB.
+pub const DECLOG_BYTES: u64 = 2 << 20;
+
+fn declog_config() -> DeclogConfig {
+    DeclogConfig { queue_len: 16, ..DeclogConfig::default() }
+}
 
 fn open_log(
     kind: LogKind,
@@ -49,6 +58,7 @@ fn open_log(
                 (Box::new(log), recs)
             }
         }
+        LogKind::DeclogPmem => unreachable!("DecLog is opened by Harness::start"),
         LogKind::SerialSsd => {
             let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
             let (log, recs) = SerialLog::open_ssd(fs, &dir.join("wal"), SsdLogOptions::default()).unwrap();
@@ -60,7 +70,11 @@ fn open_log(
 impl Harness {
     pub fn new(kind: LogKind) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let region = (kind == LogKind::SerialPmem).then(|| Arc::new(Region::sim(PMEM_LOG_BYTES + 64 * 1024)));
+        let region = match kind {
+            LogKind::SerialPmem => Some(Arc::new(Region::sim(PMEM_LOG_BYTES + 64 * 1024))),
+            LogKind::DeclogPmem => Some(Arc::new(Region::sim(DECLOG_BYTES))),
+            _ => None,
+        };
         let mut h = Harness { kind, dir, region, engine: None };
         h.start(true);
         h.engine().create_database("db").unwrap();
@@ -68,6 +82,27 @@ impl Harness {
     }
 
     fn start(&mut self, fresh: bool) {
+        if self.kind == LogKind::DeclogPmem {
+            let region = self.region.clone().expect("pmem region");
+            let (log, recovered) = if fresh {
+                let log = DecLog::format(region, LOG_BASE, DECLOG_BYTES, declog_config()).unwrap();
+                (log, Recovered::default())
+            } else {
+                DecLog::open_with_mode(region, LOG_BASE, FlushMode::Threads).unwrap()
+            };
+            let opts = EngineOptions::new(self.dir.path().join("series"));
+            let (engine, _report) = SeriesEngine::open_declog(
+                opts,
+                log,
+                recovered,
+                DeclogEngineOptions::default(),
+                2,
+                &|_, _, _| {},
+            )
+            .unwrap();
+            self.engine = Some(engine);
+            return;
+        }
         let (log, recs) = open_log(self.kind, self.dir.path(), self.region.as_ref(), fresh);
         let opts = EngineOptions::new(self.dir.path().join("series"));
         let (engine, _report) = SeriesEngine::open(opts, log, recs, &|_, _, _| {}).unwrap();

@@ -1,0 +1,129 @@
+//! How DecLog uses the compression codec (declog.txt 4.4.1, 4.5, 4.6):
+//! point payloads in, compressed entry payloads on media, point payloads
+//! back out of parsing.
+//!
+//! - Each stream has its own key table (active area in PMem, DRAM mirror).
+//!   A key is registered in its stream's table (slot persisted, state
+//!   cleared) when a transaction logging it is submitted, before anything of
+//!   that transaction is queued, so a full table fails the submit cleanly
+//!   and the slot is durable before any entry naming the key's id is written.
+//! - Entries are compressed when they are pushed into the stream's log
+//!   queues, under the queue lock, so compression order is stream order. A
+//!   push that finds no free queue undoes the compression (the key's state
+//!   goes back) and retries later with the original point payload.
+//! - A writer never trusts the states in PMem: `open` clears them in the
+//!   mirror, `cut` and `truncate_all` clear them (`cut` in PMem too, after
+//!   copying the table). After a clear, a key's next entry is
+//!   self-describing (`codec`: the reset bit), so a decompressor needs only
+//!   the key ids of the active table and the stream from a point where every
+//!   state was cleared: a head (format, `truncate_all`, or a cut position)
+//!   is always such a point, and a cut or a restart passed on the way resets
+//!   each key by itself.
+//! - The metadata kept for a key's first entry is the entry's transaction id.
+
+use super::codec::{compress, decompress, Compressed, LogPoint};
+use super::key_table::{KeyState, KeyTable};
+use super::point_payload;
+use crate::error::DeclogError;
+
+/// Most bytes compression can add to a point payload (the key reference and
+/// the worst-case bit stream against the length varint and the 16 raw
+/// bytes): with compression on, a point payload may be this much shorter
+/// than the largest entry payload.
+pub const COMPRESSION_SLACK_BYTES: u64 = 8;
+
+/// Registers `key` in `table` (a new key gets the next id, a cleared state
+/// and its slot persisted); a known key is left alone.
+pub(crate) fn register_key(table: &mut KeyTable, key: &[u8]) -> Result<(), DeclogError> {
+    if table.get(key).is_none() {
+        table.insert(key, None, KeyState::CLEARED)?;
+    }
+    Ok(())
+}
+
+/// Compresses a point payload against `table`; returns the entry's
+/// compression bit and payload, and the key's state before (for
+/// [`undo_compression`]).
+pub(crate) fn compress_point(
+    table: &mut KeyTable,
+    point_payload: &[u8],
+    entry_meta: u64,
+) -> Result<(Compressed, KeyState), DeclogError> {
+    let p = point_payload::decode(point_payload).map_err(DeclogError::InvalidInput)?;
+    let before = table.get(p.key).map_or(KeyState::CLEARED, |r| r.state);
+    let point =
+        LogPoint { key: p.key, timestamp: p.timestamp, value: f64::from_bits(p.value_bits), rest: p.rest };
+    Ok((compress(&point, entry_meta, table)?, before))
+}
+
+/// Puts the key of `point_payload` back to `state` (its state before a
+/// compression whose entry was not queued).
+pub(crate) fn undo_compression(table: &mut KeyTable, point_payload: &[u8], state: KeyState) {
+    if let Ok(p) = point_payload::decode(point_payload) {
+        table.set_state(p.key, state);
+    }
+}
+
+/// Decompresses an entry's payload against `table` back to its point payload.
+pub(crate) fn decompress_point(
+    table: &mut KeyTable,
+    compressed: bool,
+    payload: &[u8],
+    entry_meta: u64,
+) -> Result<Vec<u8>, DeclogError> {
+    let p = decompress(compressed, payload, entry_meta, table)?;
+    Ok(point_payload::encode(&p.key, p.timestamp, p.value.to_bits(), &p.rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use strata_pmem::{Region, RegionOffset};
+
+    use super::*;
+    use crate::compress::key_table::key_table_area_bytes;
+
+    fn table() -> KeyTable {
+        KeyTable::format(Arc::new(Region::sim(key_table_area_bytes(8))), RegionOffset(0), 8).unwrap()
+    }
+
+    /// Worst cases of every form stay within the slack.
+    #[test]
+    fn compressed_payloads_never_exceed_the_point_payload_by_more_than_the_slack() {
+        let (mut enc, mut dec) = (table(), table());
+        let worst = [(0i64, 0u64), (i64::MIN, u64::MAX), (i64::MAX, 1), (-1, 0x8000_0000_0000_0001), (7, 3)];
+        for key in [&b""[..], b"k", &[b'x'; 192][..]] {
+            register_key(&mut enc, key).unwrap();
+            register_key(&mut dec, key).unwrap();
+            for &(ts, bits) in &worst {
+                let point = point_payload::encode(key, ts, bits, b"");
+                let (c, _) = compress_point(&mut enc, &point, 1).unwrap();
+                assert!(
+                    c.payload.len() as u64 <= point.len() as u64 + COMPRESSION_SLACK_BYTES,
+                    "{} vs {}",
+                    c.payload.len(),
+                    point.len()
+                );
+                assert_eq!(decompress_point(&mut dec, c.compressed, &c.payload, 1).unwrap(), point);
+            }
+        }
+    }
+
+    #[test]
+    fn undo_restores_the_state_so_the_retry_compresses_identically() {
+        let mut t = table();
+        register_key(&mut t, b"k").unwrap();
+        let id = t.get(b"k").unwrap().id;
+        register_key(&mut t, b"k").unwrap();
+        assert_eq!(t.get(b"k").unwrap().id, id, "registering twice keeps the id");
+        let a = point_payload::encode(b"k", 10, 1.0f64.to_bits(), b"");
+        compress_point(&mut t, &a, 1).unwrap();
+        let b = point_payload::encode(b"k", 20, 2.0f64.to_bits(), b"r");
+        let (first, before) = compress_point(&mut t, &b, 2).unwrap();
+        undo_compression(&mut t, &b, before);
+        let (again, _) = compress_point(&mut t, &b, 2).unwrap();
+        assert_eq!(first, again);
+        assert!(matches!(compress_point(&mut t, b"\x05ab", 3), Err(DeclogError::InvalidInput(_))));
+    }
+}

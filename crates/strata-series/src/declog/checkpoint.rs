@@ -1,0 +1,96 @@
+//! DecLog's checkpoint (declog.txt 4.5), which does not block inserts, and
+//! the barrier that makes rare whole-database operations durable under
+//! DecLog.
+//!
+//! Checkpoint, in the paper's four steps:
+//! 1. take the cut lock exclusively: it waits for the transactions in
+//!    flight to be applied and holds new ones back for the (short) cut;
+//! 2. [`strata_declog::DecLog::cut`] persists what is queued and returns
+//!    each stream's end (the paper's "offsets of log blocks"), and, with
+//!    compression, copies the key hash table to its checkpoint area and
+//!    clears it (the paper's step 4, done at the cut); freeze the series'
+//!    DRAM points (the "dirty data" at `t1`);
+//! 3. reset every extended timestamp (`ControlTable::reset`) and start a
+//!    new LSN era (our `t_LSN`, see `super::side`); release the cut lock:
+//!    inserts *and* updates go on from here;
+//! 4. seal the frozen points into a block file, write the manifest naming
+//!    the cut (`declog_cut`), then purge the log before the cut
+//!    (`truncate_to`).
+//!
+//! A crash before the manifest leaves the previous checkpoint and a log
+//! that still holds everything since it; a crash after it leaves entries
+//! before the cut, which recovery skips (`super::replay`).
+//!
+//! The barrier: `CREATE DATABASE`, `DELETE` and `DROP MEASUREMENT` are not
+//! DecLog operations (they are not per point). They run with the cut lock
+//! held exclusively for a whole checkpoint: the change is applied to the
+//! state and made durable by the manifest, and no transaction runs until
+//! the manifest is written. They are rare; their cost is one checkpoint.
+
+use std::time::Instant;
+
+use strata_log::Lsn;
+
+use super::side::{DeclogSide, MAX_ERA};
+use crate::checkpoint::CheckpointReport;
+use crate::engine::SeriesEngine;
+use crate::error::EngineError;
+use crate::wal::WalRecord;
+
+impl SeriesEngine {
+    /// A DecLog checkpoint (see the module comment).
+    pub(crate) fn checkpoint_declog(&self, dl: &DeclogSide) -> Result<CheckpointReport, EngineError> {
+        self.declog_checkpoint_with(dl, None)
+    }
+
+    /// Applies `rec` and makes it durable by a checkpoint, with every
+    /// transaction held back meanwhile.
+    pub(crate) fn declog_barrier(&self, dl: &DeclogSide, rec: &WalRecord) -> Result<(), EngineError> {
+        self.check_poisoned()?;
+        self.declog_checkpoint_with(dl, Some(rec)).map(|_| ())
+    }
+
+    fn declog_checkpoint_with(
+        &self,
+        dl: &DeclogSide,
+        barrier: Option<&WalRecord>,
+    ) -> Result<CheckpointReport, EngineError> {
+        let _running = dl.checkpoint_running.lock();
+        let started = Instant::now();
+        let mut report = CheckpointReport::default();
+        let before = dl.log_bytes();
+
+        // 1.-3. The cut, with nothing in flight.
+        let cut_lock = dl.cut.write();
+        if let Some(rec) = barrier {
+            self.apply_record(rec, false);
+            self.counters.txns_committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let cut = dl.log.cut().map_err(|e| self.declog_cut_failed(e))?;
+        self.freeze_all();
+        dl.control.reset().map_err(|e| EngineError::Other(format!("checkpoint: {e}")))?;
+        let era = dl.era();
+        if era >= MAX_ERA {
+            return Err(EngineError::Other(format!(
+                "DecLog LSN era {era} exhausted; restart the engine (recovery continues with a checkpoint)"
+            )));
+        }
+        dl.era.store(era + 1, std::sync::atomic::Ordering::Relaxed);
+        let cut_lock = if barrier.is_some() { Some(cut_lock) } else { None };
+
+        // 4. Seal, manifest, purge.
+        self.seal_frozen(&mut report)?;
+        *dl.last_cut.lock() = cut.ends.clone();
+        let checkpoint_seq = self.write_checkpoint_manifest(Lsn(0))?;
+        dl.log.truncate_to(&cut.ends).map_err(|e| self.declog_cut_failed(e))?;
+        drop(cut_lock);
+        report.log_bytes_freed = before.saturating_sub(dl.log_bytes());
+        self.finish_checkpoint(&mut report, checkpoint_seq, started);
+        Ok(report)
+    }
+
+    fn declog_cut_failed(&self, e: strata_declog::DeclogError) -> EngineError {
+        self.poison(&strata_log::LogError::Poisoned(format!("declog checkpoint: {e}")));
+        EngineError::Other(format!("declog checkpoint: {e}"))
+    }
+}

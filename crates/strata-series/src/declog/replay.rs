@@ -1,0 +1,210 @@
+//! Opening a series engine that runs DecLog (declog.txt 4.6): the
+//! checkpoint (manifest, block files) as for every protocol, then the log
+//! replay of DecLog.
+//!
+//! `DecLog::open` has already parsed the streams (one parsing pass per
+//! stream, from the persisted heads), dropped incomplete transactions,
+//! decompressed the entries, and split them into LSN-0 entries and update
+//! buckets by LSN. Here:
+//! - entries before the manifest's `declog_cut` are skipped (a crash
+//!   between the manifest and the purge left them; the block files cover
+//!   them);
+//! - LSN-0 entries are replayed in parallel by `replay_threads` threads, a
+//!   thread per group of streams (a key maps to one stream, so the entries
+//!   of one series stay in log order);
+//! - update buckets are replayed by one thread in ascending entry LSN; the
+//!   era in the high bits splits them at each checkpoint's `t_LSN`.
+//!
+//! Each series' highest replayed timestamp (deletes included) becomes the
+//! floor under which later writes are classified as updates, so a point
+//! deleted in the log is never re-inserted with LSN 0 (which would replay
+//! before its delete).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use strata_declog::compress::point_payload;
+use strata_declog::{DecLog, Recovered, RecoveredEntry};
+use strata_log::{Lsn, NoLog};
+
+use super::entry_key::{decode_op, decode_payload, EntryOp};
+use super::side::{resume_after, DeclogEngineOptions, DeclogSide};
+use crate::engine::SeriesEngine;
+use crate::error::EngineError;
+use crate::model::{FieldType, SeriesId, TimestampNs};
+use crate::options::EngineOptions;
+use crate::recovery::{Loaded, RecoveryPhase, RecoveryReport};
+use crate::series_data::SeriesData;
+
+/// Per replay thread: key bytes -> series, so keys are decoded once.
+type KeyCache = HashMap<Vec<u8>, (SeriesId, FieldType)>;
+
+impl SeriesEngine {
+    /// Opens the engine over an opened DecLog whose parse is `recovered`.
+    pub fn open_declog(
+        opts: EngineOptions,
+        log: DecLog,
+        recovered: Recovered,
+        options: DeclogEngineOptions,
+        replay_threads: usize,
+        progress: &dyn Fn(RecoveryPhase, u64, u64),
+    ) -> Result<(Arc<SeriesEngine>, RecoveryReport), EngineError> {
+        let Loaded { mut engine, manifest, mut report, same_log, started } =
+            Self::load_checkpoint(opts, Box::new(NoLog::starting_at(Lsn(0))), options.name, None, progress)?;
+        let streams = log.layout().threads;
+        let cut: Vec<u64> = match &manifest {
+            Some(m) if same_log && m.declog_cut.len() == streams => m.declog_cut.clone(),
+            _ => vec![0; streams],
+        };
+        // A log the manifest does not name was erased by the facade when it
+        // switched protocols: nothing of it is replayed.
+        let foreign = manifest.is_some() && !same_log;
+        let skip = |e: &RecoveredEntry| foreign || e.pos < cut[e.stream];
+
+        let t = Instant::now();
+        let total = recovered.entry_count() as u64;
+        // DecLog's log records are its entries (one per operation).
+        report.log_records = recovered.entry_count();
+        let max_lsn = recovered.updates.keys().next_back().copied().unwrap_or(0);
+        let floors: Mutex<HashMap<SeriesId, TimestampNs>> = Mutex::new(HashMap::new());
+        let done = AtomicU64::new(0);
+        let replayed = AtomicU64::new(0);
+        let skipped = AtomicU64::new(0);
+
+        // LSN-0 entries, in parallel by stream group.
+        let threads = replay_threads.clamp(1, streams.max(1));
+        let mut by_group: Vec<Vec<&RecoveredEntry>> = vec![Vec::new(); threads];
+        for e in &recovered.inserts {
+            by_group[e.stream % threads].push(e);
+        }
+        let engine_ref = &engine;
+        let results: Vec<Result<(), EngineError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = by_group
+                .iter()
+                .map(|group| {
+                    let (floors, done, replayed, skipped) = (&floors, &done, &replayed, &skipped);
+                    scope.spawn(move || {
+                        let mut cache = KeyCache::new();
+                        let mut local_floor: HashMap<SeriesId, TimestampNs> = HashMap::new();
+                        for e in group {
+                            if skip(e) {
+                                skipped.fetch_add(1, Ordering::Relaxed);
+                            } else if engine_ref.replay_entry(e, &mut cache, &mut local_floor)? {
+                                replayed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        merge_floors(&mut floors.lock(), local_floor);
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("replay thread panicked")).collect()
+        });
+        results.into_iter().collect::<Result<(), EngineError>>()?;
+        progress(RecoveryPhase::Replay, done.load(Ordering::Relaxed), total);
+
+        // Updates, bucket by bucket in ascending LSN.
+        let mut cache = KeyCache::new();
+        let mut local_floor = HashMap::new();
+        for e in recovered.updates_in_lsn_order() {
+            if skip(e) {
+                skipped.fetch_add(1, Ordering::Relaxed);
+            } else if engine.replay_entry(e, &mut cache, &mut local_floor)? {
+                replayed.fetch_add(1, Ordering::Relaxed);
+            }
+            if done.fetch_add(1, Ordering::Relaxed).is_multiple_of(4096) {
+                progress(RecoveryPhase::Replay, done.load(Ordering::Relaxed), total);
+            }
+        }
+        let mut floors = floors.into_inner();
+        merge_floors(&mut floors, local_floor);
+        for (id, floor) in floors.iter_mut() {
+            if let Some(max) = engine.shard(*id).lock().get(id).and_then(|d| d.max_ts()) {
+                *floor = (*floor).max(max);
+            }
+        }
+        engine.order.lock().planned_last = floors;
+        report.points_replayed = replayed.into_inner();
+        report.log_records_skipped = skipped.into_inner() as usize;
+        report.replay_s = t.elapsed().as_secs_f64();
+        progress(RecoveryPhase::Replay, total, total);
+
+        let (era, central) = resume_after(max_lsn);
+        let next_txn = recovered.max_txn_id.map_or(1, |t| t.0 + 1);
+        let side = DeclogSide::new(log, options, era, central, next_txn);
+        *side.last_cut.lock() = cut;
+        engine.declog = Some(side);
+        Self::finish_open(engine, foreign, report, started)
+    }
+
+    /// Replays one entry; false if it was dropped (its series' type differs:
+    /// only a damaged or foreign log gets there).
+    fn replay_entry(
+        &self,
+        e: &RecoveredEntry,
+        cache: &mut KeyCache,
+        floors: &mut HashMap<SeriesId, TimestampNs>,
+    ) -> Result<bool, EngineError> {
+        let corrupt = |why: String| {
+            EngineError::corruption(
+                "declog",
+                format!("entry of {} in stream {} at {}: {why}", e.txn, e.stream, e.pos),
+            )
+        };
+        let raw = point_payload::decode(&e.payload).map_err(corrupt)?;
+        let (id, field_type) = match cache.get(raw.key) {
+            Some(hit) => *hit,
+            None => {
+                let ep = decode_payload(&e.payload).map_err(corrupt)?;
+                let k = &ep.key;
+                let found = self.index.read().lookup(&k.db, &k.key).map(|id| (id, self.series_type(id)));
+                let resolved = match found {
+                    Some((id, Some(ft))) => (id, ft),
+                    _ => {
+                        let mut index = self.index.write();
+                        match index.lookup(&k.db, &k.key) {
+                            Some(id) => (id, index.entry(id).map_or(k.field_type, |x| x.field_type)),
+                            None => {
+                                let id = index.allocate_id();
+                                index.insert(&k.db, id, k.key.clone(), k.field_type);
+                                (id, k.field_type)
+                            }
+                        }
+                    }
+                };
+                if resolved.1 != k.field_type {
+                    return Ok(false);
+                }
+                cache.insert(raw.key.to_vec(), resolved);
+                resolved
+            }
+        };
+        let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(corrupt)?;
+        let ts = raw.timestamp;
+        let floor = floors.entry(id).or_insert(ts);
+        *floor = (*floor).max(ts);
+        let max_file_seq = self.ckpt.lock().next_file_seq.saturating_sub(1);
+        let mut shard = self.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        match op {
+            EntryOp::Write(v) => data.insert(ts, v),
+            EntryOp::Delete => data.apply_point_delete(ts, max_file_seq),
+        }
+        Ok(true)
+    }
+
+    fn series_type(&self, id: SeriesId) -> Option<FieldType> {
+        self.index.read().entry(id).map(|e| e.field_type)
+    }
+}
+
+fn merge_floors(into: &mut HashMap<SeriesId, TimestampNs>, from: HashMap<SeriesId, TimestampNs>) {
+    for (id, ts) in from {
+        let f = into.entry(id).or_insert(ts);
+        *f = (*f).max(ts);
+    }
+}
