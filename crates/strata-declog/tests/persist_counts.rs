@@ -52,7 +52,8 @@ fn serial(align_bytes: u64) -> Row {
 }
 
 fn declog(align_bytes: u64, in_flight: u64) -> Row {
-    let cfg = DeclogConfig { align_bytes, flush_mode: FlushMode::Inline, ..Default::default() };
+    let cfg =
+        DeclogConfig { align_bytes, flush_mode: FlushMode::Inline, compression: false, ..Default::default() };
     let bytes = DecLog::footprint_bytes(cfg.threads, 512 << 10);
     let region = Arc::new(Region::sim(bytes));
     let log = DecLog::format(region.clone(), RegionOffset(0), bytes, cfg).unwrap();
@@ -86,7 +87,7 @@ fn declog(align_bytes: u64, in_flight: u64) -> Row {
 /// Logging threads with four concurrent workers: batching depends on timing,
 /// so this row is printed, not asserted.
 fn declog_threads(workers: u64) -> Row {
-    let cfg = DeclogConfig::default();
+    let cfg = DeclogConfig { compression: false, ..Default::default() };
     let bytes = DecLog::footprint_bytes(cfg.threads, 2 << 20);
     let region = Arc::new(Region::anonymous(bytes).unwrap());
     let log = DecLog::format(region.clone(), RegionOffset(0), bytes, cfg).unwrap();
