@@ -187,7 +187,15 @@ mod tests {
     use strata_media::TxnId;
 
     fn meta(txn: u64, lsn: u32) -> EntryMeta {
-        EntryMeta { txn: TxnId(txn), key_hash: txn * 31, lsn, entry_count: 1, op_index: 0, compressed: false, raw: false }
+        EntryMeta {
+            txn: TxnId(txn),
+            key_hash: txn * 31,
+            lsn,
+            entry_count: 1,
+            op_index: 0,
+            compressed: false,
+            raw: false,
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //! after it decompress because each key's first entry after the clear is
 //! self-describing ([`crate::compress::codec`]).
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -91,6 +91,9 @@ struct Shared {
     progress: ProgressSignal,
     stats: StatCounters,
     shutdown: AtomicBool,
+    /// Pipeline steps that made progress, by any thread (inline `pump` tells
+    /// a stall from another stepper's progress with it).
+    steps_progressed: AtomicU64,
     control: Mutex<Control>,
 }
 
@@ -98,7 +101,7 @@ impl Shared {
     fn step(&self, s: usize) -> StepOutcome {
         let stream = &self.streams[s];
         let mut p = stream.pipeline.lock();
-        p.step(&StepEnv {
+        let outcome = p.step(&StepEnv {
             region: &self.region,
             snapshots: &self.snapshots,
             poison: &self.poison,
@@ -106,7 +109,11 @@ impl Shared {
             stats: &self.stats,
             queues: &stream.queues,
             space_cv: &stream.space_cv,
-        })
+        });
+        if outcome == StepOutcome::Progress {
+            self.steps_progressed.fetch_add(1, Ordering::SeqCst);
+        }
+        outcome
     }
 
     /// Inline mode: steps every stream round-robin until all are idle.
@@ -114,6 +121,7 @@ impl Shared {
         loop {
             let mut progressed = false;
             let mut busy = false;
+            let before = self.steps_progressed.load(Ordering::SeqCst);
             for s in 0..self.streams.len() {
                 match self.step(s) {
                     StepOutcome::Progress => progressed = true,
@@ -122,7 +130,14 @@ impl Shared {
                 }
             }
             if !progressed {
-                return if busy { Err(DeclogError::Stalled) } else { Ok(()) };
+                if !busy {
+                    return Ok(());
+                }
+                if self.steps_progressed.load(Ordering::SeqCst) == before {
+                    return Err(DeclogError::Stalled);
+                }
+                // Another thread stepped meanwhile: what blocked us may be done.
+                std::thread::yield_now();
             }
         }
     }
@@ -258,6 +273,7 @@ impl DecLog {
             progress: ProgressSignal::default(),
             stats: StatCounters::default(),
             shutdown: AtomicBool::new(false),
+            steps_progressed: AtomicU64::new(0),
             control: Mutex::new(control),
         });
         let threads = match mode {

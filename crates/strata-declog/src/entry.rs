@@ -231,7 +231,15 @@ mod tests {
     use super::*;
 
     fn meta(lsn: u32) -> EntryMeta {
-        EntryMeta { txn: TxnId(77), key_hash: 0xABCD, lsn, entry_count: 3, op_index: 1, compressed: true, raw: false }
+        EntryMeta {
+            txn: TxnId(77),
+            key_hash: 0xABCD,
+            lsn,
+            entry_count: 3,
+            op_index: 1,
+            compressed: true,
+            raw: false,
+        }
     }
 
     const STAMP: Stamp = Stamp { pos: 4096, epoch: 3 };

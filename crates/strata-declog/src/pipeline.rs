@@ -34,8 +34,8 @@
 //! flight. So each entry costs two fences, body then tail, and entries are
 //! persisted one after the other.
 
-use std::collections::VecDeque;
 use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::sync::{Condvar, Mutex};

@@ -23,8 +23,8 @@
 
 #[cfg(not(feature = "shuttle"))]
 mod imp {
-    // `RwLock` is part of the shim's surface (the brief of this module), not
-    // used by the crate yet.
+    // `RwLock` (and `thread`) complete the shim so code can move to them
+    // with a `use` change; nothing uses them yet.
     #[allow(unused_imports)]
     pub use parking_lot::{
         Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, WaitTimeoutResult,
@@ -36,7 +36,9 @@ mod imp {
         pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
     }
 
-    /// Threads, from `std`.
+    /// Threads, from `std`. `DecLog` still spawns its logging threads with
+    /// `std::thread` directly; spawning them with [`thread::spawn_named`]
+    /// instead would put [`crate::FlushMode::Threads`] under shuttle's control.
     #[allow(dead_code)]
     pub mod thread {
         pub use std::thread::JoinHandle;
