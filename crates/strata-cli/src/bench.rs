@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use strata_bench::ingest::{rows_per_host_for, BenchDirs};
+use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
 use strata_bench::{run_ingest_bench, run_persist_bench, IngestOptions, PersistBenchOptions};
 use strata_engine::Protocol;
 
@@ -25,6 +26,132 @@ enum Benchmark {
     /// or into any InfluxDB-v1-compatible endpoint (--target): rows/s, ack
     /// latency, bytes per point on SSD and PMem, compression ratio.
     Ingest(IngestArgs),
+    /// YCSB-TS, DecLog's benchmark (workloads A-D of its Table 1): per
+    /// variant (declog-pmem, declog-ssd, serial-pmem, serial-ssd, none; with
+    /// --ablation the Fig. 12(a) steps) throughput, commit latency, persist
+    /// counts per transaction, and recovery time after SIGKILL with and
+    /// without a checkpoint. Writes JSON and SVG figures on request.
+    YcsbTs(YcsbTsArgs),
+    /// Internal: the child process of `bench ycsb-ts` (job in $STRATA_YCSB_TS_JOB).
+    #[command(hide = true)]
+    YcsbTsChild,
+}
+
+#[derive(Args)]
+struct YcsbTsArgs {
+    /// Workload of DecLog's Table 1: A, B, C or D.
+    #[arg(long, default_value = "B")]
+    workload: String,
+    /// What Table 1's mix picks: `transaction` (one kind per transaction:
+    /// insert-only, read-only, update transactions, the paper's reading) or
+    /// `operation` (each operation drawn on its own).
+    #[arg(long, default_value = "transaction")]
+    mix: String,
+    /// Transaction threads.
+    #[arg(long, default_value_t = 2)]
+    workers: u64,
+    /// DecLog logging threads (m), one stream each.
+    #[arg(long, default_value_t = 2)]
+    logging_threads: usize,
+    /// Log queues per logging thread (n).
+    #[arg(long, default_value_t = 2)]
+    queues: usize,
+    /// Entries per log queue (l).
+    #[arg(long, default_value_t = 300)]
+    queue_len: usize,
+    /// Transactions per run (default 100,000; 20,000 with --quick).
+    #[arg(long)]
+    txns: Option<u64>,
+    /// Stop every run after this many seconds, even before --txns committed
+    /// (default 60, 5 with --quick; 0: no limit).
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Variants to compare, in round order (default: the five competitors).
+    #[arg(long, value_delimiter = ',')]
+    variants: Vec<String>,
+    /// Add the cumulative steps of Fig. 12(a): strict, +relaxed, +lsn, +parallel, +compress, +checkpoint.
+    #[arg(long)]
+    ablation: bool,
+    /// Rounds (A B C A B C ...); medians are reported. Default 3, 1 with --quick.
+    #[arg(long)]
+    rounds: Option<u32>,
+    /// Series keys (each with the fields value and note).
+    #[arg(long)]
+    keys: Option<u64>,
+    /// Points per key inserted by the load phase (default 100, 40 with --quick).
+    #[arg(long)]
+    load_points: Option<u64>,
+    /// Seed of the workload generator.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// The measured run checkpoints after this share of its transactions
+    /// (recovery then replays the rest: the speedup is bounded near 1 / (1 - share)).
+    #[arg(long, default_value_t = 0.95)]
+    checkpoint_at: f64,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the SVG figures (Fig. 10(a), Fig. 11, Table 2, Fig. 12(a)) into this directory.
+    #[arg(long)]
+    svg_dir: Option<PathBuf>,
+    /// A small run: well under two minutes on 2 cores.
+    #[arg(long)]
+    quick: bool,
+    /// Directory for the emulated PMem files (default /dev/shm, else the temp directory).
+    #[arg(long)]
+    pmem_dir: Option<PathBuf>,
+    /// Directory on disk for block files and SSD logs (default: a temporary directory on disk).
+    #[arg(long)]
+    ssd_dir: Option<PathBuf>,
+}
+
+impl YcsbTsArgs {
+    fn options(self) -> anyhow::Result<YcsbTsOptions> {
+        let child = ChildCommand::current_strata()?;
+        let mut o = if self.quick { YcsbTsOptions::quick(child) } else { YcsbTsOptions::full(child) };
+        o.workload = self.workload.parse::<Workload>().map_err(|e| anyhow::anyhow!("{e}"))?;
+        o.mix = ycsb_ts::job::parse_mix(&self.mix)?;
+        o.workers = self.workers;
+        o.logging_threads = self.logging_threads;
+        o.queues_per_thread = self.queues;
+        o.queue_len = self.queue_len;
+        if let Some(t) = self.txns {
+            o.txns = t;
+        }
+        if let Some(s) = self.seconds {
+            o.seconds = (s > 0.0).then_some(s);
+        }
+        if !self.variants.is_empty() {
+            o.variants = Variant::parse_list(&self.variants).map_err(anyhow::Error::msg)?;
+        }
+        if self.ablation {
+            for v in Variant::ABLATION {
+                if !o.variants.contains(&v) {
+                    o.variants.push(v);
+                }
+            }
+        }
+        if let Some(r) = self.rounds {
+            o.rounds = r;
+        }
+        if let Some(k) = self.keys {
+            o.num_keys = k;
+        }
+        if let Some(p) = self.load_points {
+            o.load_points_per_key = p;
+        }
+        o.seed = self.seed;
+        o.checkpoint_at_fraction = self.checkpoint_at;
+        o.json_path = self.json;
+        o.svg_dir = self.svg_dir;
+        let detected = BenchDirs::detect();
+        o.dirs = BenchDirs {
+            pmem_dir: self.pmem_dir.unwrap_or(detected.pmem_dir),
+            disk_dir: self.ssd_dir.unwrap_or(detected.disk_dir),
+        };
+        o.print = true;
+        Ok(o)
+    }
 }
 
 #[derive(Args)]
@@ -82,7 +209,7 @@ struct IngestArgs {
     #[arg(long, conflicts_with = "target")]
     in_process: bool,
     /// Commit protocols to compare, in round order.
-    #[arg(long, value_delimiter = ',', default_value = "none,serial-pmem,serial-ssd")]
+    #[arg(long, value_delimiter = ',', default_value = "none,serial-pmem,serial-ssd,declog-pmem")]
     protocols: Vec<String>,
     /// Directory for the emulated PMem pool (default /dev/shm, else the temp directory).
     #[arg(long)]
@@ -144,5 +271,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             run_ingest_bench(&a.options()?)?;
             Ok(())
         }
+        Benchmark::YcsbTs(a) => {
+            ycsb_ts::run_ycsb_ts_bench(&a.options()?)?;
+            Ok(())
+        }
+        Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }
 }

@@ -281,13 +281,15 @@ fn tiny_in_process_run_verifies_rows_and_reports_every_metric() {
     let report = run_ingest_bench(&tiny_options(Some(path.clone()))).unwrap();
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(json["config"]["mode"], "in-process");
-    assert_full_rows(&json, &["none", "serial-pmem", "serial-ssd"]);
+    assert_full_rows(&json, &["none", "serial-pmem", "serial-ssd", "declog-pmem", "declog-ssd"]);
     assert_eq!(report.result("none").unwrap()["ratio_to_none"], 1.0);
     assert_eq!(report.result("none").unwrap()["log_bytes_per_point"], 0.0);
     let pmem = report.result("serial-pmem").unwrap();
     // 9 requests of at most 7 lines: every request fences at least once.
     assert!(pmem["fences_per_request"].as_f64().unwrap() >= 1.0, "{pmem:?}");
     assert!(report.render_table().contains("serial-ssd"));
+    let declog = report.result("declog-pmem").unwrap();
+    assert!(declog["rows_per_s"].as_f64().unwrap() > 0.0, "{declog:?}");
 }
 
 #[test]
