@@ -7,8 +7,13 @@
 //! and is what `strata crashtest` and the test suite call.
 
 pub mod halloc_pmem;
+mod recording_fs;
 pub mod serial_pmem;
 pub mod serial_ssd;
+pub mod series_declog;
+mod series_declog_oracle;
+mod series_declog_recovery;
+mod series_declog_workload;
 pub mod series_pmem;
 pub mod series_ssd;
 mod series_workload;

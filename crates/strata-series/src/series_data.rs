@@ -171,6 +171,9 @@ impl SeriesData {
     pub fn insert(&mut self, ts: TimestampNs, value: FieldValue) {
         let appendable = self.open.last_ts().is_none_or(|last| ts > last);
         if appendable {
+            // A patch entry at `ts` (left by a delete of the open block's
+            // tail) would otherwise hide the newer value.
+            self.patch.remove(&ts);
             self.open.push(ts, &value).expect("field type checked before apply");
         } else {
             self.patch.insert(ts, value);
@@ -286,5 +289,27 @@ fn remove_range(map: &mut BTreeMap<TimestampNs, FieldValue>, range: TimeRange) {
     let doomed: Vec<TimestampNs> = map.range(range.min_ns..=range.max_ns).map(|(t, _)| *t).collect();
     for t in doomed {
         map.remove(&t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A patch entry left behind when a delete shortens the open block must
+    /// not hide a later append at the same timestamp (found by the DecLog
+    /// crash lines; it affected the serial engine too).
+    #[test]
+    fn an_append_replaces_a_stale_patch_entry_at_its_timestamp() {
+        let mut d = SeriesData::new(FieldType::Float);
+        d.insert(10, FieldValue::Float(1.0));
+        d.insert(20, FieldValue::Float(2.0));
+        d.insert(15, FieldValue::Float(3.0)); // out of order: patch
+        d.delete(TimeRange { min_ns: 20, max_ns: 20 }, 0);
+        d.insert(15, FieldValue::Float(4.0)); // now appendable
+        let mut out = BTreeMap::new();
+        d.overlay_dram(TimeRange::ALL, &mut out);
+        assert_eq!(out.get(&15), Some(&FieldValue::Float(4.0)));
+        assert_eq!(out.len(), 2);
     }
 }

@@ -161,7 +161,10 @@ impl SeriesEngine {
             None => {
                 let ep = decode_payload(&e.payload).map_err(corrupt)?;
                 let k = &ep.key;
-                let found = self.index.read().lookup(&k.db, &k.key).map(|id| (id, self.series_type(id)));
+                let found_id = self.index.read().lookup(&k.db, &k.key);
+                // The index guard is dropped before `series_type` reads it
+                // again: a second read behind a waiting writer deadlocks.
+                let found = found_id.map(|id| (id, self.series_type(id)));
                 let resolved = match found {
                     Some((id, Some(ft))) => (id, ft),
                     _ => {

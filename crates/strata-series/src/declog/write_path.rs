@@ -49,6 +49,9 @@ use crate::wal::WalRecord;
 const MAX_LSN_RETRIES: u32 = 10_000;
 /// Streams fuller than this fraction trigger a checkpoint before a write.
 const CHECKPOINT_AT_FREE_FRACTION: f64 = 0.25;
+/// Stream bytes one entry may take besides its key (header, tail, value,
+/// timestamp, rest, padding share).
+const ENTRY_ESTIMATE_BYTES: u64 = 128;
 
 /// What a planned operation does to its point.
 #[derive(Clone, Debug)]
@@ -63,6 +66,21 @@ struct PlannedTxn {
     ops: Vec<(SeriesId, TimestampNs, Planned)>,
     reads: Vec<Option<(SeriesId, TimestampNs)>>,
     outcome: crate::store::WriteOutcome,
+}
+
+impl PlannedTxn {
+    fn with_inserts_as_updates_if_ordered(mut self) -> PlannedTxn {
+        let ordered = !self.reads.iter().all(Option::is_none)
+            || self.ops.iter().any(|(_, _, w)| !matches!(w, Planned::Insert(_)));
+        if ordered {
+            for (_, _, what) in &mut self.ops {
+                if let Planned::Insert(v) = what {
+                    *what = Planned::Update(v.clone());
+                }
+            }
+        }
+        self
+    }
 }
 
 impl SeriesEngine {
@@ -91,10 +109,15 @@ impl SeriesEngine {
         points: &[Point],
         others: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
-        self.ensure_log_space(dl)?;
+        self.ensure_log_space(dl, points.iter().map(|p| p.fields.len()).sum::<usize>() + others.len())?;
         let mut cut = Some(dl.cut.read());
         let plan = self.plan_declog(db, points, others)?;
         let mut out = TxnOutcome { write: plan.outcome.clone(), ..Default::default() };
+        // A transaction that reads, updates or deletes gets an LSN above 0,
+        // which every one of its entries carries: its new points must then
+        // take part in the protocol too (locked, `uts` set), or a later
+        // update of such a point could get a smaller LSN and replay first.
+        let plan = plan.with_inserts_as_updates_if_ordered();
         let mut access = TxnAccess::default();
         for (id, ts, what) in &plan.ops {
             let p = PointRef::new(*id, *ts);
@@ -304,8 +327,14 @@ impl SeriesEngine {
 
     /// Checkpoints first when a stream is getting full, so the log never
     /// fills (a full DecLog stream stops writes until reopened).
-    fn ensure_log_space(&self, dl: &DeclogSide) -> Result<(), EngineError> {
-        if !dl.options.checkpoints || dl.min_free_fraction() >= CHECKPOINT_AT_FREE_FRACTION {
+    fn ensure_log_space(&self, dl: &DeclogSide, values: usize) -> Result<(), EngineError> {
+        // Room for this transaction even if all of it lands in one stream
+        // (an entry is its payload plus header and tail, padded).
+        let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + self.max_key_bytes_hint());
+        let min_free = dl.log.free_bytes().into_iter().min().unwrap_or(0);
+        if !dl.options.checkpoints
+            || (dl.min_free_fraction() >= CHECKPOINT_AT_FREE_FRACTION && min_free >= 2 * needed_bytes)
+        {
             return Ok(());
         }
         if dl.space_low.swap(true, Ordering::AcqRel) {
@@ -316,6 +345,11 @@ impl SeriesEngine {
         let result = self.checkpoint_declog(dl);
         dl.space_low.store(false, Ordering::Release);
         result.map(|_| ())
+    }
+
+    /// A generous bound on a log key's bytes, for the space check.
+    fn max_key_bytes_hint(&self) -> u64 {
+        256
     }
 
     /// A DecLog failure: poisons the engine when the log stopped.
