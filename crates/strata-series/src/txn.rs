@@ -48,6 +48,16 @@ pub struct TxnOutcome {
     pub retries: u32,
 }
 
+/// The points of a transaction's `Write` operations, in order.
+pub(crate) fn written_points(ops: &[TxnOp]) -> Vec<Point> {
+    ops.iter()
+        .filter_map(|op| match op {
+            TxnOp::Write(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl SeriesEngine {
     /// Runs `ops` as one transaction in `db`.
     pub fn execute(&self, db: &str, ops: &[TxnOp]) -> Result<TxnOutcome, EngineError> {
@@ -60,13 +70,7 @@ impl SeriesEngine {
                 self.protocol()
             )));
         }
-        let points: Vec<Point> = ops
-            .iter()
-            .filter_map(|op| match op {
-                TxnOp::Write(p) => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
+        let points = written_points(ops);
         let mut out = TxnOutcome::default();
         if !points.is_empty() {
             out.write = self.write_points(db, &points)?;

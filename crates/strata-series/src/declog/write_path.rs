@@ -90,13 +90,7 @@ impl SeriesEngine {
         db: &str,
         ops: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
-        let points: Vec<Point> = ops
-            .iter()
-            .filter_map(|op| match op {
-                TxnOp::Write(p) => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
+        let points = crate::txn::written_points(ops);
         self.run_declog_txn(dl, db, &points, ops)
     }
 
