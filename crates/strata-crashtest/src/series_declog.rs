@@ -351,9 +351,10 @@ mod tests {
     use super::*;
     use crate::suite::{reproduce, run_target, SuiteTarget};
     use crate::SuiteOptions;
+    use strata_media::CrashReport;
 
     /// CI-sized, exactly as the suite's `quick` runs the line.
-    fn quick(variant: DeclogVariant) {
+    fn quick(variant: DeclogVariant) -> CrashReport {
         let seed = 0x05ee_d0d1;
         let target = SuiteTarget::SeriesDeclogPmem(variant);
         let o = SuiteOptions { seed, quick: true, ..Default::default() };
@@ -368,37 +369,43 @@ mod tests {
                 report.line()
             );
         }
-        assert!(report.is_clean(), "{}", report.line());
+        report
     }
 
     #[test]
     fn full_declog_survives_every_crash_point() {
-        quick(DeclogVariant::Full);
+        let report = quick(DeclogVariant::Full);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
     fn strict_ordering_survives_every_crash_point() {
-        quick(DeclogVariant::Strict);
+        let report = quick(DeclogVariant::Strict);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
     fn central_lsn_survives_every_crash_point() {
-        quick(DeclogVariant::CentralLsn);
+        let report = quick(DeclogVariant::CentralLsn);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
     fn one_thread_survives_every_crash_point() {
-        quick(DeclogVariant::OneThread);
+        let report = quick(DeclogVariant::OneThread);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
     fn raw_log_survives_every_crash_point() {
-        quick(DeclogVariant::Raw);
+        let report = quick(DeclogVariant::Raw);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
     fn no_checkpoints_survives_every_crash_point() {
-        quick(DeclogVariant::NoCheckpoints);
+        let report = quick(DeclogVariant::NoCheckpoints);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
     }
 
     #[test]
