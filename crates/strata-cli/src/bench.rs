@@ -59,6 +59,10 @@ struct YcsbTsArgs {
     /// Entries per log queue (l).
     #[arg(long, default_value_t = 300)]
     queue_len: usize,
+    /// Transactions each worker submits together and waits for (as that
+    /// many clients per worker thread; 1: one synchronous client each).
+    #[arg(long, default_value_t = 8)]
+    txns_in_flight: usize,
     /// Transactions per run (default 100,000; 20,000 with --quick).
     #[arg(long)]
     txns: Option<u64>,
@@ -112,6 +116,7 @@ impl YcsbTsArgs {
         o.workload = self.workload.parse::<Workload>().map_err(|e| anyhow::anyhow!("{e}"))?;
         o.mix = ycsb_ts::job::parse_mix(&self.mix)?;
         o.workers = self.workers;
+        o.txns_in_flight = self.txns_in_flight;
         o.logging_threads = self.logging_threads;
         o.queues_per_thread = self.queues;
         o.queue_len = self.queue_len;

@@ -11,6 +11,11 @@ mod serve;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of glibc malloc: per-thread free lists without arena
+/// growth and trimming syscalls on the write paths.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "strata", version, about = "Strata: a storage engine for DRAM + persistent memory + SSD")]
 struct Cli {

@@ -5,8 +5,10 @@
 //! variant ([`DeclogVariant`]).
 //!
 //! The workload (`crate::series_declog_workload`) runs on one thread in
-//! [`FlushMode::Inline`], so `execute` returns once its transaction is
-//! durable: that return is the acknowledgement. Every `checkpoint_every`
+//! [`FlushMode::Inline`], its transactions in groups of 1 to
+//! [`MAX_GROUP_TXNS`] (`SeriesEngine::execute_group`, as concurrent clients
+//! submit them), so a group returns once its members are durable: that
+//! return acknowledges each of them. Every `checkpoint_every`
 //! steps it checkpoints (DecLog's cut on PMem, block file and manifest on
 //! the file system, then `truncate_to` on PMem); the engine also
 //! checkpoints by itself when a stream runs low, and `CREATE DATABASE` is a
@@ -36,7 +38,7 @@ use strata_declog::{DecLog, DeclogConfig, DeclogStats, FlushMode, Recovered};
 use strata_media::{AckLog, OracleCounts, TxnId};
 use strata_pmem::crash::PmemCrashProtocol;
 use strata_pmem::Region;
-use strata_series::{DeclogEngineOptions, SeriesStore};
+use strata_series::{DeclogEngineOptions, SeriesStore, TxnOp};
 
 use crate::recording_fs::{RecordingFs, Snapshots};
 use crate::series_declog_oracle::check;
@@ -45,6 +47,8 @@ use crate::series_declog_workload::{DeclogPlan, Model, Step, Val, WorkloadShape,
 
 /// Key-table slots per stream: the workload has 12 series.
 const KEY_SLOTS: u32 = 16;
+/// Most transactions the workload runs as one group.
+const MAX_GROUP_TXNS: usize = 4;
 
 /// The DecLog configurations under test.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -195,6 +199,29 @@ impl SeriesDeclogCrash {
         Opener { engine: self.variant.engine_options(), replay_threads: self.replay_threads }
     }
 
+    /// How many steps from `i` run as one `execute_group`: 1 to
+    /// [`MAX_GROUP_TXNS`] transactions of one database, by a hash of the seed
+    /// and the position, never across a `CREATE DATABASE` or a checkpoint.
+    fn group_at(&self, i: usize) -> usize {
+        let steps = &self.plan.steps;
+        let Step::Txn { db, .. } = &steps[i] else { return 1 };
+        let mut h =
+            (self.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        let want = 1 + (h % MAX_GROUP_TXNS as u64) as usize;
+        let mut n = 1;
+        while n < want && i + n < steps.len() {
+            let same_db = matches!(&steps[i + n], Step::Txn { db: d, .. } if d == db);
+            let checkpoint_between =
+                self.checkpoint_every > 0 && ((i + n) as u64).is_multiple_of(self.checkpoint_every);
+            if !same_db || checkpoint_between {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
     fn run_workload(&self, region: &Arc<Region>, fs: &RecordingFs, acks: &AckLog) -> RunRecord {
         let mut record = RunRecord::default();
         let seed = self.seed;
@@ -213,42 +240,66 @@ impl SeriesDeclogCrash {
             }
         };
         fs.settle();
-        for (i, step) in self.plan.steps.iter().enumerate() {
-            let t = i as u64 + 1;
-            let done = match step {
+        let steps = &self.plan.steps;
+        let mut i = 0;
+        'steps: while i < steps.len() {
+            let group = self.group_at(i);
+            let first_t = i as u64 + 1;
+            let results: Vec<Result<(), String>> = match &steps[i] {
                 Step::CreateDatabase(d) => {
-                    engine.create_database(DATABASES[*d as usize]).map_err(|e| e.to_string())
+                    vec![engine.create_database(DATABASES[*d as usize]).map_err(|e| e.to_string())]
                 }
-                Step::Txn { db, ops, reads, .. } => match engine.execute(DATABASES[*db as usize], ops) {
-                    Ok(out) => {
-                        if !out.write.rejected.is_empty() {
-                            record
-                                .errors
-                                .push(format!("seed {seed}: step {t} rejected {:?}", out.write.rejected));
-                        }
-                        let got: Vec<Option<Val>> = out
-                            .reads
-                            .iter()
-                            .map(|v| v.as_ref().and_then(|v| Val::from_field_value(v).ok()))
-                            .collect();
-                        let want: Vec<Option<Val>> = reads.iter().map(|(_, v)| *v).collect();
-                        if got != want {
-                            let at: Vec<String> = reads.iter().map(|(k, _)| k.to_string()).collect();
-                            record.errors.push(format!(
-                                "seed {seed}: step {t} read {at:?} as {got:?}, the model has {want:?}"
-                            ));
-                        }
-                        Ok(())
-                    }
-                    Err(e) => Err(e.to_string()),
-                },
+                Step::Txn { db, .. } => {
+                    let txns: Vec<Vec<TxnOp>> = steps[i..i + group]
+                        .iter()
+                        .map(|s| match s {
+                            Step::Txn { ops, .. } => ops.clone(),
+                            Step::CreateDatabase(_) => unreachable!("groups hold transactions only"),
+                        })
+                        .collect();
+                    let outcomes = engine.execute_group(DATABASES[*db as usize], &txns);
+                    outcomes
+                        .into_iter()
+                        .zip(&steps[i..i + group])
+                        .enumerate()
+                        .map(|(k, (out, step))| {
+                            let Step::Txn { reads, .. } = step else { unreachable!() };
+                            let t = first_t + k as u64;
+                            let out = out.map_err(|e| e.to_string())?;
+                            if !out.write.rejected.is_empty() {
+                                record
+                                    .errors
+                                    .push(format!("seed {seed}: step {t} rejected {:?}", out.write.rejected));
+                            }
+                            let got: Vec<Option<Val>> = out
+                                .reads
+                                .iter()
+                                .map(|v| v.as_ref().and_then(|v| Val::from_field_value(v).ok()))
+                                .collect();
+                            let want: Vec<Option<Val>> = reads.iter().map(|(_, v)| *v).collect();
+                            if got != want {
+                                let at: Vec<String> = reads.iter().map(|(k, _)| k.to_string()).collect();
+                                record.errors.push(format!(
+                                    "seed {seed}: step {t} read {at:?} as {got:?}, the model has {want:?}"
+                                ));
+                            }
+                            Ok(())
+                        })
+                        .collect()
+                }
             };
-            if let Err(e) = done {
-                record.errors.push(format!("seed {seed}: step {t} failed: {e}"));
-                break;
+            // A group is acknowledged member by member once it returned.
+            for (k, done) in results.into_iter().enumerate() {
+                let t = first_t + k as u64;
+                if let Err(e) = done {
+                    record.errors.push(format!("seed {seed}: step {t} failed: {e}"));
+                    break 'steps;
+                }
+                acks.ack(TxnId(t));
+                record.stats.steps_acknowledged = t;
             }
-            acks.ack(TxnId(t));
-            record.stats.steps_acknowledged = t;
+            i += group;
+            let t = i as u64;
             fs.settle();
             if self.checkpoint_every > 0 && t.is_multiple_of(self.checkpoint_every) {
                 if let Err(e) = engine.checkpoint() {
@@ -280,9 +331,9 @@ impl SeriesDeclogCrash {
         let fs = record.snapshots.at(crash_op);
         drop(record);
         let Some((engine, state)) = self.opener().recover_state(region.clone(), fs.clone())? else {
-            return Ok(check(&self.plan, &Model::default(), acked));
+            return Ok(check(&self.plan, &Model::default(), acked, |a| self.group_at(a)));
         };
-        let verdict = check(&self.plan, &state, acked);
+        let verdict = check(&self.plan, &state, acked, |a| self.group_at(a));
         if !verdict.0.is_clean()
             || self.resume_every_ops == 0
             || !crash_op.is_multiple_of(self.resume_every_ops)

@@ -37,7 +37,7 @@
 //! after it decompress because each key's first entry after the clear is
 //! self-describing ([`crate::compress::codec`]).
 
-use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -51,7 +51,7 @@ use crate::compress::key_table::KeyTable;
 use crate::compress::log_codec::{compress_point, register_key, undo_compression, COMPRESSION_SLACK_BYTES};
 use crate::compress::point_payload;
 use crate::config::{DeclogConfig, FlushMode, MAX_TXN_ENTRIES};
-use crate::entry::{EntryIn, EntryMeta, MIN_ENTRY_BYTES};
+use crate::entry::{EntryIn, EntryMeta, EntryOwned, MIN_ENTRY_BYTES};
 use crate::error::DeclogError;
 use crate::layout::{
     format_area, persist_cut_record, persist_epoch, persist_heads, read_area, Control, CutRecord, Layout,
@@ -94,10 +94,18 @@ struct Shared {
     /// Pipeline steps that made progress, by any thread (inline `pump` tells
     /// a stall from another stepper's progress with it).
     steps_progressed: AtomicU64,
+    /// Live [`FlushHold`]s: while any exists the logging threads leave the
+    /// open queues open (logging-thread mode only).
+    flush_holds: AtomicUsize,
     control: Mutex<Control>,
 }
 
 impl Shared {
+    /// Whether a pipeline may close the open queue to flush it now.
+    fn close_open(&self) -> bool {
+        self.mode == FlushMode::Inline || self.flush_holds.load(Ordering::SeqCst) == 0
+    }
+
     fn step(&self, s: usize) -> StepOutcome {
         let stream = &self.streams[s];
         let mut p = stream.pipeline.lock();
@@ -109,6 +117,7 @@ impl Shared {
             stats: &self.stats,
             queues: &stream.queues,
             space_cv: &stream.space_cv,
+            close_open: self.close_open(),
         });
         if outcome == StepOutcome::Progress {
             self.steps_progressed.fetch_add(1, Ordering::SeqCst);
@@ -150,7 +159,7 @@ impl Shared {
                 StepOutcome::Blocked => self.progress.wait(Duration::from_micros(200)),
                 StepOutcome::Idle => {
                     let mut qs = stream.queues.lock();
-                    if qs.has_work() {
+                    if qs.has_work(self.close_open()) {
                         continue;
                     }
                     if self.shutdown.load(Ordering::SeqCst) {
@@ -164,6 +173,25 @@ impl Shared {
 
     fn all_idle(&self) -> bool {
         self.streams.iter().all(|st| st.pipeline.lock().is_idle() && st.queues.lock().is_idle())
+    }
+}
+
+/// A hold on the flush of the open queues ([`DecLog::hold_flush`]).
+#[must_use = "the hold ends when dropped"]
+pub struct FlushHold {
+    shared: Arc<Shared>,
+}
+
+impl Drop for FlushHold {
+    fn drop(&mut self) {
+        if self.shared.flush_holds.fetch_sub(1, Ordering::SeqCst) == 1 {
+            for stream in &self.shared.streams {
+                // Under the queue lock: a logging thread that saw the hold
+                // is then already waiting, so this wakes it.
+                let _queues = stream.queues.lock();
+                stream.work_cv.notify_one();
+            }
+        }
     }
 }
 
@@ -274,6 +302,7 @@ impl DecLog {
             stats: StatCounters::default(),
             shutdown: AtomicBool::new(false),
             steps_progressed: AtomicU64::new(0),
+            flush_holds: AtomicUsize::new(0),
             control: Mutex::new(control),
         });
         let threads = match mode {
@@ -430,21 +459,39 @@ impl DecLog {
     pub fn submit(&self, txn: TxnId, entries: &[EntryIn<'_>]) -> Result<Ticket, DeclogError> {
         self.validate(entries)?;
         self.register_keys(entries)?;
+        self.enqueue(txn, entries.iter().map(EntryOwned::from).collect())
+    }
+
+    /// [`DecLog::submit`] taking the payloads by value, so they are queued
+    /// without a copy.
+    pub fn submit_owned(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
+        {
+            let borrowed: Vec<EntryIn<'_>> = entries.iter().map(EntryOwned::as_entry_in).collect();
+            self.validate(&borrowed)?;
+            self.register_keys(&borrowed)?;
+        }
+        self.enqueue(txn, entries)
+    }
+
+    /// Queues validated entries whose keys are registered.
+    fn enqueue(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
         let m = self.shared.layout.threads;
-        let ticket = Ticket::new(txn, entries.len() as u32);
+        let count = entries.len() as u32;
+        let ticket = Ticket::new(txn, count);
+        let submitted: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
         let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
-        for (i, e) in entries.iter().enumerate() {
+        for (i, e) in entries.into_iter().enumerate() {
             per_stream[self.stream_of(e.key_hash)].push(PendingEntry {
                 meta: EntryMeta {
                     txn,
                     key_hash: e.key_hash,
                     lsn: e.lsn,
-                    entry_count: entries.len() as u32,
+                    entry_count: count,
                     op_index: i as u32,
                     compressed: e.compressed,
                     raw: false,
                 },
-                payload: e.payload.to_vec(),
+                payload: e.payload,
                 ticket: ticket.clone(),
                 snapshot: None,
             });
@@ -455,8 +502,7 @@ impl DecLog {
             }
         }
         self.shared.stats.txns_submitted.fetch_add(1, Ordering::Relaxed);
-        self.shared.stats.entries.fetch_add(entries.len() as u64, Ordering::Relaxed);
-        let submitted: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
+        self.shared.stats.entries.fetch_add(u64::from(count), Ordering::Relaxed);
         self.shared.stats.payload_bytes_submitted.fetch_add(submitted, Ordering::Relaxed);
         Ok(ticket)
     }
@@ -511,7 +557,9 @@ impl DecLog {
                 }
             }
             drop(keys);
-            stream.work_cv.notify_one();
+            if qs.has_work(self.shared.close_open()) {
+                stream.work_cv.notify_one();
+            }
             if next.is_none() {
                 return Ok(());
             }
@@ -529,6 +577,17 @@ impl DecLog {
             }
         }
         Ok(())
+    }
+
+    /// Holds the flush until the returned guard drops: the logging threads
+    /// leave their open queues open meanwhile (a queue still closes when full
+    /// or after an update entry), so that the entries of several
+    /// transactions a producer queues one after the other go into one batch
+    /// and one fence (group commit across transactions, section 4.4.2).
+    /// Drop the hold before waiting for any ticket. No effect in inline mode.
+    pub fn hold_flush(&self) -> FlushHold {
+        self.shared.flush_holds.fetch_add(1, Ordering::SeqCst);
+        FlushHold { shared: self.shared.clone() }
     }
 
     /// Logs one transaction and returns once it is durable: all its entries'

@@ -68,6 +68,32 @@ pub struct EntryIn<'a> {
     pub payload: &'a [u8],
 }
 
+/// An [`EntryIn`] owning its payload ([`crate::DecLog::submit_owned`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryOwned {
+    pub key_hash: u64,
+    pub lsn: u32,
+    pub compressed: bool,
+    pub payload: Vec<u8>,
+}
+
+impl EntryOwned {
+    pub fn as_entry_in(&self) -> EntryIn<'_> {
+        EntryIn {
+            key_hash: self.key_hash,
+            lsn: self.lsn,
+            compressed: self.compressed,
+            payload: &self.payload,
+        }
+    }
+}
+
+impl From<&EntryIn<'_>> for EntryOwned {
+    fn from(e: &EntryIn<'_>) -> EntryOwned {
+        EntryOwned { key_hash: e.key_hash, lsn: e.lsn, compressed: e.compressed, payload: e.payload.to_vec() }
+    }
+}
+
 /// Everything of an entry except its payload.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EntryMeta {

@@ -75,6 +75,8 @@ mod declog_tests;
 pub mod entry;
 mod error;
 #[cfg(test)]
+mod flush_hold_tests;
+#[cfg(test)]
 mod format_doc_tests;
 pub mod fuzz;
 pub mod layout;
@@ -89,8 +91,8 @@ pub use config::{
     DeclogConfig, FlushMode, DEFAULT_ALIGN_BYTES, DEFAULT_KEY_SLOTS, DEFAULT_QUEUES_PER_THREAD,
     DEFAULT_QUEUE_LEN, DEFAULT_THREADS, MAX_QUEUE_LEN, MAX_TXN_ENTRIES,
 };
-pub use declog::{CutPoint, DecLog};
-pub use entry::EntryIn;
+pub use declog::{CutPoint, DecLog, FlushHold};
+pub use entry::{EntryIn, EntryOwned};
 pub use error::DeclogError;
 pub use pipeline::{DeclogStats, StepOutcome};
 pub use recovery::{parse, Recovered, RecoveredEntry, StreamParse};

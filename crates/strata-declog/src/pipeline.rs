@@ -215,6 +215,8 @@ pub(crate) struct StepEnv<'a> {
     pub queues: &'a Mutex<QueueSet>,
     /// Producers waiting for a free queue.
     pub space_cv: &'a Condvar,
+    /// Whether the open queue may be closed and flushed (no flush hold).
+    pub close_open: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -344,8 +346,11 @@ impl Pipeline {
             }
         }
         // Strict ordering: nothing new while anything is in flight.
-        let next =
-            if self.strict && !self.inflight.is_empty() { None } else { env.queues.lock().take_next() };
+        let next = if self.strict && !self.inflight.is_empty() {
+            None
+        } else {
+            env.queues.lock().take_next(env.close_open)
+        };
         if let Some((queue, entries)) = next {
             match self.write_body(env, queue, entries) {
                 Ok(batch) => {

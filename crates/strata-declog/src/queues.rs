@@ -9,7 +9,9 @@
 //! Group commit: when the pipeline finds no closed queue but the open one
 //! holds entries, it closes it and flushes it at once, so a commit never waits
 //! for its queue to fill; whatever arrived during the previous flush forms the
-//! next batch.
+//! next batch. While a producer holds the flush ([`crate::DecLog::hold_flush`]:
+//! it is queueing several transactions and waits for none of them yet) the
+//! open queue is left open, so their entries go in one batch.
 
 use std::collections::VecDeque;
 
@@ -122,16 +124,20 @@ impl QueueSet {
         Ok(())
     }
 
-    /// Whether the pipeline has a queue to flush.
-    pub fn has_work(&self) -> bool {
+    /// Whether the pipeline has a queue to flush (`close_open`: whether it
+    /// may close the open queue, i.e. nobody holds the flush).
+    pub fn has_work(&self, close_open: bool) -> bool {
         !self.closed.is_empty()
-            || self.slots[self.cur].state == SlotState::Open && !self.slots[self.cur].entries.is_empty()
+            || close_open
+                && self.slots[self.cur].state == SlotState::Open
+                && !self.slots[self.cur].entries.is_empty()
     }
 
     /// The next queue to flush, in closing order (closing the open queue when
-    /// nothing else is waiting): its index and entries.
-    pub fn take_next(&mut self) -> Option<(usize, Vec<PendingEntry>)> {
-        if self.closed.is_empty()
+    /// nothing else is waiting and `close_open`): its index and entries.
+    pub fn take_next(&mut self, close_open: bool) -> Option<(usize, Vec<PendingEntry>)> {
+        if close_open
+            && self.closed.is_empty()
             && self.slots[self.cur].state == SlotState::Open
             && !self.slots[self.cur].entries.is_empty()
         {
@@ -207,14 +213,14 @@ mod tests {
         for (t, lsn) in [(0, 0), (1, 0), (2, 1), (3, 0), (4, 2), (5, 1)] {
             assert!(qs.push(entry(t, lsn), &snaps).is_ok());
         }
-        let (q1, e1) = qs.take_next().unwrap();
-        let (q2, e2) = qs.take_next().unwrap();
-        let (q3, e3) = qs.take_next().unwrap();
+        let (q1, e1) = qs.take_next(true).unwrap();
+        let (q2, e2) = qs.take_next(true).unwrap();
+        let (q3, e3) = qs.take_next(true).unwrap();
         assert_eq!((q1, txns(&e1)), (0, vec![0, 1, 2]));
         assert_eq!((q2, txns(&e2)), (1, vec![3, 4]));
         assert_eq!((q3, txns(&e3)), (2, vec![5]));
         assert!(e1[2].snapshot.is_some() && e1[0].snapshot.is_none());
-        assert!(qs.take_next().is_none());
+        assert!(qs.take_next(true).is_none());
     }
 
     #[test]
@@ -226,7 +232,7 @@ mod tests {
         }
         let back = qs.push(entry(9, 0), &snaps).unwrap_err();
         assert_eq!(back.meta.txn, TxnId(9));
-        let (q, e) = qs.take_next().unwrap();
+        let (q, e) = qs.take_next(true).unwrap();
         assert_eq!((q, txns(&e)), (0, vec![0, 1]));
         assert!(qs.push(entry(9, 0), &snaps).is_err(), "taken but not yet persisted");
         qs.release(q);
@@ -241,9 +247,9 @@ mod tests {
         for t in 0..4 {
             qs.push(entry(t, 0), &snaps).map_err(|_| ()).unwrap();
         }
-        let (_, e) = qs.take_next().unwrap();
+        let (_, e) = qs.take_next(true).unwrap();
         assert_eq!(txns(&e), vec![0, 1, 2], "three 56-byte entries fill the batch");
         assert_eq!(qs.drain_unflushed().len(), 1);
-        assert!(!qs.has_work());
+        assert!(!qs.has_work(true));
     }
 }

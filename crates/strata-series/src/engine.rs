@@ -51,7 +51,7 @@ pub(crate) struct OrderState {
     pub(crate) next_ticket: u64,
     /// DecLog: per series, the highest timestamp any planned write or
     /// delete touched (see `crate::declog::write_path`).
-    pub(crate) planned_last: HashMap<SeriesId, TimestampNs>,
+    pub(crate) planned_last: foldhash::HashMap<SeriesId, TimestampNs>,
 }
 
 /// Checkpoint bookkeeping (guarded by its own mutex, taken under `order`).
@@ -99,7 +99,7 @@ pub struct SeriesEngine {
     pub(crate) opts: EngineOptions,
     pub(crate) log: Box<dyn CommitLog>,
     pub(crate) index: RwLock<SeriesIndex>,
-    pub(crate) shards: Vec<Mutex<HashMap<SeriesId, SeriesData>>>,
+    pub(crate) shards: Vec<Mutex<foldhash::HashMap<SeriesId, SeriesData>>>,
     pub(crate) gate: RwLock<()>,
     pub(crate) order: Mutex<OrderState>,
     pub(crate) applied: Mutex<u64>,
@@ -118,9 +118,13 @@ impl SeriesEngine {
             opts,
             log,
             index: RwLock::new(index),
-            shards: (0..SHARD_COUNT).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(foldhash::HashMap::default())).collect(),
             gate: RwLock::new(()),
-            order: Mutex::new(OrderState { next_txn: 1, next_ticket: 0, planned_last: HashMap::new() }),
+            order: Mutex::new(OrderState {
+                next_txn: 1,
+                next_ticket: 0,
+                planned_last: foldhash::HashMap::default(),
+            }),
             applied: Mutex::new(0),
             applied_changed: Condvar::new(),
             files: RwLock::new(BTreeMap::new()),
@@ -153,7 +157,7 @@ impl SeriesEngine {
         self.declog.as_ref()
     }
 
-    pub(crate) fn shard(&self, id: SeriesId) -> &Mutex<HashMap<SeriesId, SeriesData>> {
+    pub(crate) fn shard(&self, id: SeriesId) -> &Mutex<foldhash::HashMap<SeriesId, SeriesData>> {
         &self.shards[(id.0 % SHARD_COUNT as u64) as usize]
     }
 

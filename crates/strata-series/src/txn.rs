@@ -83,6 +83,27 @@ impl SeriesEngine {
         Ok(out)
     }
 
+    /// Runs independent transactions submitted together, as concurrent
+    /// clients would: each is atomic and acknowledged on its own, and the
+    /// result of each is at its index; each sees every earlier one. Under
+    /// DecLog consecutive insert-only transactions are all logged before
+    /// the first wait, so the logging threads persist them in one flush
+    /// round (group commit across transactions); the others run as
+    /// [`execute`](Self::execute) does. Other protocols run them one after
+    /// the other.
+    pub fn execute_group(&self, db: &str, txns: &[Vec<TxnOp>]) -> Vec<Result<TxnOutcome, EngineError>> {
+        match &self.declog {
+            Some(dl) => {
+                let group: Vec<crate::declog::GroupTxn<'_>> = txns
+                    .iter()
+                    .map(|ops| crate::declog::GroupTxn { points: written_points(ops), others: ops })
+                    .collect();
+                self.run_declog_group(dl, db, &group)
+            }
+            None => txns.iter().map(|ops| self.execute(db, ops)).collect(),
+        }
+    }
+
     /// The value of one point, or None.
     pub fn read_value(
         &self,

@@ -58,7 +58,14 @@ pub fn measure(job: &ChildJob) -> anyhow::Result<(ChildResult, Db)> {
     let persist_before = db.region().map(|r| r.stats());
     let declog_before = declog_counts(&engine);
     let cpu_before = process_cpu_s();
-    let outcome = run(&engine, &generator, job.workers, plan, job.seconds.map(Duration::from_secs_f64))?;
+    let outcome = run(
+        &engine,
+        &generator,
+        job.workers,
+        job.txns_in_flight,
+        plan,
+        job.seconds.map(Duration::from_secs_f64),
+    )?;
     let run_cpu_s = process_cpu_s() - cpu_before;
     let stats_after = engine.stats();
     let persist = db.region().map(|r| r.stats()).zip(persist_before).map(|(a, b)| PersistCounts::from(a - b));

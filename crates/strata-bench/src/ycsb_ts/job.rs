@@ -45,6 +45,8 @@ pub struct ChildJob {
     pub txns: u64,
     pub seed: u64,
     pub workers: u64,
+    /// Transactions each worker submits together (see `run_phase::run`).
+    pub txns_in_flight: usize,
     pub logging_threads: usize,
     pub queues_per_thread: usize,
     pub queue_len: usize,
@@ -234,6 +236,7 @@ mod tests {
             txns: 50,
             seed: 1,
             workers: 2,
+            txns_in_flight: 8,
             logging_threads: 2,
             queues_per_thread: 2,
             queue_len: 300,

@@ -93,21 +93,22 @@ pub fn load(
 }
 
 /// One worker's transactions as engine operations, with the last insert of each.
-struct PreparedTxn {
-    ops: Vec<TxnOp>,
-    last_insert: Option<(u64, i64)>,
+#[derive(Default)]
+struct Prepared {
+    ops: Vec<Vec<TxnOp>>,
+    last_insert: Vec<Option<(u64, i64)>>,
 }
 
-fn prepare(stream: YcsbTsGenerator) -> Vec<PreparedTxn> {
-    stream
-        .map(|txn| {
-            let last_insert = txn.ops.iter().rev().find_map(|op| match *op {
-                Op::Insert { key, ts_ns, .. } => Some((key, ts_ns)),
-                _ => None,
-            });
-            PreparedTxn { ops: engine_ops(&txn), last_insert }
-        })
-        .collect()
+fn prepare(stream: YcsbTsGenerator) -> Prepared {
+    let mut prepared = Prepared::default();
+    for txn in stream {
+        prepared.last_insert.push(txn.ops.iter().rev().find_map(|op| match *op {
+            Op::Insert { key, ts_ns, .. } => Some((key, ts_ns)),
+            _ => None,
+        }));
+        prepared.ops.push(engine_ops(&txn));
+    }
+    prepared
 }
 
 /// What one worker measured.
@@ -122,14 +123,20 @@ struct WorkerOutcome {
     end: Option<Instant>,
 }
 
-/// Runs every worker's transactions; stops early at `deadline` after the start.
+/// Runs every worker's transactions, `in_flight` at a time per worker
+/// (submitted together with [`SeriesEngine::execute_group`], as that many
+/// concurrent clients per worker would; 1 is one synchronous client);
+/// stops early at `deadline` after the start. A transaction's latency runs
+/// from its group's submission to its acknowledgement.
 pub fn run(
     engine: &Arc<SeriesEngine>,
     generator: &YcsbTsGenerator,
     workers: u64,
+    in_flight: usize,
     checkpoint: CheckpointPlan,
     deadline: Option<Duration>,
 ) -> anyhow::Result<RunOutcome> {
+    anyhow::ensure!(in_flight >= 1, "transactions in flight per worker must be at least 1");
     let committed = AtomicU64::new(0);
     // The workers, the checkpoint thread (if any) and this thread start together.
     let barrier = Barrier::new(workers as usize + 1 + usize::from(checkpoint.is_planned()));
@@ -158,37 +165,49 @@ pub fn run(
             .map(|w| {
                 let stream = generator.for_worker(w, workers);
                 let (committed, barrier, trigger) = (&committed, &barrier, trigger.clone());
-                scope.spawn(move || -> anyhow::Result<WorkerOutcome> {
-                    let prepared = stream.map(prepare).map_err(|e| anyhow::anyhow!("{e}"));
-                    barrier.wait();
-                    let prepared = prepared?;
-                    let start = Instant::now();
-                    let mut out = WorkerOutcome {
-                        latencies_ns: Vec::with_capacity(prepared.len()),
-                        ..Default::default()
-                    };
-                    for txn in &prepared {
-                        if deadline.is_some_and(|d| start.elapsed() >= d) {
-                            break;
+                // Named, so profiles tell the measured workers from the rest.
+                std::thread::Builder::new().name(format!("ycsb-worker-{w}")).spawn_scoped(
+                    scope,
+                    move || -> anyhow::Result<WorkerOutcome> {
+                        let prepared = stream.map(prepare).map_err(|e| anyhow::anyhow!("{e}"));
+                        barrier.wait();
+                        let prepared = prepared?;
+                        let start = Instant::now();
+                        let mut out = WorkerOutcome {
+                            latencies_ns: Vec::with_capacity(prepared.ops.len()),
+                            ..Default::default()
+                        };
+                        for (group, last_inserts) in
+                            prepared.ops.chunks(in_flight).zip(prepared.last_insert.chunks(in_flight))
+                        {
+                            if deadline.is_some_and(|d| start.elapsed() >= d) {
+                                break;
+                            }
+                            let t = Instant::now();
+                            let outcomes = engine.execute_group(DB_NAME, group);
+                            let latency_ns = t.elapsed().as_nanos() as u64;
+                            for (outcome, last_insert) in outcomes.into_iter().zip(last_inserts) {
+                                let outcome = outcome.context("transaction")?;
+                                out.latencies_ns.push(latency_ns);
+                                out.retries += u64::from(outcome.retries);
+                                out.txns_with_lsn += u64::from(outcome.lsn > 0);
+                                out.reads += outcome.reads.len() as u64;
+                                out.reads_missing +=
+                                    outcome.reads.iter().filter(|r| r.is_none()).count() as u64;
+                                out.last_insert = last_insert.or(out.last_insert);
+                                let done = committed.fetch_add(1, Ordering::Relaxed) + 1;
+                                if checkpoint.after_txns == Some(done) {
+                                    let _ = trigger.send(());
+                                }
+                            }
                         }
-                        let t = Instant::now();
-                        let outcome = engine.execute(DB_NAME, &txn.ops).context("transaction")?;
-                        out.latencies_ns.push(t.elapsed().as_nanos() as u64);
-                        out.retries += u64::from(outcome.retries);
-                        out.txns_with_lsn += u64::from(outcome.lsn > 0);
-                        out.reads += outcome.reads.len() as u64;
-                        out.reads_missing += outcome.reads.iter().filter(|r| r.is_none()).count() as u64;
-                        out.last_insert = txn.last_insert.or(out.last_insert);
-                        let done = committed.fetch_add(1, Ordering::Relaxed) + 1;
-                        if checkpoint.after_txns == Some(done) {
-                            let _ = trigger.send(());
-                        }
-                    }
-                    out.end = Some(Instant::now());
-                    Ok(out)
-                })
+                        out.end = Some(Instant::now());
+                        Ok(out)
+                    },
+                )
             })
-            .collect();
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("starting the YCSB-TS workers")?;
         drop(trigger);
         barrier.wait();
         let start = Instant::now();

@@ -28,7 +28,7 @@
 //! uncompressed entry carries key and id and re-inserts it on decompression);
 //! a slot whose state CRC fails has cleared state (a torn clear).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use strata_pmem::{Region, RegionOffset};
@@ -247,8 +247,8 @@ impl KeyTable {
             region,
             base,
             slot_count,
-            by_key: HashMap::new(),
-            key_of_id: HashMap::new(),
+            by_key: HashMap::default(),
+            key_of_id: HashMap::default(),
             used_slots: vec![false; slot_count as usize],
             next_id: 0,
         }

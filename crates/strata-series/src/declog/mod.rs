@@ -26,6 +26,7 @@ pub mod lsn;
 pub mod replay;
 pub mod side;
 mod write_path;
+pub(crate) use write_path::GroupTxn;
 
 #[cfg(test)]
 mod tests;

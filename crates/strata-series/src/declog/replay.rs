@@ -127,7 +127,7 @@ impl SeriesEngine {
                 *floor = (*floor).max(max);
             }
         }
-        engine.order.lock().planned_last = floors;
+        engine.order.lock().planned_last = floors.into_iter().collect();
         report.points_replayed = replayed.into_inner();
         report.log_records_skipped = skipped.into_inner() as usize;
         report.replay_s = t.elapsed().as_secs_f64();

@@ -10,7 +10,7 @@
 //! (older eras) before those after it, which is the paper's split. Insert
 //! entries keep LSN 0. At open, the era continues above every era in the log.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -94,7 +94,7 @@ impl DeclogSide {
             next_txn: AtomicU64::new(next_txn.max(1)),
             checkpoint_running: Mutex::new(()),
             last_cut: Mutex::new(last_cut),
-            keys: RwLock::new(HashMap::new()),
+            keys: RwLock::new(HashMap::default()),
             space_low: AtomicBool::new(false),
         }
     }

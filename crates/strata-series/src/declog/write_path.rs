@@ -26,17 +26,17 @@
 //!
 //! [`SeriesData::apply_insert`]: crate::series_data::SeriesData::apply_insert
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use strata_declog::{compress::key_hash, DeclogError, EntryIn};
+use parking_lot::RwLockReadGuard;
+use strata_declog::{compress::key_hash, DeclogError, EntryOwned, FlushHold, Ticket};
 use strata_log::LogError;
 use strata_media::TxnId;
 
 use super::control_table::PointRef;
 use super::entry_key::{encode_key, encode_payload, EntryOp};
-use super::lsn::{acquire, LsnError, TxnAccess};
+use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
 use super::side::{DeclogSide, LogKey};
 use crate::engine::SeriesEngine;
 use crate::error::EngineError;
@@ -83,6 +83,34 @@ impl PlannedTxn {
     }
 }
 
+/// A transaction whose entries are queued in DecLog, not yet acknowledged.
+struct Logged<'t> {
+    /// Its position in the caller's group.
+    slot: usize,
+    plan: PlannedTxn,
+    guard: LsnGuard<'t>,
+    ticket: Ticket,
+    out: TxnOutcome,
+    bytes: u64,
+}
+
+/// A group being run: the cut lock (shared) it holds, its flush hold while
+/// it queues, the transactions queued and not yet waited for, the results.
+struct GroupRun<'t> {
+    dl: &'t DeclogSide,
+    cut: Option<RwLockReadGuard<'t, ()>>,
+    hold: Option<FlushHold>,
+    pending: Vec<Logged<'t>>,
+    results: Vec<Option<Result<TxnOutcome, EngineError>>>,
+}
+
+/// One transaction of a group: the points it writes, and its reads and
+/// deletes (its writes in `others` are ignored: they are in `points`).
+pub(crate) struct GroupTxn<'a> {
+    pub points: Vec<Point>,
+    pub others: &'a [TxnOp],
+}
+
 impl SeriesEngine {
     pub(crate) fn execute_declog(
         &self,
@@ -103,9 +131,77 @@ impl SeriesEngine {
         points: &[Point],
         others: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
-        self.ensure_log_space(dl, points.iter().map(|p| p.fields.len()).sum::<usize>() + others.len())?;
-        let mut cut = Some(dl.cut.read());
-        let plan = self.plan_declog(db, points, others)?;
+        let txn = GroupTxn { points: points.to_vec(), others };
+        self.run_declog_group(dl, db, std::slice::from_ref(&txn))
+            .pop()
+            .expect("a group of one transaction has one result")
+    }
+
+    /// Runs a group of independent transactions, as concurrent clients
+    /// submit them: each is atomic and acknowledged on its own, in one
+    /// result per transaction, in order. The entries of consecutive
+    /// insert-only transactions (LSN 0) are all queued before the first
+    /// wait, so one flush round of each logging thread can acknowledge them
+    /// together (what the paper's many concurrent workers give its logging
+    /// threads, with fewer threads). Any other transaction (it reads, or
+    /// locks points) first waits for the group queued before it, so it sees
+    /// every earlier transaction of the group and never waits on a lock of
+    /// its own group; one that holds locks is waited for at once.
+    pub(crate) fn run_declog_group(
+        &self,
+        dl: &DeclogSide,
+        db: &str,
+        txns: &[GroupTxn<'_>],
+    ) -> Vec<Result<TxnOutcome, EngineError>> {
+        let values: usize = txns
+            .iter()
+            .map(|t| t.points.iter().map(|p| p.fields.len()).sum::<usize>() + t.others.len())
+            .sum();
+        if let Err(e) = self.ensure_log_space(dl, values) {
+            let message = e.to_string();
+            let mut results = vec![Err(e)];
+            results.extend((1..txns.len()).map(|_| Err(EngineError::Other(message.clone()))));
+            return results;
+        }
+        let mut group = GroupRun {
+            dl,
+            cut: Some(dl.cut.read()),
+            hold: None,
+            pending: Vec::new(),
+            results: (0..txns.len()).map(|_| None).collect(),
+        };
+        for (slot, txn) in txns.iter().enumerate() {
+            match self.start_declog_txn(&mut group, db, slot, txn) {
+                Ok(Some(logged)) => {
+                    // One holding locks is waited for at once, so no later
+                    // transaction of the group can wait on its own group's lock.
+                    let locks = logged.guard.modified_points().next().is_some();
+                    group.pending.push(logged);
+                    if locks {
+                        self.finish_declog_group(&mut group);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => group.results[slot] = Some(Err(e)),
+            }
+        }
+        self.finish_declog_group(&mut group);
+        drop(group.cut.take());
+        group.results.into_iter().map(|r| r.expect("every transaction of the group has a result")).collect()
+    }
+
+    /// Steps 1 to 4 of one transaction of a group: plan, LSN, reads, queue
+    /// the entries. `Ok(None)` when it finished here (nothing to log: its
+    /// result is stored in the group).
+    fn start_declog_txn<'t>(
+        &self,
+        group: &mut GroupRun<'t>,
+        db: &str,
+        slot: usize,
+        txn: &GroupTxn<'_>,
+    ) -> Result<Option<Logged<'t>>, EngineError> {
+        let dl = group.dl;
+        let plan = self.plan_declog(db, &txn.points, txn.others)?;
         let mut out = TxnOutcome { write: plan.outcome.clone(), ..Default::default() };
         // A transaction that reads, updates or deletes gets an LSN above 0,
         // which every one of its entries carries: its new points must then
@@ -122,6 +218,10 @@ impl SeriesEngine {
             }
         }
         access.reads = plan.reads.iter().flatten().map(|(id, ts)| PointRef::new(*id, *ts)).collect();
+        if !access.is_insert_only() {
+            // It reads or locks: it must see (and may wait on) the group.
+            self.finish_declog_group(group);
+        }
 
         // 2. The LSN.
         let guard = loop {
@@ -138,16 +238,17 @@ impl SeriesEngine {
                     std::thread::yield_now();
                 }
                 Err(LsnError::UtsOverflow { .. }) => {
-                    // Rule 5: checkpoint (it needs the cut lock exclusively).
-                    drop(cut.take());
+                    // Rule 5: checkpoint (it needs the cut lock exclusively;
+                    // the group is already finished: this one is not insert-only).
+                    drop(group.cut.take());
                     self.checkpoint_declog(dl)?;
-                    cut = Some(dl.cut.read());
+                    group.cut = Some(dl.cut.read());
                 }
                 Err(e) => return Err(EngineError::Other(e.to_string())),
             }
         };
 
-        // 3. Reads.
+        // 3. Reads (the group before it is applied: see above).
         for r in &plan.reads {
             out.reads.push(match r {
                 Some((id, ts)) => self.read_point(*id, *ts)?,
@@ -156,13 +257,14 @@ impl SeriesEngine {
         }
         if plan.ops.is_empty() {
             guard.commit();
-            return Ok(out);
+            group.results[slot] = Some(Ok(out));
+            return Ok(None);
         }
 
         // 4. Log.
         let lsn = dl.entry_lsn(guard.lsn().get());
         out.lsn = lsn;
-        let payloads: Vec<(Vec<u8>, u64)> = plan
+        let entries: Vec<EntryOwned> = plan
             .ops
             .iter()
             .map(|(id, ts, what)| {
@@ -171,48 +273,69 @@ impl SeriesEngine {
                     Planned::Insert(v) | Planned::Update(v) => EntryOp::Write(v.clone()),
                     Planned::Delete => EntryOp::Delete,
                 };
-                Ok((encode_payload(&key.bytes, *ts, &op), key.hash))
+                let payload = encode_payload(&key.bytes, *ts, &op);
+                Ok(EntryOwned { key_hash: key.hash, lsn, compressed: false, payload })
             })
             .collect::<Result<_, EngineError>>()?;
         let max = dl.log.max_payload_bytes();
-        if let Some((p, _)) = payloads.iter().find(|(p, _)| p.len() as u64 > max) {
-            return Err(EngineError::RequestTooLarge { record_bytes: p.len() as u64, max_bytes: max });
+        if let Some(e) = entries.iter().find(|e| e.payload.len() as u64 > max) {
+            return Err(EngineError::RequestTooLarge {
+                record_bytes: e.payload.len() as u64,
+                max_bytes: max,
+            });
         }
-        let entries: Vec<EntryIn<'_>> = payloads
-            .iter()
-            .map(|(payload, hash)| EntryIn { key_hash: *hash, lsn, compressed: false, payload })
-            .collect();
-        let txn = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
-        let durable = dl.log.submit(txn, &entries).and_then(|ticket| dl.wait(&ticket));
-        if let Err(e) = durable {
-            // Dropping the guard aborts: the control words go back.
-            drop(guard);
-            return Err(self.declog_failed(e));
-        }
-        let bytes: u64 = payloads.iter().map(|(p, _)| p.len() as u64).sum();
+        let bytes: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
+        let txn_id = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
+        // Keep the open queues open until the group waits: one batch for all.
+        group.hold.get_or_insert_with(|| dl.log.hold_flush());
+        // On an error the guard drops, which aborts: the control words go back.
+        let ticket = dl.log.submit_owned(txn_id, entries).map_err(|e| self.declog_failed(e))?;
+        Ok(Some(Logged { slot, plan, guard, ticket, out, bytes }))
+    }
 
-        // 5. Apply, then release the locks.
-        let max_file_seq = self.ckpt.lock().next_file_seq.saturating_sub(1);
-        {
-            let _gate = self.gate.write();
-            for (id, ts, what) in &plan.ops {
-                let mut shard = self.shard(*id).lock();
-                let data = shard.entry(*id).or_insert_with(|| SeriesData::new(self.field_type_of(*id, what)));
-                match what {
-                    Planned::Insert(v) => data.apply_insert(*ts, v.clone()),
-                    Planned::Update(v) => data.apply_update(*ts, v.clone()),
-                    Planned::Delete => data.apply_point_delete(*ts, max_file_seq),
+    /// Step 5 for every queued transaction of a group: release the flush
+    /// hold, wait for the tails, apply the durable ones in queue order under
+    /// one apply gate, release their locks (commit), store every result.
+    fn finish_declog_group(&self, group: &mut GroupRun<'_>) {
+        drop(group.hold.take());
+        if group.pending.is_empty() {
+            return;
+        }
+        let mut durable = Vec::with_capacity(group.pending.len());
+        for logged in group.pending.drain(..) {
+            match group.dl.wait(&logged.ticket) {
+                Ok(()) => durable.push(logged),
+                Err(e) => {
+                    // Dropping the guard aborts: the control words go back.
+                    group.results[logged.slot] = Some(Err(self.declog_failed(e)));
                 }
             }
         }
-        guard.commit();
-        drop(cut);
+        let max_file_seq = self.ckpt.lock().next_file_seq.saturating_sub(1);
+        if !durable.is_empty() {
+            let _gate = self.gate.write();
+            for logged in &durable {
+                for (id, ts, what) in &logged.plan.ops {
+                    let mut shard = self.shard(*id).lock();
+                    let data =
+                        shard.entry(*id).or_insert_with(|| SeriesData::new(self.field_type_of(*id, what)));
+                    match what {
+                        Planned::Insert(v) => data.apply_insert(*ts, v.clone()),
+                        Planned::Update(v) => data.apply_update(*ts, v.clone()),
+                        Planned::Delete => data.apply_point_delete(*ts, max_file_seq),
+                    }
+                }
+            }
+        }
         let c = &self.counters;
-        c.txns_committed.fetch_add(1, Ordering::Relaxed);
-        c.points_written.fetch_add(out.write.points_written as u64, Ordering::Relaxed);
-        c.values_written.fetch_add(out.write.values_written as u64, Ordering::Relaxed);
-        c.log_bytes_written.fetch_add(bytes, Ordering::Relaxed);
-        Ok(out)
+        for logged in durable {
+            logged.guard.commit();
+            c.txns_committed.fetch_add(1, Ordering::Relaxed);
+            c.points_written.fetch_add(logged.out.write.points_written as u64, Ordering::Relaxed);
+            c.values_written.fetch_add(logged.out.write.values_written as u64, Ordering::Relaxed);
+            c.log_bytes_written.fetch_add(logged.bytes, Ordering::Relaxed);
+            group.results[logged.slot] = Some(Ok(logged.out));
+        }
     }
 
     /// Step 1 (see the module comment).
@@ -228,7 +351,7 @@ impl SeriesEngine {
             let (rec, outcome) = self.plan_write(db, points)?;
             (Some(rec), outcome)
         };
-        let mut by_point: HashMap<(SeriesId, TimestampNs), usize> = HashMap::new();
+        let mut by_point: foldhash::HashMap<(SeriesId, TimestampNs), usize> = Default::default();
         let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> = Vec::new();
         let mut push = |id: SeriesId, ts: TimestampNs, v: Option<FieldValue>| match by_point.get(&(id, ts)) {
             Some(&i) => ops[i].2 = v,

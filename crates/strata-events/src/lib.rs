@@ -1,0 +1,30 @@
+//! The event store of `chronicledb-pmem.txt` (ChronicleDB on a three-layer
+//! DRAM + PMem + SSD hierarchy): event streams with a fixed schema, the
+//! TAB+-tree over application time with aggregates per index entry
+//! (section 2.2, 4.1), the storage layout with LZ4-compressed nodes in
+//! fixed-size blocks and address translation (section 4.2), and the
+//! out-of-order queues (section 4.3).
+//!
+//! Module map (reading order):
+//! - [`ids`]: node ids (leaf and index sequences), errors shared by the modules.
+//! - `schema`, `event`, `aggregate`: a stream's schema, the fixed-size binary
+//!   event, the decomposable aggregates (count, min, max, sum per attribute).
+//! - `node`: the 8 KiB leaf and index node layouts.
+//! - `block_store`, `translation`: nodes compressed into 32 KiB SSD blocks,
+//!   and logical-to-physical translation (interleaved ATT on SSD, flat PMem
+//!   array, DRAM map).
+//! - `pmem_arrays`: the flat PMem arrays of aggregates and of index nodes.
+//! - `ooo`: the out-of-order queues (PMem with a DRAM application-time
+//!   index, DRAM, flash).
+
+pub mod aggregate;
+pub mod block_store;
+pub mod event;
+pub mod ids;
+pub mod node;
+pub mod ooo;
+pub mod pmem_arrays;
+pub mod schema;
+pub mod translation;
+
+pub use ids::{EventError, NodeId, NodeKind};
