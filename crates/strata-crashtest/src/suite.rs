@@ -16,6 +16,8 @@ use crate::series_declog::{DeclogVariant, SeriesDeclogCrash};
 use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
 use strata_declog::crash_protocol::DeclogPmemCrash;
+use strata_events::ooo::crash_protocol::OooPmemCrash;
+use strata_events::translation::crash_protocol::PmemTranslationCrash;
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -28,10 +30,14 @@ pub enum SuiteTarget {
     DeclogStreamPmem,
     /// The series engine over DecLog, one line per variant.
     SeriesDeclogPmem(DeclogVariant),
+    /// The event store's PMem translation array with the SSD block file.
+    EventsTranslationPmem,
+    /// The event store's out-of-order queue on PMem (indexed).
+    EventsOooQueuePmem,
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 12] = [
+    pub const ALL: [SuiteTarget; 14] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -44,6 +50,8 @@ impl SuiteTarget {
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::OneThread),
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::Raw),
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::NoCheckpoints),
+        SuiteTarget::EventsTranslationPmem,
+        SuiteTarget::EventsOooQueuePmem,
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -63,6 +71,8 @@ impl SuiteTarget {
                 DeclogVariant::Raw => "series-declog-raw/pmem",
                 DeclogVariant::NoCheckpoints => "series-declog-nockpt/pmem",
             },
+            SuiteTarget::EventsTranslationPmem => "events-translation/pmem",
+            SuiteTarget::EventsOooQueuePmem => "events-ooo-queue/pmem",
         }
     }
 
@@ -155,6 +165,20 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             };
             let cfg = PmemCrashConfig { exhaustive_limit, ..pmem_cfg(samples) };
             Protocol::Pmem(Box::new(SeriesDeclogCrash::new(o.seed, variant, steps)), cfg)
+        }
+        SuiteTarget::EventsTranslationPmem => {
+            // Nodes appended to the block file and synced, their translations
+            // set in the flat PMem array (256-byte batches); chronicledb-pmem.txt 4.2.
+            let nodes = if o.quick { 60 } else { 140 };
+            let samples = if o.quick { 4 } else { 16 };
+            Protocol::Pmem(Box::new(PmemTranslationCrash::new(o.seed, nodes)), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsOooQueuePmem => {
+            // Out-of-order events pushed (one fence each), merges and
+            // truncations; chronicledb-pmem.txt 4.3.
+            let events = if o.quick { 60 } else { 150 };
+            let samples = if o.quick { 4 } else { 16 };
+            Protocol::Pmem(Box::new(OooPmemCrash::new(o.seed, events)), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };
