@@ -24,6 +24,14 @@
 //!
 //! Inserted data becomes visible when acknowledged, never before.
 //!
+//! Groups ([`SeriesEngine::execute_group`]): steps 1-4 run for each member
+//! in turn under one cut lock, consecutive insert-only members under a
+//! DecLog flush hold (one batch per stream for all of them), and step 5
+//! runs for all queued members once a member must read or lock (it waits
+//! for them first) or the group ends.
+//!
+//! [`SeriesEngine::execute_group`]: crate::SeriesEngine::execute_group
+//!
 //! [`SeriesData::apply_insert`]: crate::series_data::SeriesData::apply_insert
 
 use std::sync::atomic::Ordering;
