@@ -1,0 +1,253 @@
+//! The submission path of [`DecLog`] (declog.txt sections 4.2-4.4): input
+//! checks, key registration in the stream's key table, routing each entry
+//! to its stream by key hash (4.3.1), compression under the queue lock
+//! (4.4.1), queueing with back-pressure, and the flush hold that lets a
+//! producer queue several transactions before the logging threads close
+//! their open queues (group commit across transactions, 4.4.2).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata_media::TxnId;
+
+use super::{DecLog, Shared};
+use crate::compress::key_table::KeyTable;
+use crate::compress::log_codec::{compress_point, register_key, undo_compression};
+use crate::compress::point_payload;
+use crate::config::{FlushMode, MAX_TXN_ENTRIES};
+use crate::entry::{EntryIn, EntryMeta, EntryOwned};
+use crate::error::DeclogError;
+use crate::pipeline::StepOutcome;
+use crate::queues::PendingEntry;
+use crate::sync::atomic::Ordering;
+use crate::ticket::Ticket;
+
+/// A hold on the flush of the open queues ([`DecLog::hold_flush`]).
+#[must_use = "the hold ends when dropped"]
+pub struct FlushHold {
+    shared: Arc<Shared>,
+}
+
+impl Drop for FlushHold {
+    fn drop(&mut self) {
+        if self.shared.flush_holds.fetch_sub(1, Ordering::SeqCst) == 1 {
+            for stream in &self.shared.streams {
+                // Under the queue lock: a logging thread that saw the hold
+                // is then already waiting, so this wakes it.
+                let _queues = stream.queues.lock();
+                stream.work_cv.notify_one();
+            }
+        }
+    }
+}
+
+impl DecLog {
+    fn validate(&self, entries: &[EntryIn<'_>]) -> Result<(), DeclogError> {
+        if let Some(reason) = self.shared.poison.get() {
+            return Err(DeclogError::Poisoned(reason.describe()));
+        }
+        if entries.is_empty() || entries.len() > MAX_TXN_ENTRIES {
+            return Err(DeclogError::InvalidInput(format!(
+                "a transaction logs 1..={MAX_TXN_ENTRIES} entries, not {}",
+                entries.len()
+            )));
+        }
+        let lsn = entries[0].lsn;
+        if entries.iter().any(|e| e.lsn != lsn) {
+            return Err(DeclogError::InvalidInput(
+                "all entries of a transaction carry the transaction's LSN".into(),
+            ));
+        }
+        let max = self.max_payload_bytes();
+        if let Some(e) = entries.iter().find(|e| e.payload.len() as u64 > max) {
+            return Err(DeclogError::TooLarge { len_bytes: e.payload.len() as u64, max_bytes: max });
+        }
+        if self.shared.layout.compression {
+            for (i, e) in entries.iter().enumerate() {
+                if e.compressed {
+                    return Err(DeclogError::InvalidInput(format!(
+                        "entry {i}: with compression on, DecLog compresses; submit point payloads with \
+                         compressed = false"
+                    )));
+                }
+                let p = point_payload::decode(e.payload).map_err(|why| {
+                    DeclogError::InvalidInput(format!(
+                        "entry {i}: with compression on, every payload must be a point payload: {why}"
+                    ))
+                })?;
+                // A key the table cannot take is logged raw (ENTRY_FLAG_RAW_POINT).
+                let _ = p;
+            }
+        }
+        Ok(())
+    }
+
+    /// With compression: every key of `entries` in its stream's key table
+    /// (new ones inserted and persisted), before anything is queued.
+    fn register_keys(&self, entries: &[EntryIn<'_>]) -> Result<(), DeclogError> {
+        if !self.shared.layout.compression {
+            return Ok(());
+        }
+        for (s, stream) in self.shared.streams.iter().enumerate() {
+            if !entries.iter().any(|e| self.stream_of(e.key_hash) == s) {
+                continue;
+            }
+            let mut keys = stream.keys.lock();
+            let Some(table) = keys.as_mut() else { return Ok(()) };
+            for e in entries.iter().filter(|e| self.stream_of(e.key_hash) == s) {
+                let p = point_payload::decode(e.payload).map_err(DeclogError::InvalidInput)?;
+                match register_key(table, p.key) {
+                    // Too long, or the table is full: its entries are logged raw.
+                    Ok(()) | Err(DeclogError::InvalidInput(_)) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a transaction's entries and returns its ticket without waiting
+    /// for durability (then [`Ticket::wait`], or in inline mode
+    /// [`DecLog::pump`]). Entries are queued stream by stream in `entries`
+    /// order. Blocks (or, inline, runs the pipeline) while every queue of a
+    /// stream is in flight.
+    pub fn submit(&self, txn: TxnId, entries: &[EntryIn<'_>]) -> Result<Ticket, DeclogError> {
+        self.validate(entries)?;
+        self.register_keys(entries)?;
+        self.enqueue(txn, entries.iter().map(EntryOwned::from).collect())
+    }
+
+    /// [`DecLog::submit`] taking the payloads by value, so they are queued
+    /// without a copy.
+    pub fn submit_owned(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
+        {
+            let borrowed: Vec<EntryIn<'_>> = entries.iter().map(EntryOwned::as_entry_in).collect();
+            self.validate(&borrowed)?;
+            self.register_keys(&borrowed)?;
+        }
+        self.enqueue(txn, entries)
+    }
+
+    /// Queues validated entries whose keys are registered.
+    fn enqueue(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
+        let m = self.shared.layout.threads;
+        let count = entries.len() as u32;
+        let ticket = Ticket::new(txn, count);
+        let submitted: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
+        let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
+        for (i, e) in entries.into_iter().enumerate() {
+            per_stream[self.stream_of(e.key_hash)].push(PendingEntry {
+                meta: EntryMeta {
+                    txn,
+                    key_hash: e.key_hash,
+                    lsn: e.lsn,
+                    entry_count: count,
+                    op_index: i as u32,
+                    compressed: e.compressed,
+                    raw: false,
+                },
+                payload: e.payload,
+                ticket: ticket.clone(),
+                snapshot: None,
+            });
+        }
+        for (s, group) in per_stream.into_iter().enumerate() {
+            if !group.is_empty() {
+                self.push_group(s, group)?;
+            }
+        }
+        self.shared.stats.txns_submitted.fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.entries.fetch_add(u64::from(count), Ordering::Relaxed);
+        self.shared.stats.payload_bytes_submitted.fetch_add(submitted, Ordering::Relaxed);
+        Ok(ticket)
+    }
+
+    /// Queues one transaction's entries for stream `s`, all under one lock
+    /// unless the queues fill up on the way, so a batch rarely splits them.
+    fn push_group(&self, s: usize, group: Vec<PendingEntry>) -> Result<(), DeclogError> {
+        let stream = &self.shared.streams[s];
+        let mut rest = group.into_iter();
+        let mut next = rest.next();
+        while let Some(first) = next.take() {
+            if let Some(reason) = self.shared.poison.get() {
+                first.ticket.fail(reason.clone());
+                return Err(DeclogError::Poisoned(reason.describe()));
+            }
+            let mut qs = stream.queues.lock();
+            let mut keys = stream.keys.lock();
+            let mut entry = Some(first);
+            while let Some(mut e) = entry.take() {
+                // Compress under the queue lock, so stream order is compression order.
+                let undo = match keys.as_mut() {
+                    Some(table) if !key_registered(table, &e.payload) => {
+                        e.meta.raw = true;
+                        None
+                    }
+                    Some(table) => {
+                        let (c, before) = compress_point(table, &e.payload, e.meta.txn.0)?;
+                        e.meta.compressed = c.compressed;
+                        Some((std::mem::replace(&mut e.payload, c.payload), before))
+                    }
+                    None => None,
+                };
+                let (logged, compressed) = (e.payload.len() as u64, e.meta.compressed);
+                match qs.push(e, &self.shared.snapshots) {
+                    Ok(()) => {
+                        let stats = &self.shared.stats;
+                        stats.payload_bytes_logged.fetch_add(logged, Ordering::Relaxed);
+                        stats.compressed_entries.fetch_add(compressed as u64, Ordering::Relaxed);
+                        entry = rest.next();
+                    }
+                    Err(mut back) => {
+                        // No free queue: undo the compression, retry later as submitted.
+                        if let (Some(table), Some((original, before))) = (keys.as_mut(), undo) {
+                            undo_compression(table, &original, before);
+                            back.payload = original;
+                            back.meta.compressed = false;
+                        }
+                        back.meta.raw = false;
+                        next = Some(back);
+                        break;
+                    }
+                }
+            }
+            drop(keys);
+            if qs.has_work(self.shared.close_open()) {
+                stream.work_cv.notify_one();
+            }
+            if next.is_none() {
+                return Ok(());
+            }
+            match self.shared.mode {
+                FlushMode::Threads => {
+                    stream.space_cv.wait_for(&mut qs, Duration::from_millis(20));
+                }
+                FlushMode::Inline => {
+                    drop(qs);
+                    if self.shared.step(s) != StepOutcome::Progress {
+                        // This stream waits for another one: run them all.
+                        self.shared.pump()?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds the flush until the returned guard drops: the logging threads
+    /// leave their open queues open meanwhile (a queue still closes when full
+    /// or after an update entry), so that the entries of several
+    /// transactions a producer queues one after the other go into one batch
+    /// and one fence (group commit across transactions, section 4.4.2).
+    /// Drop the hold before waiting for any ticket. No effect in inline mode.
+    pub fn hold_flush(&self) -> FlushHold {
+        self.shared.flush_holds.fetch_add(1, Ordering::SeqCst);
+        FlushHold { shared: self.shared.clone() }
+    }
+}
+
+/// Whether the key of a point payload is in the stream's key table (else
+/// the entry is logged raw).
+fn key_registered(table: &KeyTable, payload: &[u8]) -> bool {
+    point_payload::decode(payload).is_ok_and(|p| table.get(p.key).is_some())
+}
