@@ -301,6 +301,7 @@ mod tests {
     use crate::schema::strategies::schema_strategy;
     use crate::schema::Attr;
     use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
 
     fn mixed() -> StreamSchema {
         StreamSchema::new(vec![
@@ -408,24 +409,46 @@ mod tests {
         assert_eq!(decode(&schema, &bytes).unwrap(), event);
     }
 
+    /// The property tests' fixed proptest seed: they are deterministic and
+    /// every assertion message prints it.
+    const PROPTEST_SEED: u64 = 0x000E_7E27;
+
+    fn proptest_config() -> ProptestConfig {
+        ProptestConfig {
+            rng_seed: RngSeed::Fixed(PROPTEST_SEED),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// A random schema and a random event of it.
+    fn schema_and_event() -> impl Strategy<Value = (StreamSchema, Event)> {
+        schema_strategy().prop_flat_map(|s| {
+            let events = event_strategy(&s, any::<i64>(), true);
+            (Just(s), events)
+        })
+    }
+
     proptest! {
+        #![proptest_config(proptest_config())]
+
         #[test]
-        fn events_round_trip(
-            (schema, event) in schema_strategy().prop_flat_map(|s| {
-                let events = event_strategy(&s, any::<i64>(), true);
-                (Just(s), events)
-            })
-        ) {
+        fn events_round_trip((schema, event) in schema_and_event()) {
+            let seed = PROPTEST_SEED;
             let bytes = encode(&schema, &event).unwrap();
-            prop_assert_eq!(bytes.len(), schema.event_bytes());
-            prop_assert!(validate(&schema, &bytes).is_ok());
+            prop_assert_eq!(bytes.len(), schema.event_bytes(), "seed {:#x}", seed);
+            prop_assert!(validate(&schema, &bytes).is_ok(), "seed {:#x}: encoded bytes must validate", seed);
             let back = decode(&schema, &bytes).unwrap();
             // Compare through the bytes so NaN payloads count as equal.
-            prop_assert_eq!(encode(&schema, &back).unwrap(), bytes.clone());
-            prop_assert_eq!(back.ts, event.ts);
+            prop_assert_eq!(encode(&schema, &back).unwrap(), bytes.clone(), "seed {:#x}", seed);
+            prop_assert_eq!(back.ts, event.ts, "seed {:#x}", seed);
             for i in 0..schema.attr_count() {
                 let direct = attr_as_f64(&schema, &bytes, i).map(f64::to_bits);
-                prop_assert_eq!(direct, event.values[i].as_f64().map(f64::to_bits));
+                prop_assert_eq!(
+                    direct,
+                    event.values[i].as_f64().map(f64::to_bits),
+                    "seed {:#x}: attribute {}", seed, i
+                );
             }
         }
 
@@ -433,8 +456,13 @@ mod tests {
         fn decode_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 37)) {
             let schema = mixed();
             match decode(&schema, &bytes) {
-                Ok(event) => prop_assert_eq!(encode(&schema, &event).unwrap(), bytes),
-                Err(e) => prop_assert!(e.is_corruption() && validate(&schema, &bytes).is_err()),
+                Ok(event) => {
+                    prop_assert_eq!(encode(&schema, &event).unwrap(), bytes, "seed {:#x}", PROPTEST_SEED)
+                }
+                Err(e) => prop_assert!(
+                    e.is_corruption() && validate(&schema, &bytes).is_err(),
+                    "seed {:#x}: {}", PROPTEST_SEED, e
+                ),
             }
         }
     }

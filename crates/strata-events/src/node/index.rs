@@ -5,20 +5,17 @@
 //! entry carries the child's aggregates; without, they live in the flat
 //! PMem aggregate array and the fan-out is larger (paper: 459 vs 43).
 
-use std::ops::Range;
-
 use crate::aggregate::Aggregates;
 use crate::ids::{EventError, NodeId, NodeKind};
+use crate::node::frame;
 use crate::node::header::{
-    self, check_crc, i64_at, init_header, put_i64, put_u64, read_header, sibling_from_raw, sibling_to_raw,
-    u16_at, u64_at, NodeHeader, FLAG_AGGREGATES_INLINE, FLAG_SEALED, NODE_KIND_INDEX, OFFSET_FLAGS,
-    OFFSET_ID, OFFSET_LEVEL, OFFSET_NEXT, OFFSET_PREV, OFFSET_TS_MAX, OFFSET_TS_MIN,
+    init_header, put_i64, read_header, u16_at, u64_at, FLAG_AGGREGATES_INLINE, NODE_KIND_INDEX, OFFSET_LEVEL,
+    OFFSET_TS_MAX, OFFSET_TS_MIN,
 };
 use crate::node::layout::{
     IndexLayout, INDEX_ENTRY_FIXED_BYTES, INDEX_ENTRY_OFFSET_AGGREGATES, INDEX_ENTRY_OFFSET_CHILD,
     INDEX_ENTRY_OFFSET_KEY,
 };
-use crate::node::{frame, NODE_BYTES};
 
 /// One decoded index entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,18 +28,11 @@ pub struct IndexEntry {
 }
 
 /// A view of an index node over a node buffer `B` of exactly
-/// [`NODE_BYTES`].
+/// [`NODE_BYTES`](crate::node::NODE_BYTES).
 #[derive(Clone, Debug)]
 pub struct IndexNode<B> {
     buf: B,
     layout: IndexLayout,
-}
-
-fn check_len(len: usize) -> Result<(), EventError> {
-    if len != NODE_BYTES {
-        return Err(EventError::invalid(format!("a node buffer has {NODE_BYTES} bytes, got {len}")));
-    }
-    Ok(())
 }
 
 /// The kind of the children of an index node at `level`.
@@ -55,20 +45,20 @@ fn child_kind(level: u16) -> NodeKind {
 }
 
 impl<B: AsRef<[u8]>> IndexNode<B> {
+    // `layout`, `as_bytes`, `into_inner`, `header`, `len`, `is_empty`, `is_full`,
+    // `is_at_capacity`, `id`, `prev`, `next`, `is_sealed`, `used_bytes`, the byte
+    // ranges, the searches and `verify`, shared with the other view.
+    frame::node_view_reads!(layout: IndexLayout, key: INDEX_ENTRY_OFFSET_KEY);
+
     /// Opens an existing index node, checking its header against the layout
     /// (not the CRC and not the entries: see [`IndexNode::verify`]).
     pub fn open(buf: B, layout: &IndexLayout) -> Result<IndexNode<B>, EventError> {
-        check_len(buf.as_ref().len())?;
-        let h = read_header(buf.as_ref())?;
-        let location = || format!("node {}", h.id);
-        if h.kind != NodeKind::Index {
-            return Err(EventError::corruption(location(), "a leaf where an index node was expected"));
-        }
+        let h = frame::open_header(buf.as_ref(), NodeKind::Index)?;
         if (h.flags & FLAG_AGGREGATES_INLINE != 0) != layout.aggregates_inline()
             || h.entry_bytes as usize != layout.entry_bytes()
         {
             return Err(EventError::corruption(
-                location(),
+                format!("node {}", h.id),
                 format!(
                     "entries of {} bytes (aggregates inline: {}), the layout's have {} (inline: {})",
                     h.entry_bytes,
@@ -81,97 +71,23 @@ impl<B: AsRef<[u8]>> IndexNode<B> {
         Ok(IndexNode { buf, layout: layout.clone() })
     }
 
-    pub fn layout(&self) -> &IndexLayout {
-        &self.layout
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
-    pub fn into_inner(self) -> B {
-        self.buf
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
     fn eb(&self) -> usize {
         self.layout.entry_bytes()
-    }
-
-    /// The parsed and checked header.
-    pub fn header(&self) -> Result<NodeHeader, EventError> {
-        read_header(self.bytes())
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        frame::count(self.bytes())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Whether an append would exceed the fill limit (the fan-out).
-    pub fn is_full(&self) -> bool {
-        self.len() >= self.layout.fill_limit()
-    }
-
-    /// Whether an ordered insert would fail.
-    pub fn is_at_capacity(&self) -> bool {
-        self.len() >= self.layout.capacity()
     }
 
     pub fn level(&self) -> u16 {
         u16_at(self.bytes(), OFFSET_LEVEL)
     }
 
-    pub fn id(&self) -> NodeId {
-        NodeId::from_u64(u64_at(self.bytes(), OFFSET_ID))
-    }
-
-    pub fn prev(&self) -> Option<NodeId> {
-        sibling_from_raw(u64_at(self.bytes(), OFFSET_PREV))
-    }
-
-    pub fn next(&self) -> Option<NodeId> {
-        sibling_from_raw(u64_at(self.bytes(), OFFSET_NEXT))
-    }
-
     /// The first key (`i64::MAX` when empty).
     pub fn ts_min(&self) -> i64 {
-        i64_at(self.bytes(), OFFSET_TS_MIN)
+        frame::ts_min(self.bytes())
     }
 
     /// The largest timestamp of the subtree as far as the node knows it: at
     /// least the last key and every inline `ts_max` (`i64::MIN` when empty).
     pub fn ts_max(&self) -> i64 {
-        i64_at(self.bytes(), OFFSET_TS_MAX)
-    }
-
-    pub fn is_sealed(&self) -> bool {
-        self.bytes()[OFFSET_FLAGS] & FLAG_SEALED != 0
-    }
-
-    pub fn used_bytes(&self) -> usize {
-        frame::used_bytes(self.bytes(), self.eb())
-    }
-
-    pub fn header_range(&self) -> Range<usize> {
-        header::header_range()
-    }
-
-    /// The byte range of entry `i`.
-    pub fn entry_range(&self, i: usize) -> Range<usize> {
-        frame::entry_range(self.eb(), i)
-    }
-
-    /// The byte range of entries `from..to`.
-    pub fn entries_range(&self, from: usize, to: usize) -> Range<usize> {
-        frame::entries_range(self.eb(), from, to)
+        frame::ts_max(self.bytes())
     }
 
     fn field(&self, i: usize, offset: usize) -> Option<u64> {
@@ -208,32 +124,11 @@ impl<B: AsRef<[u8]>> IndexNode<B> {
 
     /// The (key, child) pairs in order.
     pub fn iter(&self) -> impl Iterator<Item = (i64, NodeId)> + '_ {
-        self.bytes()[self.entries_range(0, self.len())].chunks_exact(self.eb()).map(|e| {
+        frame::entries(self.bytes(), self.eb()).map(|e| {
             let key = i64::from_le_bytes(e[0..8].try_into().expect("8 bytes"));
             let child = u64::from_le_bytes(e[8..16].try_into().expect("8 bytes"));
             (key, NodeId::from_u64(child))
         })
-    }
-
-    /// Index of the first entry with key `>= t` (`len()` if none).
-    pub fn lower_bound(&self, t: i64) -> usize {
-        frame::partition_point(self.bytes(), self.eb(), self.len(), INDEX_ENTRY_OFFSET_KEY, t, false)
-    }
-
-    /// Index of the first entry with key `> t` (`len()` if none).
-    pub fn upper_bound(&self, t: i64) -> usize {
-        frame::partition_point(self.bytes(), self.eb(), self.len(), INDEX_ENTRY_OFFSET_KEY, t, true)
-    }
-
-    /// The first entry with key `>= t`.
-    pub fn first_ge(&self, t: i64) -> Option<usize> {
-        let i = self.lower_bound(t);
-        (i < self.len()).then_some(i)
-    }
-
-    /// The last entry with key `<= t`.
-    pub fn last_le(&self, t: i64) -> Option<usize> {
-        self.upper_bound(t).checked_sub(1)
     }
 
     /// The entry whose child an event with timestamp `t` belongs in: the
@@ -271,9 +166,7 @@ impl<B: AsRef<[u8]>> IndexNode<B> {
         let h = read_header(self.bytes())?;
         let location = || format!("index {}", h.id);
         let bad = |what: String| EventError::corruption(location(), what);
-        if h.count as usize > self.layout.capacity() || h.entry_bytes as usize != self.eb() {
-            return Err(bad("header does not match the layout".into()));
-        }
+        frame::check_fits_layout(&h, self.layout.capacity(), self.eb(), &location())?;
         let kind = child_kind(h.level);
         let mut last = i64::MIN;
         let mut ts_max_needed = i64::MIN;
@@ -312,16 +205,12 @@ impl<B: AsRef<[u8]>> IndexNode<B> {
         }
         Ok(())
     }
-
-    /// Checks a sealed index node completely: structure, flag and CRC.
-    pub fn verify(&self) -> Result<(), EventError> {
-        let h = read_header(self.bytes())?;
-        check_crc(self.bytes(), &h)?;
-        self.verify_structure()
-    }
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
+    // `set_prev`, `set_next` and `seal`, shared with the other view.
+    frame::node_view_writes!(kind: NodeKind::Index);
+
     /// Formats `buf` as an empty index node at `level` (1 = children are
     /// leaves) with id `id` (an index id). Only the header is written.
     pub fn init(
@@ -330,40 +219,13 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
         id: NodeId,
         level: u16,
     ) -> Result<IndexNode<B>, EventError> {
-        check_len(buf.as_ref().len())?;
+        frame::check_len(buf.as_ref().len())?;
         if id.kind != NodeKind::Index || level == 0 {
             return Err(EventError::invalid(format!("index node {id} at level {level}")));
         }
         let flags = if layout.aggregates_inline() { FLAG_AGGREGATES_INLINE } else { 0 };
         init_header(buf.as_mut(), NODE_KIND_INDEX, flags, level, layout.entry_bytes() as u16, id);
         Ok(IndexNode { buf, layout: layout.clone() })
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        self.buf.as_mut()
-    }
-
-    fn check_sibling(&self, what: &str, link: Option<NodeId>) -> Result<(), EventError> {
-        match link {
-            Some(l) if l.kind != NodeKind::Index || l == self.id() => {
-                Err(EventError::invalid(format!("{what} link {l} of index node {}", self.id())))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    pub fn set_prev(&mut self, prev: Option<NodeId>) -> Result<(), EventError> {
-        self.check_sibling("prev", prev)?;
-        frame::unseal(self.bytes_mut());
-        put_u64(self.bytes_mut(), OFFSET_PREV, sibling_to_raw(prev));
-        Ok(())
-    }
-
-    pub fn set_next(&mut self, next: Option<NodeId>) -> Result<(), EventError> {
-        self.check_sibling("next", next)?;
-        frame::unseal(self.bytes_mut());
-        put_u64(self.bytes_mut(), OFFSET_NEXT, sibling_to_raw(next));
-        Ok(())
     }
 
     /// The entry bytes for `(key, child, aggregates)`, checked.
@@ -400,9 +262,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
     }
 
     fn widen_ts(&mut self, ts_min: i64, ts_max: i64) {
-        let (min, max) = (self.ts_min().min(ts_min), self.ts_max().max(ts_max));
-        put_i64(self.bytes_mut(), OFFSET_TS_MIN, min);
-        put_i64(self.bytes_mut(), OFFSET_TS_MAX, max);
+        frame::widen_ts(self.bytes_mut(), ts_min, ts_max);
     }
 
     fn entry_ts_max(key: i64, aggregates: Option<&Aggregates>) -> i64 {
@@ -419,12 +279,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
         aggregates: Option<&Aggregates>,
     ) -> Result<usize, EventError> {
         let n = self.len();
-        if n >= self.layout.fill_limit() {
-            return Err(EventError::Full {
-                what: "index node",
-                detail: format!("{n} entries reach the fill limit {}", self.layout.fill_limit()),
-            });
-        }
+        frame::check_fill_limit(n, self.layout.fill_limit(), "index node", "entries")?;
         if let Some(last) = n.checked_sub(1).and_then(|i| self.key_at(i)) {
             if key < last {
                 return Err(EventError::invalid(format!("key {key} is smaller than the last key {last}")));
@@ -446,13 +301,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
         child: NodeId,
         aggregates: Option<&Aggregates>,
     ) -> Result<usize, EventError> {
-        let n = self.len();
-        if n >= self.layout.capacity() {
-            return Err(EventError::Full {
-                what: "index node",
-                detail: format!("{n} entries fill its capacity including the spare room"),
-            });
-        }
+        frame::check_capacity(self.len(), self.layout.capacity(), "index node", "entries")?;
         let entry = self.build_entry(key, child, aggregates)?;
         let pos = self.upper_bound(key);
         let eb = self.eb();
@@ -511,11 +360,5 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> IndexNode<B> {
             frame::unseal(self.bytes_mut());
             put_i64(self.bytes_mut(), OFFSET_TS_MAX, ts);
         }
-    }
-
-    /// Zeroes the unused bytes, sets the sealed flag and stores the CRC.
-    pub fn seal(&mut self) {
-        let eb = self.eb();
-        frame::seal(self.bytes_mut(), eb);
     }
 }

@@ -202,23 +202,14 @@ impl AggregateArray {
         base: RegionOffset,
         area_bytes: u64,
     ) -> Result<AggregateArray, EventError> {
-        let area = Area::new(region, base, area_bytes, WHAT)?;
-        let location = format!("{WHAT} header at {base}");
-        let mut bytes = [0u8; HEADER_BYTES as usize];
-        area.read(0, &mut bytes).map_err(|_| {
-            EventError::corruption(&location, format!("area of {area_bytes} bytes is smaller than a header"))
-        })?;
-        let header = ArrayHeader::decode(&bytes, AGGREGATE_ARRAY_MAGIC, &location)?;
-        let layout = SlotLayout::from_code(header.layout).ok_or_else(|| {
-            EventError::corruption(&location, format!("unknown layout code {}", header.layout))
-        })?;
+        let opened = Area::open_formatted(region, base, area_bytes, WHAT, AGGREGATE_ARRAY_MAGIC)?;
+        let header = opened.header;
+        let layout = SlotLayout::from_code(header.layout)
+            .ok_or_else(|| opened.corruption(format!("unknown layout code {}", header.layout)))?;
         let record_bytes = u64::from(header.record_bytes);
-        check_record_bytes(record_bytes).map_err(|e| EventError::corruption(&location, e.to_string()))?;
-        let expected = expected_header(record_bytes, layout, area_bytes).ok_or_else(|| {
-            EventError::corruption(&location, format!("area of {area_bytes} bytes holds none of its slots"))
-        })?;
-        header.expect_equal(&expected, &location)?;
-        let array = Self::from_header(area, &header, layout);
+        check_record_bytes(record_bytes).map_err(|e| opened.corruption(e.to_string()))?;
+        opened.expect_header(expected_header(record_bytes, layout, area_bytes), "slots")?;
+        let array = Self::from_header(opened.area, &header, layout);
         array.recover_journal()?;
         Ok(array)
     }

@@ -2,13 +2,16 @@
 //! PMem array owns. Every access goes through it: offsets are relative to
 //! `base`, every range is checked against the area (an error, never a write
 //! outside it, never a panic in the region), and every write, read, flush and
-//! fence is counted in [`PmemArrayCounters`].
+//! fence is counted in [`PmemArrayCounters`]. Opening an array's area reads
+//! and checks the header both arrays share ([`Area::open_formatted`],
+//! [`OpenedArea`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata_pmem::{Region, RegionOffset, CACHE_LINE_BYTES, WORD_BYTES};
 
+use super::header::{ArrayHeader, HEADER_BYTES};
 use crate::ids::EventError;
 
 /// An array's area must start on a cache line (so aligned slots are cache-line
@@ -189,6 +192,54 @@ impl Area {
             bytes_persisted: get(&c.bytes_persisted),
             fences: get(&c.fences),
         }
+    }
+}
+
+/// The area of a formatted array being opened: the area, its header as read
+/// (magic, CRC, version and reserved word checked, the fields not yet), and
+/// the location naming the header in errors.
+pub(crate) struct OpenedArea {
+    pub(crate) area: Area,
+    pub(crate) header: ArrayHeader,
+    pub(crate) location: String,
+}
+
+impl Area {
+    /// Opens the area `[base, base + area_bytes)` of an array named `what`
+    /// whose header has `magic`, and reads and decodes the header.
+    /// `Corruption` if the area is smaller than a header or the header is bad.
+    pub(crate) fn open_formatted(
+        region: Arc<Region>,
+        base: RegionOffset,
+        area_bytes: u64,
+        what: &'static str,
+        magic: u64,
+    ) -> Result<OpenedArea, EventError> {
+        let area = Area::new(region, base, area_bytes, what)?;
+        let location = format!("{what} header at {base}");
+        let mut bytes = [0u8; HEADER_BYTES as usize];
+        area.read(0, &mut bytes).map_err(|_| {
+            EventError::corruption(&location, format!("area of {area_bytes} bytes is smaller than a header"))
+        })?;
+        let header = ArrayHeader::decode(&bytes, magic, &location)?;
+        Ok(OpenedArea { area, header, location })
+    }
+}
+
+impl OpenedArea {
+    /// `Corruption` at the header's location.
+    pub(crate) fn corruption(&self, what: impl Into<String>) -> EventError {
+        EventError::corruption(&self.location, what)
+    }
+
+    /// `Corruption` unless the header read is `expected`, the header
+    /// `format` writes for this area; `None` means the area holds none of
+    /// the array's `slots` (named so in the error).
+    pub(crate) fn expect_header(&self, expected: Option<ArrayHeader>, slots: &str) -> Result<(), EventError> {
+        let expected = expected.ok_or_else(|| {
+            self.corruption(format!("area of {} bytes holds none of its {slots}", self.area.len_bytes))
+        })?;
+        self.header.expect_equal(&expected, &self.location)
     }
 }
 

@@ -140,19 +140,12 @@ impl IndexNodeArray {
         base: RegionOffset,
         area_bytes: u64,
     ) -> Result<IndexNodeArray, EventError> {
-        let area = Area::new(region, base, area_bytes, WHAT)?;
-        let location = format!("{WHAT} header at {base}");
-        let mut bytes = [0u8; HEADER_BYTES as usize];
-        area.read(0, &mut bytes).map_err(|_| {
-            EventError::corruption(&location, format!("area of {area_bytes} bytes is smaller than a header"))
-        })?;
-        let header = ArrayHeader::decode(&bytes, INDEX_NODE_ARRAY_MAGIC, &location)?;
+        let opened = Area::open_formatted(region, base, area_bytes, WHAT, INDEX_NODE_ARRAY_MAGIC)?;
+        let header = opened.header;
         let node_bytes = u64::from(header.record_bytes);
-        check_node_bytes(node_bytes).map_err(|e| EventError::corruption(&location, e.to_string()))?;
-        let expected = expected_header(node_bytes, area_bytes).ok_or_else(|| {
-            EventError::corruption(&location, format!("area of {area_bytes} bytes holds none of its nodes"))
-        })?;
-        header.expect_equal(&expected, &location)?;
+        check_node_bytes(node_bytes).map_err(|e| opened.corruption(e.to_string()))?;
+        opened.expect_header(expected_header(node_bytes, area_bytes), "nodes")?;
+        let area = opened.area;
         let node_count = area.load_u64(NODE_COUNT_OFFSET)?;
         if node_count > header.capacity {
             return Err(EventError::corruption(

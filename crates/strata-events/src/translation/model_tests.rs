@@ -74,34 +74,92 @@ fn recover(
     }
 }
 
-/// Checks every node of the model, and a few never written, against `t`.
-fn check_all(
-    t: &dyn Translation,
-    store: &BlockStore,
-    model: &BTreeMap<NodeId, (PhysAddr, Vec<u8>)>,
-    next: [u64; 2],
-    what: &str,
-) {
-    for (id, (addr, bytes)) in model {
-        assert_eq!(t.get(store, *id).unwrap(), Some(*addr), "{what}: {id}");
-        assert_eq!(store.read_node(*addr).unwrap(), (*id, bytes.clone()), "{what}: bytes of {id}");
-    }
-    for id in [NodeId::leaf(next[0]), NodeId::leaf(next[0] + 17), NodeId::index(next[1] + 1)] {
-        assert_eq!(t.get(store, id).unwrap(), None, "{what}: {id} was never written");
+/// The model: every node written, with its address and bytes.
+type Model = BTreeMap<NodeId, (PhysAddr, Vec<u8>)>;
+
+/// What one seeded run observed; the tests assert on it.
+struct ModelRun {
+    /// Variant and seed, for messages.
+    what: String,
+    /// Every disagreement with the model seen during the run (lookups,
+    /// bytes read back, checks after reopens and crashes), in order.
+    mismatches: Vec<String>,
+    /// Lookups compared against the model.
+    lookups: u64,
+    reopens: u32,
+    crashes: u32,
+    /// At the end: the model's address of every node written, and `None`
+    /// for a few ids never written.
+    expected: BTreeMap<NodeId, Option<PhysAddr>>,
+    /// At the end: what the translation returns for the same ids.
+    translated: BTreeMap<NodeId, Option<PhysAddr>>,
+}
+
+impl ModelRun {
+    /// The first few mismatches, for assertion messages.
+    fn first_mismatches(&self) -> &[String] {
+        &self.mismatches[..self.mismatches.len().min(5)]
     }
 }
 
-fn run_model(variant: Variant, seed: u64, ops: usize) {
+/// Ids the run never writes (beyond the next leaf and index numbers).
+fn never_written(next: [u64; 2]) -> [NodeId; 3] {
+    [NodeId::leaf(next[0]), NodeId::leaf(next[0] + 17), NodeId::index(next[1] + 1)]
+}
+
+/// What `t` returns for `id`, an error as its message.
+fn lookup(t: &dyn Translation, store: &BlockStore, id: NodeId) -> Result<Option<PhysAddr>, String> {
+    t.get(store, id).map_err(|e| e.to_string())
+}
+
+/// Compares every node of the model (address and bytes), and a few ids
+/// never written, against `t`; returns the number of lookups and pushes
+/// every disagreement to `mismatches`.
+fn compare_all(
+    t: &dyn Translation,
+    store: &BlockStore,
+    model: &Model,
+    next: [u64; 2],
+    what: &str,
+    mismatches: &mut Vec<String>,
+) -> u64 {
+    let mut lookups = 0;
+    for (id, (addr, bytes)) in model {
+        lookups += 1;
+        let got = lookup(t, store, *id);
+        if got != Ok(Some(*addr)) {
+            mismatches.push(format!("{what}: {id} translates to {got:?}, the model says {addr}"));
+        }
+        match store.read_node(*addr) {
+            Ok((read_id, read)) if read_id == *id && read == *bytes => {}
+            other => mismatches.push(format!("{what}: bytes of {id} at {addr} read back as {other:?}")),
+        }
+    }
+    for id in never_written(next) {
+        lookups += 1;
+        let got = lookup(t, store, id);
+        if got != Ok(None) {
+            mismatches.push(format!("{what}: {id} was never written, translates to {got:?}"));
+        }
+    }
+    lookups
+}
+
+/// Runs `ops` seeded random steps of `variant` against the model and
+/// reports what it observed (see [`ModelRun`]). Errors of the store or of
+/// `set` panic with the variant, seed and step.
+fn run_model(variant: Variant, seed: u64, ops: usize) -> ModelRun {
     let what = format!("{variant:?} seed {seed}");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut fs = FaultFs::new();
     let mut region = Arc::new(Region::sim(pmem_len()));
     let mut store = BlockStore::create(&fs, path()).unwrap();
     let mut t = create(variant, &region);
-    let mut model: BTreeMap<NodeId, (PhysAddr, Vec<u8>)> = BTreeMap::new();
+    let mut model = Model::new();
     let mut synced_model = model.clone();
     let mut next = [0u64; 2];
-    let (mut reopens, mut crashes) = (0, 0);
+    let mut mismatches = Vec::new();
+    let (mut lookups, mut reopens, mut crashes) = (0, 0, 0);
     for step in 0..ops {
         let what = format!("{what} step {step}");
         match rng.gen_range(0..100) {
@@ -128,7 +186,11 @@ fn run_model(variant: Variant, seed: u64, ops: usize) {
                 let number = rng.gen_range(0..next[kind_index(kind)] + 3);
                 let id = NodeId { kind, number };
                 let want = model.get(&id).map(|(a, _)| *a);
-                assert_eq!(t.get(&store, id).unwrap(), want, "{what}: get {id}");
+                lookups += 1;
+                let got = lookup(&*t, &store, id);
+                if got != Ok(want) {
+                    mismatches.push(format!("{what}: get {id} returned {got:?}, the model says {want:?}"));
+                }
             }
             80..=84 => store.flush().unwrap(),
             85..=91 => {
@@ -144,8 +206,11 @@ fn run_model(variant: Variant, seed: u64, ops: usize) {
                 store = BlockStore::open(&fs, path()).unwrap().0;
                 let (recovered, report) = recover(variant, &mut store, &region);
                 t = recovered;
-                assert_eq!(report.kind, t.kind());
-                check_all(&*t, &store, &model, next, &format!("{what} after reopen"));
+                if report.kind != t.kind() {
+                    mismatches.push(format!("{what}: recovery reports {:?} for {:?}", report.kind, t.kind()));
+                }
+                let after = format!("{what} after reopen");
+                lookups += compare_all(&*t, &store, &model, next, &after, &mut mismatches);
                 reopens += 1;
             }
             _ => {
@@ -158,36 +223,47 @@ fn run_model(variant: Variant, seed: u64, ops: usize) {
                 store = BlockStore::open(&fs, path()).unwrap().0;
                 let (recovered, _) = recover(variant, &mut store, &region);
                 t = recovered;
-                check_all(&*t, &store, &model, next, &format!("{what} after crash"));
+                let after = format!("{what} after crash");
+                lookups += compare_all(&*t, &store, &model, next, &after, &mut mismatches);
                 crashes += 1;
             }
         }
     }
-    check_all(&*t, &store, &model, next, &what);
-    assert!(
-        reopens > 0 && crashes > 0,
-        "{what}: the sequence restarted ({reopens} reopens, {crashes} crashes)"
-    );
+    lookups += compare_all(&*t, &store, &model, next, &format!("{what} at the end"), &mut mismatches);
+    let ids = model.keys().copied().chain(never_written(next));
+    let expected = ids.clone().map(|id| (id, model.get(&id).map(|(a, _)| *a))).collect();
+    let translated =
+        ids.map(|id| (id, t.get(&store, id).unwrap_or_else(|e| panic!("{what}: get {id}: {e}")))).collect();
+    ModelRun { what, mismatches, lookups, reopens, crashes, expected, translated }
 }
 
 #[test]
 fn dram_translation_agrees_with_a_model_across_restarts() {
     for seed in 0..6 {
-        run_model(Variant::Dram, seed, 800);
+        let run = run_model(Variant::Dram, seed, 800);
+        assert!(run.mismatches.is_empty(), "{}: {:?}", run.what, run.first_mismatches());
+        assert_eq!(run.translated, run.expected, "{}: final translations", run.what);
+        assert!(run.lookups > 800 && run.reopens > 0 && run.crashes > 0, "{}: too few checks", run.what);
     }
 }
 
 #[test]
 fn pmem_translation_agrees_with_a_model_across_restarts() {
     for seed in 0..6 {
-        run_model(Variant::Pmem, seed, 800);
+        let run = run_model(Variant::Pmem, seed, 800);
+        assert!(run.mismatches.is_empty(), "{}: {:?}", run.what, run.first_mismatches());
+        assert_eq!(run.translated, run.expected, "{}: final translations", run.what);
+        assert!(run.lookups > 800 && run.reopens > 0 && run.crashes > 0, "{}: too few checks", run.what);
     }
 }
 
 #[test]
 fn att_translation_agrees_with_a_model_across_restarts() {
     for (seed, fanout) in [(0, 2), (1, 3), (2, 4), (3, 8), (4, 16), (5, ATT_MAX_FANOUT_FOR_TESTS)] {
-        run_model(Variant::Att(fanout), seed, 800);
+        let run = run_model(Variant::Att(fanout), seed, 800);
+        assert!(run.mismatches.is_empty(), "{}: {:?}", run.what, run.first_mismatches());
+        assert_eq!(run.translated, run.expected, "{}: final translations", run.what);
+        assert!(run.lookups > 800 && run.reopens > 0 && run.crashes > 0, "{}: too few checks", run.what);
     }
 }
 
