@@ -18,6 +18,7 @@ use crate::series_ssd::SeriesSsdCrash;
 use strata_declog::crash_protocol::DeclogPmemCrash;
 use strata_events::ooo::crash_protocol::OooPmemCrash;
 use strata_events::translation::crash_protocol::PmemTranslationCrash;
+use strata_events::tree::FlankPmemCrash;
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -34,10 +35,28 @@ pub enum SuiteTarget {
     EventsTranslationPmem,
     /// The event store's out-of-order queue on PMem (indexed).
     EventsOooQueuePmem,
+    /// The TAB+-tree's right flank on PMem, persisted every `k` events.
+    EventsFlankPmem(FlankBatch),
+}
+
+/// The flush batch sizes of the PMem right flank that get a crash line.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FlankBatch {
+    K1,
+    K25,
+}
+
+impl FlankBatch {
+    fn events(self) -> u32 {
+        match self {
+            FlankBatch::K1 => 1,
+            FlankBatch::K25 => 25,
+        }
+    }
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 14] = [
+    pub const ALL: [SuiteTarget; 16] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -52,6 +71,8 @@ impl SuiteTarget {
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::NoCheckpoints),
         SuiteTarget::EventsTranslationPmem,
         SuiteTarget::EventsOooQueuePmem,
+        SuiteTarget::EventsFlankPmem(FlankBatch::K1),
+        SuiteTarget::EventsFlankPmem(FlankBatch::K25),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -73,6 +94,8 @@ impl SuiteTarget {
             },
             SuiteTarget::EventsTranslationPmem => "events-translation/pmem",
             SuiteTarget::EventsOooQueuePmem => "events-ooo-queue/pmem",
+            SuiteTarget::EventsFlankPmem(FlankBatch::K1) => "events-flank-k1/pmem",
+            SuiteTarget::EventsFlankPmem(FlankBatch::K25) => "events-flank-k25/pmem",
         }
     }
 
@@ -179,6 +202,13 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             let events = if o.quick { 60 } else { 150 };
             let samples = if o.quick { 4 } else { 16 };
             Protocol::Pmem(Box::new(OooPmemCrash::new(o.seed, events)), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsFlankPmem(batch) => {
+            // In-order events appended to the TAB+-tree with its right flank
+            // on PMem, acknowledged per persisted batch of k; full nodes
+            // written out to the block file (chronicledb-pmem.txt 4.1).
+            let samples = if o.quick { 2 } else { 16 };
+            Protocol::Pmem(Box::new(FlankPmemCrash::new(batch.events())), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };

@@ -16,6 +16,9 @@
 //! - `pmem_arrays`: the flat PMem arrays of aggregates and of index nodes.
 //! - `ooo`: the out-of-order queues (PMem with a DRAM application-time
 //!   index, DRAM, flash).
+//! - `tree`: the TAB+-tree (every Fig. 4 placement), the PMem right flank
+//!   with batch flushing and its crash-safe write-out, recovery, and the
+//!   queries (time travel, replay, temporal aggregation, filter, point).
 
 pub mod aggregate;
 pub mod block_store;
@@ -26,5 +29,6 @@ pub mod ooo;
 pub mod pmem_arrays;
 pub mod schema;
 pub mod translation;
+pub mod tree;
 
 pub use ids::{EventError, NodeId, NodeKind};

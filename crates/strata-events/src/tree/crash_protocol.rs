@@ -1,0 +1,311 @@
+//! Crash test of the TAB+-tree with its right flank on PMem (DESIGN.md
+//! section 3 applied to chronicledb-pmem.txt section 4.1, "Right Flank"): an
+//! implementation of [`PmemCrashProtocol`] for the crash lines
+//! `events-flank-k1/pmem`, `events-flank-k25/pmem` (and other batch sizes).
+//!
+//! Workload (deterministic for a seed): events of a wide schema (40 numeric
+//! attributes and two 255-byte strings, so an 8 KiB leaf holds nine and an
+//! index node with inline aggregates eight entries; 30% spare room) are
+//! appended in timestamp order with runs of equal timestamps; now and then
+//! the workload calls `sync` (persisting a partial batch). An event is
+//! acknowledged as soon as `durable_through` covers it. Each event is one
+//! transaction whose content is its bytes; it depends on the event before it
+//! (the recovered events must be a prefix of the appended ones).
+//!
+//! The block file lives on a [`FaultFs`]. The tree's SSD sync observer keeps
+//! a copy of the file system as a crash would leave it after every store
+//! sync, tagged with the simulator's operation count; a crash at PMem
+//! operation `c` recovers with the latest copy tagged `<= c` (file work
+//! between two PMem operations changes no PMem word, so that pair of states
+//! is one the crash model allows).
+//!
+//! Oracle: recovery must succeed and [`TabTree::verify`] pass (else
+//! `partial`); the replayed events, each mapped to its transaction by the
+//! sequence number it carries, must hold every acknowledged one exactly once
+//! with its exact bytes, and be closed under the prefix dependency. Then the
+//! recovered tree resumes: three more events are appended and synced, and a
+//! second recovery must find all of them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use strata_media::fs::Tear;
+use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
+use strata_pmem::crash::PmemCrashProtocol;
+use strata_pmem::Region;
+
+use crate::event::{self, Event, Value};
+use crate::schema::{Attr, AttrType, StreamSchema};
+use crate::translation::TranslationKind;
+
+use super::flank_pmem::FLANK_MAGIC;
+use super::{AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia};
+
+/// Numeric attributes of the crash schema (the first is the sequence number).
+pub const CRASH_NUMERIC_ATTRS: usize = 40;
+
+/// The wide schema of the crash workload: `seq` (i64), 39 f64 values, two
+/// 255-byte strings; 838-byte events.
+pub fn crash_schema() -> StreamSchema {
+    let mut attrs = vec![Attr::new("seq", AttrType::I64)];
+    attrs.extend((1..CRASH_NUMERIC_ATTRS).map(|i| Attr::new(format!("v{i}"), AttrType::F64)));
+    attrs.push(Attr::new("label", AttrType::FixedStr(255)));
+    attrs.push(Attr::new("note", AttrType::FixedStr(255)));
+    StreamSchema::new(attrs).expect("the crash schema is valid")
+}
+
+/// Event number `seq` of the crash workload: timestamps in runs of up to
+/// three equal values, small integral values (exact sums).
+pub fn crash_event(schema: &StreamSchema, seed: u64, seq: u64) -> Vec<u8> {
+    let ts = 1_000 + (seq / 3) as i64 * 10 + ((seq % 3 == 2) as i64);
+    let mut values = vec![Value::I64(seq as i64)];
+    values.extend(
+        (1..CRASH_NUMERIC_ATTRS as u64)
+            .map(|i| Value::F64(((seq.wrapping_mul(31) + i * 7 + seed) % 1000) as f64 - 500.0)),
+    );
+    values.push(Value::Str(format!("event {seq} of seed {seed}")));
+    values.push(Value::Str("x".repeat((seq % 200) as usize)));
+    event::encode(schema, &Event::new(ts, values)).expect("crash events fit the schema")
+}
+
+/// The sequence number an event of the crash workload carries.
+fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
+    event::attr_as_f64(schema, bytes, 0).map(|v| v as u64)
+}
+
+#[derive(Default)]
+struct RunRecord {
+    oracle: TxnOracle,
+    /// File-system states after each store sync: (simulator operations, state).
+    snapshots: Vec<(u64, FaultFs)>,
+    appended: u64,
+    height: usize,
+}
+
+/// The PMem right flank under crash test (module comment).
+pub struct FlankPmemCrash {
+    pub seed: u64,
+    pub events: u64,
+    pub batch_events: u32,
+    pub aggregates: AggregatePlacement,
+    pub index: IndexPlacement,
+    pub translation: TranslationKind,
+    /// Spare room per node, permille (smaller nodes make taller trees).
+    pub spare_permille: u32,
+    record: RwLock<RunRecord>,
+}
+
+fn sim_ops(region: &Region) -> u64 {
+    region.as_sim().map_or(0, |s| s.ops())
+}
+
+impl FlankPmemCrash {
+    /// The crash line `events-flank-k{batch_events}/pmem`: inline aggregates,
+    /// index nodes on SSD, PMem translation, 100 events (a tree of height 3).
+    pub fn new(batch_events: u32) -> FlankPmemCrash {
+        FlankPmemCrash {
+            seed: 1,
+            events: 100,
+            batch_events,
+            aggregates: AggregatePlacement::Inline,
+            index: IndexPlacement::Ssd,
+            translation: TranslationKind::PmemArray,
+            spare_permille: 300,
+            record: RwLock::new(RunRecord::default()),
+        }
+    }
+
+    /// Every structure on PMem: aggregates in the (dense) PMem array, index
+    /// nodes in the PMem array, PMem translation. The index fan-out is then
+    /// large, so 90% spare room keeps the tree three levels high with one
+    /// event per leaf.
+    pub fn all_pmem(batch_events: u32) -> FlankPmemCrash {
+        FlankPmemCrash {
+            aggregates: AggregatePlacement::PmemArray(crate::pmem_arrays::SlotLayout::Dense),
+            index: IndexPlacement::Pmem,
+            spare_permille: 900,
+            events: 70,
+            ..FlankPmemCrash::new(batch_events)
+        }
+    }
+
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    pub fn with_events(mut self, events: u64) -> Self {
+        self.events = events;
+        self
+    }
+
+    pub fn with_translation(mut self, translation: TranslationKind) -> Self {
+        self.translation = translation;
+        self
+    }
+
+    /// The tree configuration under test.
+    pub fn config(&self) -> TreeConfig {
+        let mut c = TreeConfig::new(crash_schema())
+            .with_spare_permille(self.spare_permille)
+            .with_flank(FlankPlacement::Pmem { batch_events: self.batch_events })
+            .with_aggregates(self.aggregates)
+            .with_index(self.index)
+            .with_translation(self.translation)
+            .with_capacity(self.events + 16, self.events / 2 + 16);
+        c.max_levels = 6;
+        c.att_fanout = 4;
+        c
+    }
+
+    fn media<'a>(&self, fs: &'a FaultFs, region: &Arc<Region>) -> TreeMedia<'a> {
+        TreeMedia { fs, dir: PathBuf::from("tree"), region: Some(region.clone()), pmem_base: 0 }
+    }
+
+    /// Height of the tree and events appended in the last run.
+    pub fn run_counts(&self) -> (usize, u64) {
+        let r = self.record.read();
+        (r.height, r.appended)
+    }
+
+    /// The file system as a crash at simulator operation `op` leaves it.
+    fn fs_at(&self, op: u64) -> Option<FaultFs> {
+        let r = self.record.read();
+        let found = r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).or_else(|| r.snapshots.first());
+        found.map(|(_, fs)| fs.crash(Tear::None))
+    }
+}
+
+impl PmemCrashProtocol for FlankPmemCrash {
+    fn name(&self) -> String {
+        let default = FlankPmemCrash::new(self.batch_events);
+        let mut name = format!("events-flank-k{}", self.batch_events);
+        if self.index != default.index || self.aggregates != default.aggregates {
+            name.push_str("-allpmem");
+        }
+        if self.translation != default.translation {
+            name.push_str(&format!("-{}", self.translation.name()));
+        }
+        name
+    }
+
+    fn region_len(&self) -> u64 {
+        self.config().pmem_plan(0).expect("valid plan").end
+    }
+
+    fn run(&self, region: &Arc<Region>, acks: &AckLog) {
+        let seed = self.seed;
+        let config = self.config();
+        let schema = config.schema.clone();
+        let fs = FaultFs::new();
+        let snapshots = Arc::new(Mutex::new(Vec::new()));
+        let mut tree = TabTree::create(config, self.media(&fs, region))
+            .unwrap_or_else(|e| panic!("seed {seed}: create: {e}"));
+        snapshots.lock().push((sim_ops(region), fs.crash(Tear::None)));
+        let (obs_fs, obs_region, obs_snaps) = (fs.clone(), region.clone(), snapshots.clone());
+        tree.set_ssd_sync_observer(Some(Box::new(move || {
+            obs_snaps.lock().push((sim_ops(&obs_region), obs_fs.crash(Tear::None)));
+        })));
+        let mut oracle = TxnOracle::new();
+        let mut acked = 0u64;
+        let mut ack_through = |durable: u64| {
+            while acked < durable {
+                acks.ack(TxnId(acked));
+                acked += 1;
+            }
+        };
+        for seq in 0..self.events {
+            let bytes = crash_event(&schema, seed, seq);
+            let deps = seq.checked_sub(1).map(TxnId).into_iter().collect();
+            oracle.attempt(TxnId(seq), bytes.clone(), deps);
+            tree.append(&bytes).unwrap_or_else(|e| panic!("seed {seed}: append {seq}: {e}"));
+            if (seq + seed) % 7 == 3 {
+                tree.sync().unwrap_or_else(|e| panic!("seed {seed}: sync after {seq}: {e}"));
+            }
+            ack_through(tree.durable_through());
+        }
+        ack_through(tree.sync().unwrap_or_else(|e| panic!("seed {seed}: final sync: {e}")));
+        let height = tree.height();
+        drop(tree);
+        let snapshots = std::mem::take(&mut *snapshots.lock());
+        *self.record.write() = RunRecord { oracle, snapshots, appended: self.events, height };
+    }
+
+    fn recover_and_check(
+        &self,
+        region: &Arc<Region>,
+        acked: &BTreeSet<TxnId>,
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        self.recover_and_check_at(region, acked, u64::MAX)
+    }
+
+    fn recover_and_check_at(
+        &self,
+        region: &Arc<Region>,
+        acked: &BTreeSet<TxnId>,
+        crash_op: u64,
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        let config = self.config();
+        let schema = config.schema.clone();
+        let plan = config.pmem_plan(0).map_err(|e| e.to_string())?;
+        let flank_base = plan.flank.as_ref().ok_or("no flank area")?.start;
+        let record = self.record.read();
+        if region.load_u64(strata_pmem::RegionOffset(flank_base)) != FLANK_MAGIC {
+            // The flank is formatted last by create: nothing was acknowledged.
+            return Ok(record.oracle.check(acked, &BTreeMap::new()));
+        }
+        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let (mut tree, _) = TabTree::recover(config.clone(), self.media(&fs, region))
+            .map_err(|e| format!("recovery: {e}"))?;
+        let mut counts = OracleCounts::default();
+        let mut why = None;
+        if let Err(e) = tree.verify() {
+            counts.partial += 1;
+            why = Some(format!("recovered tree fails verification: {e}"));
+        }
+        let mut found = BTreeMap::new();
+        let mut replayed = 0u64;
+        for e in tree.replay() {
+            let e = e.map_err(|e| format!("replay: {e}"))?;
+            replayed += 1;
+            let seq = seq_of(&schema, &e).ok_or("an event without a sequence number")?;
+            if found.insert(TxnId(seq), e).is_some() {
+                counts.partial += 1;
+                why.get_or_insert_with(|| format!("event {seq} recovered twice"));
+            }
+        }
+        let (c, w) = record.oracle.check(acked, &found);
+        counts.add(c);
+        if why.is_none() {
+            why = w;
+        }
+        drop(record);
+        // Resume: three more events, synced, must survive a second recovery.
+        let next = found.keys().last().map_or(0, |t| t.0 + 1);
+        let mut expect: Vec<Vec<u8>> = tree.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        for seq in next..next + 3 {
+            let bytes = crash_event(&schema, self.seed, seq);
+            tree.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
+            expect.push(bytes);
+        }
+        tree.sync().map_err(|e| format!("sync after recovery: {e}"))?;
+        if replayed + 3 != tree.len() {
+            return Err(format!("the resumed tree counts {} events, expected {}", tree.len(), replayed + 3));
+        }
+        drop(tree);
+        let (again, _) = TabTree::recover(config, self.media(&fs.crash(Tear::None), region))
+            .map_err(|e| format!("second recovery: {e}"))?;
+        again.verify().map_err(|e| format!("second recovery fails verification: {e}"))?;
+        let got: Vec<Vec<u8>> = again.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        if got != expect {
+            return Err(format!(
+                "a second recovery after resuming holds {} events, expected {}",
+                got.len(),
+                expect.len()
+            ));
+        }
+        Ok((counts, why))
+    }
+}

@@ -1,0 +1,413 @@
+//! The right flank on PMem (chronicledb-pmem.txt section 4.1 "Right Flank",
+//! Fig. 4 A.b; format: `docs/format/events-flank.md`): an area holding a
+//! 256-byte header and one node-size slot per level, slot `l` holding the
+//! level's current node in the node format of `docs/format/events-node.md`.
+//!
+//! This module owns the bytes and their persist order only; the tree decides
+//! what to write (`tree/flank.rs`, `tree/insert.rs`):
+//! - appends persist the appended entries (flush, fence), then the node
+//!   header with the new count (flush, fence): the count word is an aligned
+//!   8-byte store, so after a crash the count covers only persisted entries;
+//! - a node's write-out is framed by a journal record naming the level, the
+//!   node written out, its successor and a new root (if the tree grows); the
+//!   record's fields are persisted before its state word, which commits it;
+//! - the height word and the slot headers are rewritten only inside a
+//!   committed journal, so recovery can redo them.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use strata_pmem::{Region, RegionOffset, CACHE_LINE_BYTES};
+
+use crate::ids::{EventError, NodeId};
+use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
+
+/// `STEVFLNK` read as a little-endian u64.
+pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
+pub const FLANK_VERSION: u32 = 1;
+/// Bytes of the area header (one 256-byte media block).
+pub const FLANK_HEADER_BYTES: u64 = 256;
+/// Area offset of slot 0; slot `l` starts at `FLANK_SLOTS_OFFSET + l * FLANK_SLOT_BYTES`.
+pub const FLANK_SLOTS_OFFSET: u64 = 256;
+/// Bytes of one slot: one node.
+pub const FLANK_SLOT_BYTES: u64 = NODE_BYTES as u64;
+pub const FLANK_OFFSET_MAGIC: u64 = 0;
+pub const FLANK_OFFSET_VERSION: u64 = 8;
+pub const FLANK_OFFSET_MAX_LEVELS: u64 = 12;
+pub const FLANK_OFFSET_EVENT_BYTES: u64 = 16;
+pub const FLANK_OFFSET_INDEX_ENTRY_BYTES: u64 = 20;
+pub const FLANK_OFFSET_LEAF_FILL: u64 = 24;
+pub const FLANK_OFFSET_INDEX_FILL: u64 = 28;
+pub const FLANK_OFFSET_FLAGS: u64 = 32;
+pub const FLANK_OFFSET_CONFIG_CRC: u64 = 36;
+pub const FLANK_OFFSET_HEADER_CRC: u64 = 40;
+/// The header CRC covers bytes `0..FLANK_HEADER_CRC_COVERED_BYTES`.
+pub const FLANK_HEADER_CRC_COVERED_BYTES: u64 = 40;
+pub const FLANK_OFFSET_HEIGHT: u64 = 64;
+pub const FLANK_OFFSET_MERGED_OOO_GENERATION: u64 = 72;
+pub const FLANK_OFFSET_JOURNAL_STATE: u64 = 128;
+pub const FLANK_OFFSET_JOURNAL_LEVEL: u64 = 136;
+pub const FLANK_OFFSET_JOURNAL_OLD_ID: u64 = 144;
+pub const FLANK_OFFSET_JOURNAL_NEW_ID: u64 = 152;
+pub const FLANK_OFFSET_JOURNAL_ROOT_ID: u64 = 160;
+/// `flags` bit: leaves and index nodes share one id sequence.
+pub const FLANK_FLAG_SHARED_IDS: u32 = 1;
+/// `flags` bit: index entries carry their child's aggregates.
+pub const FLANK_FLAG_AGGREGATES_INLINE: u32 = 2;
+/// Journal state word: no write-out in flight.
+pub const JOURNAL_IDLE: u64 = 0;
+/// Journal state word: a write-out is in flight (`WRITEOUT` as a little-endian u64).
+pub const JOURNAL_ACTIVE: u64 = u64::from_le_bytes(*b"WRITEOUT");
+/// A node-id word meaning "none".
+pub const NO_NODE: u64 = u64::MAX;
+
+/// Bytes of a flank area with `max_levels` slots.
+pub fn flank_area_bytes(max_levels: u32) -> u64 {
+    FLANK_SLOTS_OFFSET + u64::from(max_levels) * FLANK_SLOT_BYTES
+}
+
+/// The configuration a flank area was formatted for; `open` rejects an
+/// area formatted for another.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FlankFingerprint {
+    pub max_levels: u32,
+    pub event_bytes: u32,
+    pub index_entry_bytes: u32,
+    pub leaf_fill: u32,
+    pub index_fill: u32,
+    pub flags: u32,
+    /// CRC32C of the schema encoding, the kept aggregates and the spare room.
+    pub config_crc: u32,
+}
+
+/// A write-out in flight (see the module comment and the format document).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FlankJournal {
+    /// Level of the node written out.
+    pub level: u32,
+    /// The node written out (the slot's node when the write-out began).
+    pub old_id: NodeId,
+    /// Its successor, which the slot holds when the write-out ends.
+    pub new_id: NodeId,
+    /// A new root one level up, if the node written out was the root.
+    pub root_id: Option<NodeId>,
+}
+
+/// What a flank area held when it was opened.
+#[derive(Clone, Debug)]
+pub struct FlankImage {
+    pub height: u32,
+    /// One node buffer per level `0..height`, as persisted (headers may be
+    /// stale where the format document says so).
+    pub slots: Vec<Vec<u8>>,
+    pub journal: Option<FlankJournal>,
+    pub merged_ooo_generation: u64,
+}
+
+/// PMem work done by the flank area since format or open.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlankPmemStats {
+    /// Appends persisted (each: entries, fence, header, fence).
+    pub appends_persisted: u64,
+    /// Entries (events or index entries) made durable by them.
+    pub entries_persisted: u64,
+    pub slot_inits: u64,
+    pub journal_records: u64,
+    pub lines_flushed: u64,
+    pub bytes_persisted: u64,
+    pub fences: u64,
+    /// Bytes read from the area (open only).
+    pub bytes_read: u64,
+}
+
+/// The PMem flank area of one tree.
+pub struct PmemFlankArea {
+    region: Arc<Region>,
+    base: u64,
+    max_levels: u32,
+    stats: FlankPmemStats,
+}
+
+fn header_bytes(fp: &FlankFingerprint) -> Vec<u8> {
+    let mut h = vec![0u8; CACHE_LINE_BYTES as usize];
+    h[0..8].copy_from_slice(&FLANK_MAGIC.to_le_bytes());
+    let fields = [
+        (FLANK_OFFSET_VERSION, FLANK_VERSION),
+        (FLANK_OFFSET_MAX_LEVELS, fp.max_levels),
+        (FLANK_OFFSET_EVENT_BYTES, fp.event_bytes),
+        (FLANK_OFFSET_INDEX_ENTRY_BYTES, fp.index_entry_bytes),
+        (FLANK_OFFSET_LEAF_FILL, fp.leaf_fill),
+        (FLANK_OFFSET_INDEX_FILL, fp.index_fill),
+        (FLANK_OFFSET_FLAGS, fp.flags),
+        (FLANK_OFFSET_CONFIG_CRC, fp.config_crc),
+    ];
+    for (at, v) in fields {
+        h[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]);
+    let at = FLANK_OFFSET_HEADER_CRC as usize;
+    h[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn node_word(raw: u64) -> Option<NodeId> {
+    (raw != NO_NODE).then(|| NodeId::from_u64(raw))
+}
+
+impl PmemFlankArea {
+    fn check_area(
+        region: &Region,
+        base: RegionOffset,
+        area_bytes: u64,
+        max_levels: u32,
+    ) -> Result<(), EventError> {
+        if !base.is_aligned(FLANK_HEADER_BYTES) {
+            return Err(EventError::invalid(format!("flank area base {base} is not 256-byte aligned")));
+        }
+        let needed = flank_area_bytes(max_levels);
+        if area_bytes < needed || !region.contains(base, needed) {
+            return Err(EventError::invalid(format!(
+                "flank area of {max_levels} levels needs {needed} bytes at {base}; the area has {area_bytes} \
+                 and the region {}",
+                region.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Formats the area: header, height 1, slot 0 holding `leaf_header`
+    /// (the first leaf's header), no journal; the magic is persisted last.
+    pub fn format(
+        region: Arc<Region>,
+        base: RegionOffset,
+        area_bytes: u64,
+        fp: &FlankFingerprint,
+        leaf_header: &[u8],
+    ) -> Result<PmemFlankArea, EventError> {
+        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
+        let mut area =
+            PmemFlankArea { region, base: base.0, max_levels: fp.max_levels, stats: Default::default() };
+        area.region.store_u64(RegionOffset(area.base + FLANK_OFFSET_MAGIC), 0);
+        area.persist(FLANK_OFFSET_MAGIC, 8);
+        let mut dynamic = vec![0u8; (FLANK_HEADER_BYTES - CACHE_LINE_BYTES) as usize];
+        let put = |d: &mut Vec<u8>, at: u64, v: u64| {
+            let at = (at - CACHE_LINE_BYTES) as usize;
+            d[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        };
+        put(&mut dynamic, FLANK_OFFSET_HEIGHT, 1);
+        put(&mut dynamic, FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);
+        put(&mut dynamic, FLANK_OFFSET_JOURNAL_ROOT_ID, NO_NODE);
+        area.write(CACHE_LINE_BYTES, &dynamic);
+        area.write(FLANK_SLOTS_OFFSET, &leaf_header[..NODE_HEADER_BYTES]);
+        let header = header_bytes(fp);
+        area.write(8, &header[8..]);
+        area.flush(0, FLANK_HEADER_BYTES);
+        area.flush(FLANK_SLOTS_OFFSET, NODE_HEADER_BYTES as u64);
+        area.fence();
+        area.region.store_u64(RegionOffset(area.base + FLANK_OFFSET_MAGIC), FLANK_MAGIC);
+        area.persist(FLANK_OFFSET_MAGIC, 8);
+        area.stats.slot_inits += 1;
+        Ok(area)
+    }
+
+    /// Opens a formatted area: checks the header against `fp` (`Corruption`
+    /// if it differs or is damaged) and reads the height, the journal and the
+    /// slots of levels `0..height`.
+    pub fn open(
+        region: Arc<Region>,
+        base: RegionOffset,
+        area_bytes: u64,
+        fp: &FlankFingerprint,
+    ) -> Result<(PmemFlankArea, FlankImage), EventError> {
+        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
+        let mut area =
+            PmemFlankArea { region, base: base.0, max_levels: fp.max_levels, stats: Default::default() };
+        let location = format!("flank area header at {base}");
+        let corrupt = |what: String| EventError::corruption(&location, what);
+        let mut h = vec![0u8; FLANK_HEADER_BYTES as usize];
+        area.read(0, &mut h);
+        let magic = u64::from_le_bytes(h[0..8].try_into().expect("8 bytes"));
+        if magic != FLANK_MAGIC {
+            return Err(corrupt(format!(
+                "magic {magic:#018x}: the area was never formatted (or a format was cut)"
+            )));
+        }
+        let expected = header_bytes(fp);
+        let crc_at = FLANK_OFFSET_HEADER_CRC as usize;
+        let stored_crc = u32::from_le_bytes(h[crc_at..crc_at + 4].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]) != stored_crc {
+            return Err(corrupt("header CRC mismatch".into()));
+        }
+        if h[..CACHE_LINE_BYTES as usize] != expected[..] {
+            return Err(corrupt(format!(
+                "formatted for another tree configuration (stored {:?}, expected {:?})",
+                &h[8..44],
+                &expected[8..44]
+            )));
+        }
+        let word = |at: u64| u64::from_le_bytes(h[at as usize..at as usize + 8].try_into().expect("8 bytes"));
+        let height = word(FLANK_OFFSET_HEIGHT);
+        if height == 0 || height > u64::from(fp.max_levels) {
+            return Err(corrupt(format!("height {height} outside 1..={}", fp.max_levels)));
+        }
+        let journal = match word(FLANK_OFFSET_JOURNAL_STATE) {
+            JOURNAL_IDLE => None,
+            JOURNAL_ACTIVE => {
+                let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
+                let old_id = node_word(word(FLANK_OFFSET_JOURNAL_OLD_ID));
+                let new_id = node_word(word(FLANK_OFFSET_JOURNAL_NEW_ID));
+                let root_id = node_word(word(FLANK_OFFSET_JOURNAL_ROOT_ID));
+                match (old_id, new_id) {
+                    (Some(old_id), Some(new_id)) if level < height => {
+                        Some(FlankJournal { level: level as u32, old_id, new_id, root_id })
+                    }
+                    _ => return Err(corrupt(format!("journal record of level {level} with missing ids"))),
+                }
+            }
+            state => return Err(corrupt(format!("journal state {state:#018x}"))),
+        };
+        let merged_ooo_generation = word(FLANK_OFFSET_MERGED_OOO_GENERATION);
+        let mut slots = Vec::with_capacity(height as usize);
+        for level in 0..height as u32 {
+            let mut slot = vec![0u8; NODE_BYTES];
+            area.read(area.slot_offset(level), &mut slot);
+            slots.push(slot);
+        }
+        let image = FlankImage { height: height as u32, slots, journal, merged_ooo_generation };
+        Ok((area, image))
+    }
+
+    pub fn stats(&self) -> FlankPmemStats {
+        self.stats
+    }
+
+    pub fn max_levels(&self) -> u32 {
+        self.max_levels
+    }
+
+    /// Area offset of slot `level`.
+    pub fn slot_offset(&self, level: u32) -> u64 {
+        FLANK_SLOTS_OFFSET + u64::from(level) * FLANK_SLOT_BYTES
+    }
+
+    fn check_level(&self, level: u32) -> Result<(), EventError> {
+        if level >= self.max_levels {
+            return Err(EventError::Full {
+                what: "PMem flank",
+                detail: format!("level {level} beyond the {} slots of the area", self.max_levels),
+            });
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, at: u64, bytes: &[u8]) {
+        self.region.write(RegionOffset(self.base + at), bytes);
+    }
+
+    fn read(&mut self, at: u64, buf: &mut [u8]) {
+        self.region.read(RegionOffset(self.base + at), buf);
+        self.stats.bytes_read += buf.len() as u64;
+    }
+
+    fn flush(&mut self, at: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let start = RegionOffset(self.base + at);
+        self.region.flush(start, len);
+        let first = start.0 / CACHE_LINE_BYTES;
+        let last = (start.0 + len - 1) / CACHE_LINE_BYTES;
+        self.stats.lines_flushed += last - first + 1;
+        self.stats.bytes_persisted += len;
+    }
+
+    fn fence(&mut self) {
+        self.region.fence();
+        self.stats.fences += 1;
+    }
+
+    fn persist(&mut self, at: u64, len: u64) {
+        self.flush(at, len);
+        self.fence();
+    }
+
+    fn store_word(&mut self, at: u64, value: u64) {
+        self.region.store_u64(RegionOffset(self.base + at), value);
+    }
+
+    /// Persists an append to the node of `level`: `node[entries]` (the new
+    /// entries; may be empty), one fence, then the node's header, one fence.
+    /// `appended` counts the entries for the statistics.
+    pub fn persist_append(
+        &mut self,
+        level: u32,
+        node: &[u8],
+        entries: Range<usize>,
+        appended: u64,
+    ) -> Result<(), EventError> {
+        self.check_level(level)?;
+        let slot = self.slot_offset(level);
+        #[cfg(test)]
+        if super::flank::planted(super::flank::PlantedBug::OneFenceAppend) {
+            self.write(slot + entries.start as u64, &node[entries.clone()]);
+            self.flush(slot + entries.start as u64, entries.len() as u64);
+            self.write(slot, &node[..NODE_HEADER_BYTES]);
+            self.persist(slot, NODE_HEADER_BYTES as u64);
+            self.stats.appends_persisted += 1;
+            return Ok(());
+        }
+        if !entries.is_empty() {
+            self.write(slot + entries.start as u64, &node[entries.clone()]);
+            self.persist(slot + entries.start as u64, entries.len() as u64);
+        }
+        self.write(slot, &node[..NODE_HEADER_BYTES]);
+        self.persist(slot, NODE_HEADER_BYTES as u64);
+        self.stats.appends_persisted += 1;
+        self.stats.entries_persisted += appended;
+        Ok(())
+    }
+
+    /// Writes a fresh node header into slot `level` and persists it (only
+    /// inside a committed journal record, or at format).
+    pub fn init_slot(&mut self, level: u32, header: &[u8]) -> Result<(), EventError> {
+        self.check_level(level)?;
+        let slot = self.slot_offset(level);
+        self.write(slot, &header[..NODE_HEADER_BYTES]);
+        self.persist(slot, NODE_HEADER_BYTES as u64);
+        self.stats.slot_inits += 1;
+        Ok(())
+    }
+
+    /// Stores and persists the height word.
+    pub fn set_height(&mut self, height: u32) -> Result<(), EventError> {
+        if height == 0 || height > self.max_levels {
+            return Err(EventError::Full {
+                what: "PMem flank",
+                detail: format!("height {height} beyond the {} slots of the area", self.max_levels),
+            });
+        }
+        self.store_word(FLANK_OFFSET_HEIGHT, u64::from(height));
+        self.persist(FLANK_OFFSET_HEIGHT, 8);
+        Ok(())
+    }
+
+    /// Commits a journal record: fields, fence, state word, fence.
+    pub fn begin_journal(&mut self, j: &FlankJournal) -> Result<(), EventError> {
+        self.check_level(j.level)?;
+        self.store_word(FLANK_OFFSET_JOURNAL_LEVEL, u64::from(j.level));
+        self.store_word(FLANK_OFFSET_JOURNAL_OLD_ID, j.old_id.to_u64());
+        self.store_word(FLANK_OFFSET_JOURNAL_NEW_ID, j.new_id.to_u64());
+        self.store_word(FLANK_OFFSET_JOURNAL_ROOT_ID, j.root_id.map_or(NO_NODE, NodeId::to_u64));
+        self.persist(FLANK_OFFSET_JOURNAL_LEVEL, 32);
+        self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_ACTIVE);
+        self.persist(FLANK_OFFSET_JOURNAL_STATE, 8);
+        self.stats.journal_records += 1;
+        Ok(())
+    }
+
+    /// Ends the write-out: the state word back to idle, persisted.
+    pub fn end_journal(&mut self) {
+        self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);
+        self.persist(FLANK_OFFSET_JOURNAL_STATE, 8);
+    }
+}

@@ -1,0 +1,206 @@
+//! Keeps `docs/format/events-flank.md` and the code in agreement: every
+//! constant appears in the constants table with its value, the header table
+//! gives the offsets and sizes the code uses and tiles the 256-byte header,
+//! the area layout matches `flank_area_bytes`, and the bytes `format` writes
+//! sit where the document says.
+
+use std::sync::Arc;
+
+use strata_pmem::{Region, RegionOffset};
+
+use super::config::{DEFAULT_MAX_LEVELS, MAX_LEVELS_LIMIT, PMEM_AREA_ALIGN_BYTES};
+use super::flank_pmem::*;
+use crate::node::{new_node_buffer, LeafLayout, LeafNode};
+use crate::schema::StreamSchema;
+use crate::NodeId;
+
+const DOC: &str = include_str!("../../../../docs/format/events-flank.md");
+
+fn table(heading: &str) -> Vec<Vec<String>> {
+    strata_media::doc_table::markdown_table(DOC, heading)
+}
+
+fn value_of(name: &str) -> String {
+    table("## Constants")
+        .into_iter()
+        .find(|row| row[0] == name)
+        .unwrap_or_else(|| panic!("constant {name} missing from the doc"))[1]
+        .clone()
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#018X}").replace("0X", "0x")
+}
+
+#[test]
+fn every_constant_appears_with_its_value() {
+    let dec: &[(&str, u64)] = &[
+        ("FLANK_VERSION", FLANK_VERSION.into()),
+        ("FLANK_HEADER_BYTES", FLANK_HEADER_BYTES),
+        ("FLANK_SLOTS_OFFSET", FLANK_SLOTS_OFFSET),
+        ("FLANK_SLOT_BYTES", FLANK_SLOT_BYTES),
+        ("FLANK_HEADER_CRC_COVERED_BYTES", FLANK_HEADER_CRC_COVERED_BYTES),
+        ("FLANK_FLAG_SHARED_IDS", FLANK_FLAG_SHARED_IDS.into()),
+        ("FLANK_FLAG_AGGREGATES_INLINE", FLANK_FLAG_AGGREGATES_INLINE.into()),
+        ("JOURNAL_IDLE", JOURNAL_IDLE),
+        ("PMEM_AREA_ALIGN_BYTES", PMEM_AREA_ALIGN_BYTES),
+        ("DEFAULT_MAX_LEVELS", DEFAULT_MAX_LEVELS.into()),
+        ("MAX_LEVELS_LIMIT", MAX_LEVELS_LIMIT.into()),
+    ];
+    for (name, v) in dec {
+        assert_eq!(value_of(name), v.to_string(), "constant {name}");
+    }
+    for (name, v) in [("FLANK_MAGIC", FLANK_MAGIC), ("JOURNAL_ACTIVE", JOURNAL_ACTIVE), ("NO_NODE", NO_NODE)]
+    {
+        assert_eq!(value_of(name), hex(v), "constant {name}");
+    }
+    assert_eq!(&FLANK_MAGIC.to_le_bytes(), b"STEVFLNK");
+    assert_eq!(&JOURNAL_ACTIVE.to_le_bytes(), b"WRITEOUT");
+    assert!(DOC.contains("\"STEVFLNK\"") && DOC.contains("\"WRITEOUT\""), "the doc spells both in ASCII");
+    assert_eq!(table("## Constants").len() - 1, dec.len() + 3, "the doc lists exactly these constants");
+}
+
+#[test]
+fn header_table_gives_the_code_offsets_and_tiles_the_header() {
+    let rows = table("## Header");
+    assert_eq!(rows[0][..4], ["offset", "size", "type", "name"].map(String::from), "column layout");
+    let fields: &[(&str, u64, u64)] = &[
+        ("magic", FLANK_OFFSET_MAGIC, 8),
+        ("version", FLANK_OFFSET_VERSION, 4),
+        ("max_levels", FLANK_OFFSET_MAX_LEVELS, 4),
+        ("event_bytes", FLANK_OFFSET_EVENT_BYTES, 4),
+        ("index_entry_bytes", FLANK_OFFSET_INDEX_ENTRY_BYTES, 4),
+        ("leaf_fill", FLANK_OFFSET_LEAF_FILL, 4),
+        ("index_fill", FLANK_OFFSET_INDEX_FILL, 4),
+        ("flags", FLANK_OFFSET_FLAGS, 4),
+        ("config_crc", FLANK_OFFSET_CONFIG_CRC, 4),
+        ("header_crc", FLANK_OFFSET_HEADER_CRC, 4),
+        ("height", FLANK_OFFSET_HEIGHT, 8),
+        ("merged_ooo_generation", FLANK_OFFSET_MERGED_OOO_GENERATION, 8),
+        ("journal_state", FLANK_OFFSET_JOURNAL_STATE, 8),
+        ("journal_level", FLANK_OFFSET_JOURNAL_LEVEL, 8),
+        ("journal_old_id", FLANK_OFFSET_JOURNAL_OLD_ID, 8),
+        ("journal_new_id", FLANK_OFFSET_JOURNAL_NEW_ID, 8),
+        ("journal_root_id", FLANK_OFFSET_JOURNAL_ROOT_ID, 8),
+    ];
+    let named: Vec<&Vec<String>> = rows[1..].iter().filter(|r| r[3] != "reserved").collect();
+    assert_eq!(named.len(), fields.len(), "the doc has exactly these fields besides reserved ones");
+    for (name, offset, size) in fields {
+        let row = named.iter().find(|r| r[3] == *name).unwrap_or_else(|| panic!("field {name} missing"));
+        assert_eq!(row[0], offset.to_string(), "offset of {name}");
+        assert_eq!(row[1], size.to_string(), "size of {name}");
+    }
+    let mut at = 0;
+    for row in &rows[1..] {
+        assert_eq!(row[0], at.to_string(), "the header rows tile the header (row {})", row[3]);
+        at += row[1].parse::<u64>().unwrap();
+    }
+    assert_eq!(at, FLANK_HEADER_BYTES);
+    assert_eq!(FLANK_OFFSET_HEADER_CRC, FLANK_HEADER_CRC_COVERED_BYTES);
+}
+
+#[test]
+fn area_layout_and_the_bytes_format_writes_match_the_doc() {
+    let rows = table("## Area layout");
+    assert_eq!(rows.last().unwrap()[0], format!("{FLANK_SLOTS_OFFSET} + l * {FLANK_SLOT_BYTES}"));
+    assert_eq!(flank_area_bytes(DEFAULT_MAX_LEVELS), 131_328);
+    assert!(DOC.contains("131328 for the default 16 levels"));
+    let schema = StreamSchema::stock();
+    let layout = LeafLayout::new(&schema, 100).unwrap();
+    let mut leaf = new_node_buffer();
+    LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
+    let fp = FlankFingerprint {
+        max_levels: 3,
+        event_bytes: 28,
+        index_entry_bytes: 136,
+        leaf_fill: 261,
+        index_fill: 53,
+        flags: FLANK_FLAG_SHARED_IDS | FLANK_FLAG_AGGREGATES_INLINE,
+        config_crc: 0xABCD_1234,
+    };
+    let base = 512u64;
+    let region = Arc::new(Region::sim(base + flank_area_bytes(3)));
+    PmemFlankArea::format(region.clone(), RegionOffset(base), flank_area_bytes(3), &fp, &leaf).unwrap();
+    let image = region.as_sim().unwrap().persistent_image();
+    let area = &image[base as usize..];
+    let u32_at = |at: u64| u32::from_le_bytes(area[at as usize..at as usize + 4].try_into().unwrap());
+    let u64_at = |at: u64| u64::from_le_bytes(area[at as usize..at as usize + 8].try_into().unwrap());
+    assert_eq!(u64_at(FLANK_OFFSET_MAGIC), FLANK_MAGIC, "everything format writes is persisted");
+    assert_eq!(u32_at(FLANK_OFFSET_VERSION), FLANK_VERSION);
+    assert_eq!(u32_at(FLANK_OFFSET_MAX_LEVELS), 3);
+    assert_eq!(u32_at(FLANK_OFFSET_EVENT_BYTES), 28);
+    assert_eq!(u32_at(FLANK_OFFSET_INDEX_ENTRY_BYTES), 136);
+    assert_eq!(u32_at(FLANK_OFFSET_LEAF_FILL), 261);
+    assert_eq!(u32_at(FLANK_OFFSET_INDEX_FILL), 53);
+    assert_eq!(u32_at(FLANK_OFFSET_FLAGS), 3);
+    assert_eq!(u32_at(FLANK_OFFSET_CONFIG_CRC), 0xABCD_1234);
+    assert_eq!(
+        u32_at(FLANK_OFFSET_HEADER_CRC),
+        crc32c::crc32c(&area[..FLANK_HEADER_CRC_COVERED_BYTES as usize])
+    );
+    assert!(area[44..64].iter().all(|&b| b == 0), "reserved bytes are zero");
+    assert_eq!(u64_at(FLANK_OFFSET_HEIGHT), 1);
+    assert_eq!(u64_at(FLANK_OFFSET_MERGED_OOO_GENERATION), 0);
+    assert_eq!(u64_at(FLANK_OFFSET_JOURNAL_STATE), JOURNAL_IDLE);
+    assert_eq!(u64_at(FLANK_OFFSET_JOURNAL_ROOT_ID), NO_NODE);
+    let slot0 = &area[FLANK_SLOTS_OFFSET as usize..(FLANK_SLOTS_OFFSET + FLANK_SLOT_BYTES) as usize];
+    assert_eq!(&slot0[..64], &leaf[..64], "slot 0 holds the first leaf's header in the node format");
+    let (_, image) =
+        PmemFlankArea::open(region.clone(), RegionOffset(base), flank_area_bytes(3), &fp).unwrap();
+    assert_eq!((image.height, image.journal), (1, None));
+    let other = FlankFingerprint { leaf_fill: 260, ..fp };
+    let err =
+        PmemFlankArea::open(region, RegionOffset(base), flank_area_bytes(3), &other).map(|_| ()).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("another tree configuration"), "{err}");
+}
+
+#[test]
+fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
+    let fp = FlankFingerprint {
+        max_levels: 4,
+        event_bytes: 56,
+        index_entry_bytes: 16,
+        leaf_fill: 130,
+        index_fill: 457,
+        flags: 0,
+        config_crc: 7,
+    };
+    let region = Arc::new(Region::sim(flank_area_bytes(4)));
+    let layout = LeafLayout::new(&StreamSchema::sine(), 100).unwrap();
+    let mut leaf = new_node_buffer();
+    LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
+    let mut area =
+        PmemFlankArea::format(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp, &leaf).unwrap();
+    let j = FlankJournal {
+        level: 0,
+        old_id: NodeId::leaf(0),
+        new_id: NodeId::leaf(1),
+        root_id: Some(NodeId::index(0)),
+    };
+    area.begin_journal(&j).unwrap();
+    assert_eq!(
+        area.stats().fences,
+        3 + 2,
+        "format: clear magic, header, magic; then the journal: fields, state"
+    );
+    let (_, image) = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp).unwrap();
+    assert_eq!(image.journal, Some(j));
+    area.end_journal();
+    let (_, image) = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp).unwrap();
+    assert_eq!(image.journal, None);
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_STATE), 42);
+    let err = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_STATE), JOURNAL_IDLE);
+    region.store_u64(RegionOffset(FLANK_OFFSET_HEIGHT), 5);
+    let err = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains("height 5"), "{err}");
+    region.store_u64(RegionOffset(FLANK_OFFSET_HEIGHT), 1);
+    region.write(RegionOffset(FLANK_OFFSET_EVENT_BYTES), &[9]);
+    let err = PmemFlankArea::open(region, RegionOffset(0), flank_area_bytes(4), &fp).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("CRC"), "{err}");
+}

@@ -1,0 +1,108 @@
+//! Recovery of the right flank on PMem (chronicledb-pmem.txt section 4.1:
+//! "the most recent state of the flank is available at any time - in
+//! particular after a restart"; section 5.2: below 1 ms for height 3).
+//!
+//! The slots of levels `0..height` are read back; headers are repaired where
+//! the persist order allows staleness (the count word is newer than the time
+//! range words: recomputed from the entries); every slot is checked
+//! structurally. A journal record in flight is finished: if the parent
+//! already ends with the entry for the node written out (W2 done), only the
+//! slot re-initialization and the journal clear are redone; otherwise the
+//! slot still holds the full node and W1-W4 are redone, skipping a node
+//! already complete in storage.
+
+use crate::ids::EventError;
+use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode};
+
+use super::flank_pmem::{FlankImage, FlankJournal};
+use super::TabTree;
+
+/// Repairs and checks the slot of `level` (see the module comment).
+pub(crate) fn repair_slot(
+    level: usize,
+    buf: &mut [u8],
+    leaf_layout: &LeafLayout,
+    index_layout: &IndexLayout,
+) -> Result<(), EventError> {
+    if level == 0 {
+        let mut leaf = LeafNode::open(buf, leaf_layout)?;
+        leaf.refresh_ts_range();
+        return leaf.verify_structure();
+    }
+    let mut node = IndexNode::open(buf, index_layout)?;
+    if node.level() as usize != level {
+        return Err(EventError::corruption(
+            format!("flank slot {level}"),
+            format!("holds index node {} of level {}", node.id(), node.level()),
+        ));
+    }
+    if node.is_empty() {
+        // A torn first append may leave the time range words newer than the
+        // count word: an empty node's header is rewritten from its identity.
+        let (id, prev) = (node.id(), node.prev());
+        let mut fresh = IndexNode::init(node.into_inner(), index_layout, id, level as u16)?;
+        fresh.set_prev(prev)?;
+        return fresh.verify_structure();
+    }
+    if let Some(first) = node.key_at(0) {
+        node.set_key(0, first)?;
+        let mut max = i64::MIN;
+        for i in 0..node.len() {
+            max = max.max(node.key_at(i).unwrap_or(i64::MIN));
+            if let Some(a) = node.aggregates_at(i)? {
+                if a.count > 0 {
+                    max = max.max(a.ts_max);
+                }
+            }
+        }
+        node.widen_ts_max(max);
+    }
+    node.verify_structure()
+}
+
+/// The repaired slots of an opened flank image; the slot of a journal
+/// record's level is left as read (it may be mid-re-initialization).
+pub(crate) fn repaired_levels(
+    image: &mut FlankImage,
+    leaf_layout: &LeafLayout,
+    index_layout: &IndexLayout,
+) -> Result<Vec<Vec<u8>>, EventError> {
+    let journal_level = image.journal.map(|j| j.level as usize);
+    let mut levels = std::mem::take(&mut image.slots);
+    for (level, buf) in levels.iter_mut().enumerate() {
+        if Some(level) != journal_level {
+            repair_slot(level, buf, leaf_layout, index_layout)
+                .map_err(|e| EventError::corruption(format!("PMem flank slot {level}"), e.to_string()))?;
+        }
+    }
+    Ok(levels)
+}
+
+impl TabTree {
+    /// Finishes a write-out a crash interrupted (module comment).
+    pub(crate) fn finish_journal(&mut self, j: &FlankJournal) -> Result<(), EventError> {
+        let level = j.level as usize;
+        if self.parent_ends_with(level, j.old_id) {
+            self.flank.init_level(level, j.new_id, Some(j.old_id))?;
+            self.running[level] = crate::aggregate::Aggregates::empty(&self.config.spec);
+            self.flank.end_journal();
+            return Ok(());
+        }
+        let mut buf = self.flank.bytes(level).to_vec();
+        repair_slot(level, &mut buf, &self.leaf_layout, &self.index_layout)
+            .map_err(|e| EventError::corruption(format!("PMem flank slot {level}"), e.to_string()))?;
+        if crate::tree::flank::node_id(&buf) != j.old_id {
+            return Err(EventError::corruption(
+                format!("PMem flank slot {level}"),
+                format!(
+                    "holds {} but the journal writes out {}",
+                    crate::tree::flank::node_id(&buf),
+                    j.old_id
+                ),
+            ));
+        }
+        self.flank.replace_level(level, buf);
+        self.running[level] = self.entries_aggregate(level)?;
+        self.redo_write_out(j, true)
+    }
+}
