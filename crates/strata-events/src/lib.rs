@@ -19,6 +19,9 @@
 //! - `tree`: the TAB+-tree (every Fig. 4 placement), the PMem right flank
 //!   with batch flushing and its crash-safe write-out, recovery, and the
 //!   queries (time travel, replay, temporal aggregation, filter, point).
+//! - `stream`: an event stream = a TAB+-tree + an out-of-order queue: late
+//!   events go to the flank leaf's spare room or the queue, the queue is
+//!   merged into the tree when full, queries include queued events.
 
 pub mod aggregate;
 pub mod block_store;
@@ -29,6 +32,7 @@ pub mod ooo;
 pub mod pmem_arrays;
 pub mod schema;
 pub mod translation;
+pub mod stream;
 pub mod tree;
 
 pub use ids::{EventError, NodeId, NodeKind};

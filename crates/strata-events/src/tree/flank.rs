@@ -110,6 +110,45 @@ impl Flank {
         Ok(full)
     }
 
+    /// Inserts an encoded event at its timestamp position in the DRAM flank
+    /// leaf (section 4.3 step "spare room"; DRAM flank only: an in-place
+    /// shift on PMem is not crash-atomic). Returns whether the leaf reached
+    /// its fill limit.
+    pub(crate) fn insert_event_ordered(&mut self, event: &[u8]) -> Result<bool, EventError> {
+        if self.pmem.is_some() {
+            return Err(EventError::invalid("ordered inserts into the PMem flank leaf are not crash-atomic"));
+        }
+        let mut leaf = LeafNode::open(self.levels[0].as_mut_slice(), &self.leaf_layout)?;
+        leaf.insert_ordered(event)?;
+        Ok(leaf.is_full())
+    }
+
+    /// Rewrites entry `i` of the flank index node of `level` with `edit`
+    /// and persists the entry and the header (PMem).
+    pub(crate) fn rewrite_entry(
+        &mut self,
+        level: usize,
+        i: usize,
+        edit: impl FnOnce(&mut IndexNode<&mut [u8]>) -> Result<(), EventError>,
+    ) -> Result<(), EventError> {
+        let range = {
+            let mut node = IndexNode::open(self.levels[level].as_mut_slice(), &self.index_layout)?;
+            edit(&mut node)?;
+            node.entries_range(i, i + 1)
+        };
+        if let Some(area) = &mut self.pmem {
+            area.persist_append(level as u32, &self.levels[level], range, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Records the merged out-of-order generation (PMem; no-op in DRAM).
+    pub(crate) fn set_merged_ooo_generation(&mut self, generation: u64) {
+        if let Some(area) = &mut self.pmem {
+            area.set_merged_ooo_generation(generation);
+        }
+    }
+
     /// Persists the entries of `level` not yet durable (PMem only; no-op if none).
     pub(crate) fn persist_pending(&mut self, level: usize) -> Result<(), EventError> {
         let Some(area) = &mut self.pmem else { return Ok(()) };

@@ -405,6 +405,13 @@ impl PmemFlankArea {
         Ok(())
     }
 
+    /// Stores and persists `merged_ooo_generation` (the out-of-order queue
+    /// generation whose events the durable tree holds; one 8-byte store).
+    pub fn set_merged_ooo_generation(&mut self, generation: u64) {
+        self.store_word(FLANK_OFFSET_MERGED_OOO_GENERATION, generation);
+        self.persist(FLANK_OFFSET_MERGED_OOO_GENERATION, 8);
+    }
+
     /// Ends the write-out: the state word back to idle, persisted.
     pub fn end_journal(&mut self) {
         self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);

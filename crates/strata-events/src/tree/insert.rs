@@ -111,7 +111,7 @@ impl TabTree {
     }
 
     /// W0 and then W1-W4 for the full flank node of `level`.
-    fn complete_level(&mut self, level: usize) -> Result<(), EventError> {
+    pub(crate) fn complete_level(&mut self, level: usize) -> Result<(), EventError> {
         let height = self.flank.height();
         let top = level + 1 == height;
         if top && height as u32 >= self.config.max_levels {

@@ -18,9 +18,11 @@
 //!   recovery from arbitrary flank images (the `events_flank_open` target).
 //!
 //! Events arrive in timestamp order (equal timestamps allowed). An event
-//! older than the newest one gets [`AppendOutcome::Late`]: the caller routes
-//! it to an out-of-order queue (section 4.3); nodes keep spare room for the
-//! later merge (the layouts' fill limit).
+//! older than the newest one gets [`AppendOutcome::Late`]; section 4.3's
+//! three steps: `ooo_merge` inserts it into the DRAM flank leaf if it falls
+//! into its range ([`TabTree::insert_late_in_flank`]), else the caller
+//! queues it (`crate::stream`), and a full queue is merged into the leaves'
+//! spare room ([`TabTree::merge_ooo`]).
 
 pub mod config;
 pub mod crash_protocol;
@@ -33,6 +35,8 @@ mod flank;
 mod id_alloc;
 mod insert;
 mod node_cache;
+mod ooo_merge;
+mod ooo_path;
 mod open;
 mod query;
 mod recovery;
@@ -46,6 +50,8 @@ mod crash_tests;
 mod format_doc_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod ooo_merge_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
@@ -65,6 +71,7 @@ pub use aggregate_store::AggregateStoreStats;
 pub use config::{AggregatePlacement, FlankPlacement, IndexPlacement, PmemPlan, TreeConfig};
 pub use crash_protocol::FlankPmemCrash;
 pub use flank_pmem::FlankPmemStats;
+pub use ooo_merge::OooMergeReport;
 pub use query::{MergeByTs, QueryStats, RangeIter};
 pub use recovery::TreeRecoveryReport;
 pub use storage::{NodeStorage, StorageStats, SyncObserver, TreeStorage};
@@ -103,6 +110,15 @@ pub enum AppendOutcome {
 pub struct TreeStats {
     pub events_appended: u64,
     pub late_events: u64,
+    /// Late events inserted in order into the DRAM flank leaf (section 4.3, spare room).
+    pub late_in_flank: u64,
+    /// Out-of-order merges and the events they brought into the tree.
+    pub ooo_merges: u64,
+    pub ooo_events_merged: u64,
+    /// Completed leaves rewritten by merges, and events moved to a right
+    /// neighbour because a leaf was at capacity.
+    pub leaves_rewritten: u64,
+    pub events_carried: u64,
     pub leaves_written: u64,
     pub index_nodes_written: u64,
     /// Root growths (the tree got one level taller).
@@ -132,6 +148,8 @@ pub struct TabTree {
     /// The newest timestamp appended (`i64::MIN` before the first).
     newest_ts: i64,
     stats: TreeStats,
+    /// The out-of-order queue generation the tree holds (merge protocol).
+    merged_ooo_generation: u64,
 }
 
 impl TabTree {

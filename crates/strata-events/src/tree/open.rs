@@ -217,6 +217,7 @@ impl TabTree {
             events: 0,
             newest_ts: i64::MIN,
             stats: TreeStats::default(),
+            merged_ooo_generation: 0,
         })
     }
 }

@@ -74,6 +74,7 @@ impl TabTree {
         let (aggs, pmem_index) = pmem_arrays(&config, &plan, region.as_ref(), false)?;
         let storage = TreeStorage::new(ssd, pmem_index, config.node_cache_nodes);
         let flank_started = Instant::now();
+        let mut generation = 0;
         let (flank, journal) = match (config.flank, &region, &plan.flank) {
             (FlankPlacement::Pmem { batch_events }, Some(region), Some(area)) => {
                 let base = strata_pmem::RegionOffset(area.start);
@@ -82,6 +83,7 @@ impl TabTree {
                 let levels = repaired_levels(&mut image, &leaf_layout, &index_layout)?;
                 let flank =
                     Flank::new(leaf_layout.clone(), index_layout.clone(), levels, Some((pmem, batch_events)));
+                generation = image.merged_ooo_generation;
                 (flank, image.journal)
             }
             _ => {
@@ -101,6 +103,7 @@ impl TabTree {
             events: 0,
             newest_ts: i64::MIN,
             stats: TreeStats::default(),
+            merged_ooo_generation: generation,
         };
         let mut nodes_read = 0;
         if !tree.flank.is_pmem() {
