@@ -31,8 +31,8 @@ pub mod node;
 pub mod ooo;
 pub mod pmem_arrays;
 pub mod schema;
-pub mod translation;
 pub mod stream;
+pub mod translation;
 pub mod tree;
 
 pub use ids::{EventError, NodeId, NodeKind};
