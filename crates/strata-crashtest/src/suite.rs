@@ -17,6 +17,7 @@ use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
 use strata_declog::crash_protocol::DeclogPmemCrash;
 use strata_events::ooo::crash_protocol::OooPmemCrash;
+use strata_events::stream::crash_protocol::StreamOooPmemCrash;
 use strata_events::translation::crash_protocol::PmemTranslationCrash;
 use strata_events::tree::FlankPmemCrash;
 
@@ -37,6 +38,9 @@ pub enum SuiteTarget {
     EventsOooQueuePmem,
     /// The TAB+-tree's right flank on PMem, persisted every `k` events.
     EventsFlankPmem(FlankBatch),
+    /// An event stream (PMem flank + PMem OOO queue) with out-of-order
+    /// events and crash-atomic merges of the queue into the tree.
+    EventsStreamOooPmem,
 }
 
 /// The flush batch sizes of the PMem right flank that get a crash line.
@@ -56,7 +60,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 16] = [
+    pub const ALL: [SuiteTarget; 17] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -73,6 +77,7 @@ impl SuiteTarget {
         SuiteTarget::EventsOooQueuePmem,
         SuiteTarget::EventsFlankPmem(FlankBatch::K1),
         SuiteTarget::EventsFlankPmem(FlankBatch::K25),
+        SuiteTarget::EventsStreamOooPmem,
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -96,6 +101,7 @@ impl SuiteTarget {
             SuiteTarget::EventsOooQueuePmem => "events-ooo-queue/pmem",
             SuiteTarget::EventsFlankPmem(FlankBatch::K1) => "events-flank-k1/pmem",
             SuiteTarget::EventsFlankPmem(FlankBatch::K25) => "events-flank-k25/pmem",
+            SuiteTarget::EventsStreamOooPmem => "events-stream-ooo/pmem",
         }
     }
 
@@ -209,6 +215,12 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             // written out to the block file (chronicledb-pmem.txt 4.1).
             let samples = if o.quick { 2 } else { 16 };
             Protocol::Pmem(Box::new(FlankPmemCrash::new(batch.events())), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsStreamOooPmem => {
+            // 70 events, 40 % late, a queue of 4, flank batches of 5: six
+            // merges with leaf rewrites and carries (chronicledb-pmem.txt 4.3).
+            let samples = if o.quick { 8 } else { 128 };
+            Protocol::Pmem(Box::new(StreamOooPmemCrash::new(5)), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };

@@ -15,6 +15,7 @@ use crate::node::header::{NO_SIBLING, OFFSET_COUNT, OFFSET_ID, OFFSET_NEXT};
 use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode, NODE_BYTES};
 
 use super::flank_pmem::{FlankJournal, PmemFlankArea};
+use super::merge_record::MergeRecord;
 
 /// The flank nodes, one per level, in DRAM, optionally mirrored on PMem.
 pub(crate) struct Flank {
@@ -123,21 +124,23 @@ impl Flank {
         Ok(leaf.is_full())
     }
 
-    /// Rewrites entry `i` of the flank index node of `level` with `edit`
-    /// and persists the entry and the header (PMem).
+    /// Rewrites entry `i` of the flank index node of `level` with `edit`;
+    /// on PMem the entry is rewritten in place through the entry journal
+    /// (its copy at the first unused entry position first), then the header.
     pub(crate) fn rewrite_entry(
         &mut self,
         level: usize,
         i: usize,
         edit: impl FnOnce(&mut IndexNode<&mut [u8]>) -> Result<(), EventError>,
     ) -> Result<(), EventError> {
-        let range = {
+        let (range, scratch) = {
             let mut node = IndexNode::open(self.levels[level].as_mut_slice(), &self.index_layout)?;
             edit(&mut node)?;
-            node.entries_range(i, i + 1)
+            let n = node.len();
+            (node.entries_range(i, i + 1), node.entries_range(n, n + 1).start)
         };
         if let Some(area) = &mut self.pmem {
-            area.persist_append(level as u32, &self.levels[level], range, 0)?;
+            area.rewrite_entry(level as u32, &self.levels[level], range, i as u32, scratch)?;
         }
         Ok(())
     }
@@ -146,6 +149,28 @@ impl Flank {
     pub(crate) fn set_merged_ooo_generation(&mut self, generation: u64) {
         if let Some(area) = &mut self.pmem {
             area.set_merged_ooo_generation(generation);
+        }
+    }
+
+    /// Begins a merge's redo record (PMem; no-op in DRAM).
+    pub(crate) fn begin_merge(&mut self, generation: u64, input_events: u64, first: &MergeRecord) {
+        if let Some(area) = &mut self.pmem {
+            area.begin_merge(generation, input_events, first);
+        }
+    }
+
+    /// Records a merge's next step (PMem; no-op in DRAM).
+    pub(crate) fn write_merge_record(&mut self, record: &MergeRecord) -> Result<(), EventError> {
+        match &mut self.pmem {
+            Some(area) => area.write_merge_record(record),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends a merge's redo record (PMem; no-op in DRAM).
+    pub(crate) fn end_merge(&mut self) {
+        if let Some(area) = &mut self.pmem {
+            area.end_merge();
         }
     }
 

@@ -12,7 +12,15 @@
 //!   node written out, its successor and a new root (if the tree grows); the
 //!   record's fields are persisted before its state word, which commits it;
 //! - the height word and the slot headers are rewritten only inside a
-//!   committed journal, so recovery can redo them.
+//!   committed journal, so recovery can redo them;
+//! - an out-of-order merge keeps a redo record (the merge state word, the
+//!   queue generation and input size, and two ping-pong step records, see
+//!   [`super::merge_record`]): a step record is persisted into the inactive
+//!   record slot before the state word names it;
+//! - a flank index entry rewritten in place by a merge is first copied to
+//!   the slot's first unused entry position (persisted), then the entry
+//!   journal word names it, then the entry is written in place; recovery
+//!   copies it again while the word is set.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -21,6 +29,8 @@ use strata_pmem::{Region, RegionOffset, CACHE_LINE_BYTES};
 
 use crate::ids::{EventError, NodeId};
 use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
+
+use super::merge_record::{MergeRecord, MERGE_RECORD_BYTES};
 
 /// `STEVFLNK` read as a little-endian u64.
 pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
@@ -45,11 +55,18 @@ pub const FLANK_OFFSET_HEADER_CRC: u64 = 40;
 pub const FLANK_HEADER_CRC_COVERED_BYTES: u64 = 40;
 pub const FLANK_OFFSET_HEIGHT: u64 = 64;
 pub const FLANK_OFFSET_MERGED_OOO_GENERATION: u64 = 72;
+pub const FLANK_OFFSET_MERGE_STATE: u64 = 80;
+pub const FLANK_OFFSET_MERGE_GENERATION: u64 = 88;
+pub const FLANK_OFFSET_MERGE_INPUT_EVENTS: u64 = 96;
+pub const FLANK_OFFSET_ENTRY_JOURNAL: u64 = 104;
 pub const FLANK_OFFSET_JOURNAL_STATE: u64 = 128;
 pub const FLANK_OFFSET_JOURNAL_LEVEL: u64 = 136;
 pub const FLANK_OFFSET_JOURNAL_OLD_ID: u64 = 144;
 pub const FLANK_OFFSET_JOURNAL_NEW_ID: u64 = 152;
 pub const FLANK_OFFSET_JOURNAL_ROOT_ID: u64 = 160;
+/// Area offsets of the two merge step record slots.
+pub const FLANK_OFFSET_MERGE_RECORD_0: u64 = 168;
+pub const FLANK_OFFSET_MERGE_RECORD_1: u64 = 208;
 /// `flags` bit: leaves and index nodes share one id sequence.
 pub const FLANK_FLAG_SHARED_IDS: u32 = 1;
 /// `flags` bit: index entries carry their child's aggregates.
@@ -60,6 +77,18 @@ pub const JOURNAL_IDLE: u64 = 0;
 pub const JOURNAL_ACTIVE: u64 = u64::from_le_bytes(*b"WRITEOUT");
 /// A node-id word meaning "none".
 pub const NO_NODE: u64 = u64::MAX;
+/// Merge state word: no out-of-order merge in flight.
+pub const MERGE_IDLE: u64 = 0;
+/// Merge state word: a merge is in flight, its current step record is in
+/// record slot 0 (`OOOMERG0` as a little-endian u64).
+pub const MERGE_ACTIVE_0: u64 = u64::from_le_bytes(*b"OOOMERG0");
+/// Merge state word: a merge is in flight, current step record in slot 1.
+pub const MERGE_ACTIVE_1: u64 = u64::from_le_bytes(*b"OOOMERG1");
+/// Entry journal word: no flank entry rewrite in flight.
+pub const ENTRY_JOURNAL_IDLE: u64 = 0;
+/// High 16 bits of a set entry journal word (`EJ`); then the level (16
+/// bits) and the entry index (32 bits).
+pub const ENTRY_JOURNAL_TAG: u64 = 0x4A45;
 
 /// Bytes of a flank area with `max_levels` slots.
 pub fn flank_area_bytes(max_levels: u32) -> u64 {
@@ -102,6 +131,23 @@ pub struct FlankImage {
     pub slots: Vec<Vec<u8>>,
     pub journal: Option<FlankJournal>,
     pub merged_ooo_generation: u64,
+    /// An out-of-order merge in flight.
+    pub merge: Option<MergeImage>,
+    /// A flank entry rewrite in flight: `(level, entry index)`.
+    pub entry_journal: Option<(u32, u32)>,
+}
+
+/// An out-of-order merge the area records as in flight.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MergeImage {
+    /// The queue generation being merged.
+    pub generation: u64,
+    /// Events of the merge input (the queue's `sorted()`).
+    pub input_events: u64,
+    /// The current step.
+    pub record: MergeRecord,
+    /// The record slot it is in (0 or 1).
+    pub slot: u32,
 }
 
 /// PMem work done by the flank area since format or open.
@@ -126,6 +172,8 @@ pub struct PmemFlankArea {
     base: u64,
     max_levels: u32,
     stats: FlankPmemStats,
+    /// The record slot holding the current merge step (while a merge is in flight).
+    merge_slot: Option<u32>,
 }
 
 fn header_bytes(fp: &FlankFingerprint) -> Vec<u8> {
@@ -185,8 +233,13 @@ impl PmemFlankArea {
         leaf_header: &[u8],
     ) -> Result<PmemFlankArea, EventError> {
         Self::check_area(&region, base, area_bytes, fp.max_levels)?;
-        let mut area =
-            PmemFlankArea { region, base: base.0, max_levels: fp.max_levels, stats: Default::default() };
+        let mut area = PmemFlankArea {
+            region,
+            base: base.0,
+            max_levels: fp.max_levels,
+            stats: Default::default(),
+            merge_slot: None,
+        };
         area.region.store_u64(RegionOffset(area.base + FLANK_OFFSET_MAGIC), 0);
         area.persist(FLANK_OFFSET_MAGIC, 8);
         let mut dynamic = vec![0u8; (FLANK_HEADER_BYTES - CACHE_LINE_BYTES) as usize];
@@ -220,8 +273,13 @@ impl PmemFlankArea {
         fp: &FlankFingerprint,
     ) -> Result<(PmemFlankArea, FlankImage), EventError> {
         Self::check_area(&region, base, area_bytes, fp.max_levels)?;
-        let mut area =
-            PmemFlankArea { region, base: base.0, max_levels: fp.max_levels, stats: Default::default() };
+        let mut area = PmemFlankArea {
+            region,
+            base: base.0,
+            max_levels: fp.max_levels,
+            stats: Default::default(),
+            merge_slot: None,
+        };
         let location = format!("flank area header at {base}");
         let corrupt = |what: String| EventError::corruption(&location, what);
         let mut h = vec![0u8; FLANK_HEADER_BYTES as usize];
@@ -267,13 +325,42 @@ impl PmemFlankArea {
             state => return Err(corrupt(format!("journal state {state:#018x}"))),
         };
         let merged_ooo_generation = word(FLANK_OFFSET_MERGED_OOO_GENERATION);
+        let merge_slot = match word(FLANK_OFFSET_MERGE_STATE) {
+            MERGE_IDLE => None,
+            MERGE_ACTIVE_0 => Some(0),
+            MERGE_ACTIVE_1 => Some(1),
+            state => return Err(corrupt(format!("merge state {state:#018x}"))),
+        };
+        let merge = match merge_slot {
+            None => None,
+            Some(slot) => {
+                let at = merge_record_offset(slot) as usize;
+                let record = MergeRecord::decode(&h[at..at + MERGE_RECORD_BYTES as usize])
+                    .map_err(|e| corrupt(format!("merge record {slot}: {e}")))?;
+                Some(MergeImage {
+                    generation: word(FLANK_OFFSET_MERGE_GENERATION),
+                    input_events: word(FLANK_OFFSET_MERGE_INPUT_EVENTS),
+                    record,
+                    slot,
+                })
+            }
+        };
+        area.merge_slot = merge_slot;
+        let entry_journal = match word(FLANK_OFFSET_ENTRY_JOURNAL) {
+            ENTRY_JOURNAL_IDLE => None,
+            w if w >> 48 == ENTRY_JOURNAL_TAG && (w >> 32) & 0xFFFF < height && (w >> 32) & 0xFFFF > 0 => {
+                Some((((w >> 32) & 0xFFFF) as u32, w as u32))
+            }
+            w => return Err(corrupt(format!("entry journal word {w:#018x}"))),
+        };
         let mut slots = Vec::with_capacity(height as usize);
         for level in 0..height as u32 {
             let mut slot = vec![0u8; NODE_BYTES];
             area.read(area.slot_offset(level), &mut slot);
             slots.push(slot);
         }
-        let image = FlankImage { height: height as u32, slots, journal, merged_ooo_generation };
+        let image =
+            FlankImage { height: height as u32, slots, journal, merged_ooo_generation, merge, entry_journal };
         Ok((area, image))
     }
 
@@ -417,4 +504,113 @@ impl PmemFlankArea {
         self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);
         self.persist(FLANK_OFFSET_JOURNAL_STATE, 8);
     }
+
+    /// Begins an out-of-order merge: the input's generation and size and the
+    /// first step record (record slot 0), persisted; then the state word
+    /// naming slot 0, persisted.
+    pub fn begin_merge(&mut self, generation: u64, input_events: u64, first: &MergeRecord) {
+        self.store_word(FLANK_OFFSET_MERGE_GENERATION, generation);
+        self.store_word(FLANK_OFFSET_MERGE_INPUT_EVENTS, input_events);
+        self.write(merge_record_offset(0), &first.encode());
+        self.flush(FLANK_OFFSET_MERGE_GENERATION, 16);
+        self.flush(merge_record_offset(0), MERGE_RECORD_BYTES);
+        self.fence();
+        self.store_word(FLANK_OFFSET_MERGE_STATE, MERGE_ACTIVE_0);
+        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
+        self.merge_slot = Some(0);
+    }
+
+    /// Records the merge's next step: the record into the slot not in use,
+    /// persisted, then the state word naming it, persisted.
+    pub fn write_merge_record(&mut self, record: &MergeRecord) -> Result<(), EventError> {
+        let Some(current) = self.merge_slot else {
+            return Err(EventError::invalid("no out-of-order merge is in flight"));
+        };
+        let slot = 1 - current;
+        self.write(merge_record_offset(slot), &record.encode());
+        self.persist(merge_record_offset(slot), MERGE_RECORD_BYTES);
+        self.store_word(FLANK_OFFSET_MERGE_STATE, if slot == 0 { MERGE_ACTIVE_0 } else { MERGE_ACTIVE_1 });
+        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
+        self.merge_slot = Some(slot);
+        Ok(())
+    }
+
+    /// Ends a merge (after `merged_ooo_generation` holds its generation):
+    /// the state word back to idle, persisted.
+    pub fn end_merge(&mut self) {
+        self.store_word(FLANK_OFFSET_MERGE_STATE, MERGE_IDLE);
+        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
+        self.merge_slot = None;
+    }
+
+    /// Rewrites entry `index` (bytes `entry` of `node`) of the slot of
+    /// `level` in place, journaled: the entry's new bytes to `scratch` (the
+    /// slot offset of the first unused entry position), persisted; the entry
+    /// journal word, persisted; the entry and the node header in place,
+    /// persisted; the word cleared, persisted (4 fences).
+    pub fn rewrite_entry(
+        &mut self,
+        level: u32,
+        node: &[u8],
+        entry: Range<usize>,
+        index: u32,
+        scratch: usize,
+    ) -> Result<(), EventError> {
+        self.check_level(level)?;
+        if level == 0 || scratch + entry.len() > NODE_BYTES || scratch < entry.end {
+            return Err(EventError::invalid(format!(
+                "entry rewrite of level {level}: no room at {scratch} for the {}-byte journal copy",
+                entry.len()
+            )));
+        }
+        let slot = self.slot_offset(level);
+        let bytes = &node[entry.clone()];
+        #[cfg(test)]
+        let journaled = !super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::NoEntryJournal);
+        #[cfg(not(test))]
+        let journaled = true;
+        if journaled {
+            self.write(slot + scratch as u64, bytes);
+            self.persist(slot + scratch as u64, bytes.len() as u64);
+            self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, entry_journal_word(level, index));
+            self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
+        }
+        self.write(slot + entry.start as u64, bytes);
+        self.flush(slot + entry.start as u64, bytes.len() as u64);
+        self.write(slot, &node[..NODE_HEADER_BYTES]);
+        self.flush(slot, NODE_HEADER_BYTES as u64);
+        self.fence();
+        if journaled {
+            self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, ENTRY_JOURNAL_IDLE);
+            self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
+        }
+        self.stats.entries_persisted += 1;
+        Ok(())
+    }
+
+    /// Recovery of an entry rewrite: `bytes` (the journal copy) written at
+    /// slot offset `at` of `level`, persisted, then the word cleared.
+    pub fn finish_entry_journal(&mut self, level: u32, at: usize, bytes: &[u8]) -> Result<(), EventError> {
+        self.check_level(level)?;
+        let slot = self.slot_offset(level);
+        self.write(slot + at as u64, bytes);
+        self.persist(slot + at as u64, bytes.len() as u64);
+        self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, ENTRY_JOURNAL_IDLE);
+        self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
+        Ok(())
+    }
+}
+
+/// Area offset of merge record slot `slot` (0 or 1).
+fn merge_record_offset(slot: u32) -> u64 {
+    if slot == 0 {
+        FLANK_OFFSET_MERGE_RECORD_0
+    } else {
+        FLANK_OFFSET_MERGE_RECORD_1
+    }
+}
+
+/// The entry journal word naming entry `index` of level `level`.
+pub fn entry_journal_word(level: u32, index: u32) -> u64 {
+    ENTRY_JOURNAL_TAG << 48 | u64::from(level & 0xFFFF) << 32 | u64::from(index)
 }

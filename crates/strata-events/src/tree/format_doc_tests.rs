@@ -10,6 +10,7 @@ use strata_pmem::{Region, RegionOffset};
 
 use super::config::{DEFAULT_MAX_LEVELS, MAX_LEVELS_LIMIT, PMEM_AREA_ALIGN_BYTES};
 use super::flank_pmem::*;
+use super::merge_record::*;
 use crate::node::{new_node_buffer, LeafLayout, LeafNode};
 use crate::schema::StreamSchema;
 use crate::NodeId;
@@ -46,18 +47,40 @@ fn every_constant_appears_with_its_value() {
         ("PMEM_AREA_ALIGN_BYTES", PMEM_AREA_ALIGN_BYTES),
         ("DEFAULT_MAX_LEVELS", DEFAULT_MAX_LEVELS.into()),
         ("MAX_LEVELS_LIMIT", MAX_LEVELS_LIMIT.into()),
+        ("MERGE_IDLE", MERGE_IDLE),
+        ("ENTRY_JOURNAL_IDLE", ENTRY_JOURNAL_IDLE),
+        ("MERGE_RECORD_BYTES", MERGE_RECORD_BYTES),
+        ("MERGE_STEP_LEAF", MERGE_STEP_LEAF.into()),
+        ("MERGE_STEP_APPEND", MERGE_STEP_APPEND.into()),
+        ("MERGE_CARRY_PRESENT", MERGE_CARRY_PRESENT.into()),
+        ("MERGE_CARRY_SOURCE_FIRST", MERGE_CARRY_SOURCE_FIRST.into()),
     ];
     for (name, v) in dec {
         assert_eq!(value_of(name), v.to_string(), "constant {name}");
     }
-    for (name, v) in [("FLANK_MAGIC", FLANK_MAGIC), ("JOURNAL_ACTIVE", JOURNAL_ACTIVE), ("NO_NODE", NO_NODE)]
-    {
+    let hexes = [
+        ("FLANK_MAGIC", FLANK_MAGIC),
+        ("JOURNAL_ACTIVE", JOURNAL_ACTIVE),
+        ("NO_NODE", NO_NODE),
+        ("MERGE_ACTIVE_0", MERGE_ACTIVE_0),
+        ("MERGE_ACTIVE_1", MERGE_ACTIVE_1),
+        ("ENTRY_JOURNAL_TAG", ENTRY_JOURNAL_TAG),
+    ];
+    for (name, v) in hexes {
         assert_eq!(value_of(name), hex(v), "constant {name}");
     }
+    assert_eq!(&MERGE_ACTIVE_0.to_le_bytes(), b"OOOMERG0");
+    assert_eq!(&MERGE_ACTIVE_1.to_le_bytes(), b"OOOMERG1");
+    assert_eq!(&(ENTRY_JOURNAL_TAG as u16).to_le_bytes(), b"EJ");
+    assert!(DOC.contains("\"OOOMERG0\"") && DOC.contains("\"EJ\""), "the doc spells them in ASCII");
     assert_eq!(&FLANK_MAGIC.to_le_bytes(), b"STEVFLNK");
     assert_eq!(&JOURNAL_ACTIVE.to_le_bytes(), b"WRITEOUT");
     assert!(DOC.contains("\"STEVFLNK\"") && DOC.contains("\"WRITEOUT\""), "the doc spells both in ASCII");
-    assert_eq!(table("## Constants").len() - 1, dec.len() + 3, "the doc lists exactly these constants");
+    assert_eq!(
+        table("## Constants").len() - 1,
+        dec.len() + hexes.len(),
+        "the doc lists exactly these constants"
+    );
 }
 
 #[test]
@@ -82,6 +105,12 @@ fn header_table_gives_the_code_offsets_and_tiles_the_header() {
         ("journal_old_id", FLANK_OFFSET_JOURNAL_OLD_ID, 8),
         ("journal_new_id", FLANK_OFFSET_JOURNAL_NEW_ID, 8),
         ("journal_root_id", FLANK_OFFSET_JOURNAL_ROOT_ID, 8),
+        ("merge_state", FLANK_OFFSET_MERGE_STATE, 8),
+        ("merge_generation", FLANK_OFFSET_MERGE_GENERATION, 8),
+        ("merge_input_events", FLANK_OFFSET_MERGE_INPUT_EVENTS, 8),
+        ("entry_journal", FLANK_OFFSET_ENTRY_JOURNAL, 8),
+        ("merge_record_0", FLANK_OFFSET_MERGE_RECORD_0, MERGE_RECORD_BYTES),
+        ("merge_record_1", FLANK_OFFSET_MERGE_RECORD_1, MERGE_RECORD_BYTES),
     ];
     let named: Vec<&Vec<String>> = rows[1..].iter().filter(|r| r[3] != "reserved").collect();
     assert_eq!(named.len(), fields.len(), "the doc has exactly these fields besides reserved ones");
@@ -203,4 +232,111 @@ fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
     region.write(RegionOffset(FLANK_OFFSET_EVENT_BYTES), &[9]);
     let err = PmemFlankArea::open(region, RegionOffset(0), flank_area_bytes(4), &fp).map(|_| ()).unwrap_err();
     assert!(err.to_string().contains("CRC"), "{err}");
+}
+
+#[test]
+fn merge_record_table_matches_the_encoding() {
+    let rows = table("## Merge step record");
+    assert_eq!(rows[0][..4], ["offset", "size", "type", "name"].map(String::from), "column layout");
+    let mut at = 0;
+    for row in &rows[1..] {
+        assert_eq!(row[0], at.to_string(), "the rows tile the record (row {})", row[3]);
+        at += row[1].parse::<u64>().unwrap();
+    }
+    assert_eq!(at, MERGE_RECORD_BYTES);
+    let field = |name: &str| -> (usize, usize) {
+        let row = rows.iter().find(|r| r[3] == name).unwrap_or_else(|| panic!("field {name} missing"));
+        (row[0].parse().unwrap(), row[1].parse().unwrap())
+    };
+    let source = crate::block_store::PhysAddr::new(9, 128).unwrap();
+    let before = crate::block_store::PhysAddr::new(4, 64).unwrap();
+    let r = MergeRecord {
+        done: 0x0102_0304,
+        chunk: 0x0A0B_0C0D,
+        step: MergeStep::Leaf {
+            leaf: NodeId::leaf(77),
+            before,
+            carry: Some(MergeCarry { source, source_first: true, count: 0x0506_0708 }),
+        },
+    };
+    let bytes = r.encode();
+    let at = |name: &str| {
+        let (o, n) = field(name);
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&bytes[o..o + n]);
+        u64::from_le_bytes(b)
+    };
+    assert_eq!(at("done"), 0x0102_0304);
+    assert_eq!(at("chunk"), 0x0A0B_0C0D);
+    assert_eq!(at("kind"), u64::from(MERGE_STEP_LEAF));
+    assert_eq!(at("carry_bits"), u64::from(MERGE_CARRY_PRESENT | MERGE_CARRY_SOURCE_FIRST));
+    assert_eq!(at("carry_count"), 0x0506_0708);
+    assert_eq!(at("target"), NodeId::leaf(77).to_u64());
+    assert_eq!(at("before"), before.to_u64());
+    assert_eq!(at("carry_source"), source.to_u64());
+    let append = MergeRecord { step: MergeStep::Append { events_before: 12, carry: None }, ..r }.encode();
+    assert_eq!(append[field("before").0..field("before").0 + 8], NO_NODE.to_le_bytes());
+    assert_eq!(append[field("carry_source").0..field("carry_source").0 + 8], NO_NODE.to_le_bytes());
+}
+
+#[test]
+fn merge_records_and_the_entry_journal_round_trip_through_open() {
+    let fp = FlankFingerprint {
+        max_levels: 4,
+        event_bytes: 56,
+        index_entry_bytes: 16,
+        leaf_fill: 130,
+        index_fill: 457,
+        flags: 0,
+        config_crc: 7,
+    };
+    let region = Arc::new(Region::sim(flank_area_bytes(4)));
+    let layout = LeafLayout::new(&StreamSchema::sine(), 100).unwrap();
+    let mut leaf = new_node_buffer();
+    LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
+    let mut area =
+        PmemFlankArea::format(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp, &leaf).unwrap();
+    let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
+    let addr = crate::block_store::PhysAddr::new(2, 64).unwrap();
+    let first = MergeRecord {
+        done: 0,
+        chunk: 3,
+        step: MergeStep::Leaf { leaf: NodeId::leaf(4), before: addr, carry: None },
+    };
+    let fences = area.stats().fences;
+    area.begin_merge(9, 11, &first);
+    assert_eq!(area.stats().fences - fences, 2, "record, then state");
+    let (_, image) = open().unwrap();
+    assert_eq!(
+        image.merge.map(|m| (m.generation, m.input_events, m.record, m.slot)),
+        Some((9, 11, first, 0))
+    );
+    let second = MergeRecord { step: MergeStep::Append { events_before: 40, carry: None }, ..first };
+    area.write_merge_record(&second).unwrap();
+    let (_, image) = open().unwrap();
+    assert_eq!(image.merge.map(|m| (m.record, m.slot)), Some((second, 1)), "the other slot");
+    assert_eq!(
+        u64::from_le_bytes(
+            region.as_sim().unwrap().persistent_image()[FLANK_OFFSET_MERGE_RECORD_0 as usize..][..8]
+                .try_into()
+                .unwrap()
+        ),
+        3 << 32,
+        "the previous record stays whole in slot 0"
+    );
+    area.end_merge();
+    assert_eq!(open().unwrap().1.merge, None);
+    region.store_u64(RegionOffset(FLANK_OFFSET_MERGE_STATE), 5);
+    assert!(open().map(|_| ()).unwrap_err().to_string().contains("merge state"));
+    region.store_u64(RegionOffset(FLANK_OFFSET_MERGE_STATE), MERGE_ACTIVE_1);
+    region.write(RegionOffset(FLANK_OFFSET_MERGE_RECORD_1 + 8), &[7]);
+    assert!(open().map(|_| ()).unwrap_err().is_corruption(), "an undecodable record");
+    region.store_u64(RegionOffset(FLANK_OFFSET_MERGE_STATE), MERGE_IDLE);
+    region.store_u64(RegionOffset(FLANK_OFFSET_HEIGHT), 2);
+    region.store_u64(RegionOffset(FLANK_OFFSET_ENTRY_JOURNAL), entry_journal_word(1, 3));
+    assert_eq!(open().unwrap().1.entry_journal, Some((1, 3)));
+    region.store_u64(RegionOffset(FLANK_OFFSET_ENTRY_JOURNAL), entry_journal_word(2, 3));
+    assert!(open().map(|_| ()).unwrap_err().to_string().contains("entry journal"), "level beyond the height");
+    region.store_u64(RegionOffset(FLANK_OFFSET_ENTRY_JOURNAL), 1);
+    assert!(open().map(|_| ()).unwrap_err().is_corruption(), "a word without the tag");
 }

@@ -42,6 +42,7 @@ impl TabTree {
     /// fine); an event older than the newest gets [`AppendOutcome::Late`].
     /// A leaf that reaches its fill limit is written out before this returns.
     pub fn append(&mut self, event: &[u8]) -> Result<AppendOutcome, EventError> {
+        self.check_no_pending_merge()?;
         if event.len() != self.leaf_layout.event_bytes() {
             return Err(EventError::invalid(format!(
                 "an event of this stream has {} bytes, got {}",

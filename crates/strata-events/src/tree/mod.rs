@@ -11,6 +11,8 @@
 //! - `aggregate_store`: child aggregates inline or in the PMem array.
 //! - `flank`, [`flank_pmem`]: the right flank in DRAM, mirrored on PMem.
 //! - `insert`: appends, batch flushing, the write-out of full nodes.
+//! - `ooo_merge`, `ooo_steps`, `ooo_path`, [`merge_record`]: out-of-order
+//!   events (section 4.3) and the crash-safe, redoable merge.
 //! - `open`, `recovery_pmem`, `recovery_dram`: create and recover.
 //! - `query`: time travel, replay, temporal aggregation, filter, point.
 //! - `verify`: the invariant check used by tests and tools.
@@ -28,6 +30,7 @@ pub mod config;
 pub mod crash_protocol;
 pub mod flank_pmem;
 pub mod fuzz;
+pub mod merge_record;
 pub mod storage;
 
 mod aggregate_store;
@@ -37,6 +40,7 @@ mod insert;
 mod node_cache;
 mod ooo_merge;
 mod ooo_path;
+mod ooo_steps;
 mod open;
 mod query;
 mod recovery;
@@ -48,6 +52,8 @@ mod verify;
 mod crash_tests;
 #[cfg(test)]
 mod format_doc_tests;
+#[cfg(test)]
+mod merge_redo_tests;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
@@ -71,11 +77,20 @@ pub use aggregate_store::AggregateStoreStats;
 pub use config::{AggregatePlacement, FlankPlacement, IndexPlacement, PmemPlan, TreeConfig};
 pub use crash_protocol::FlankPmemCrash;
 pub use flank_pmem::FlankPmemStats;
-pub use ooo_merge::OooMergeReport;
+pub use ooo_merge::{OooMergeReport, PendingOooMerge};
 pub use query::{MergeByTs, QueryStats, RangeIter};
 pub use recovery::TreeRecoveryReport;
 pub use storage::{NodeStorage, StorageStats, SyncObserver, TreeStorage};
 pub use verify::TreeCheck;
+
+#[cfg(test)]
+pub(crate) use ooo_steps::{MergeBug, MERGE_BUG};
+
+/// Whether the stream must truncate its queue before merging (a planted bug).
+#[cfg(test)]
+pub(crate) fn merge_bug_truncate_first() -> bool {
+    ooo_steps::merge_bug(MergeBug::TruncateFirst)
+}
 
 use aggregate_store::AggregateStore;
 use flank::Flank;
@@ -150,6 +165,8 @@ pub struct TabTree {
     stats: TreeStats,
     /// The out-of-order queue generation the tree holds (merge protocol).
     merged_ooo_generation: u64,
+    /// A merge a crash interrupted, to be resumed with the queue's events.
+    pending_merge: Option<ooo_merge::MergeResume>,
 }
 
 impl TabTree {

@@ -10,7 +10,8 @@
 //!   application-time order:
 //!   1. the flank leaf is written out early (if it holds events), so every
 //!      event older than the newest belongs in a completed leaf;
-//!   2. each such event goes to its leaf (descending by key); the leaf is
+//!   2. the older events, in chunks of at most a leaf's capacity that belong
+//!      in one leaf (descending by key), are merged into it: the leaf is
 //!      read, the events merged in (the leaf's own first on equal
 //!      timestamps), and written back under its id (new physical location,
 //!      translation update); the index entries on the path get the leaf's
@@ -18,25 +19,30 @@
 //!      flank index nodes updated (and persisted on PMem);
 //!   3. a leaf over its capacity keeps its smallest events and hands the
 //!      rest to its right neighbour ("carry", which may cascade; into the
-//!      flank leaf by appending). No node splits: no node ids are added, so
-//!      recovery's id rules are unchanged;
+//!      flank leaf by appending, after which the flank leaf is written out
+//!      so it is empty again). No node splits: the only new node ids are
+//!      those of ordinary write-outs, so recovery's id rules are unchanged;
 //!   4. events not older than the newest are appended;
 //!   5. the flank leaf is written out again (merged events never sit in a
 //!      DRAM flank) and the queue's generation recorded (PMem flank header
 //!      `merged_ooo_generation`), after which the caller truncates the queue.
 //!
-//! A crash between 5 and the truncation is handled by the queue's
-//! `discard_if_merged`. A crash inside 2-4 leaves a partial merge (see the
-//! "left" list of the stream module).
+//! With the flank on PMem every step of 2-4 is redoable: a redo record in
+//! the flank header ([`super::merge_record`], steps in `ooo_steps`) names
+//! the current step, persisted before the step writes anything; recovery
+//! keeps an unfinished merge pending ([`TabTree::pending_ooo_merge`]) until
+//! the caller passes the queue's events again
+//! ([`TabTree::resume_ooo_merge`]), which redoes the current step and runs
+//! the rest. A crash between 5 and the truncation is handled by the queue's
+//! `discard_if_merged`. With a DRAM flank nothing is recorded (its events
+//! are not durable anyway).
 
-use crate::aggregate::Aggregates;
 use crate::event::timestamp_of;
-use crate::ids::{EventError, NodeId};
-use crate::node::{new_node_buffer, IndexNode, LeafNode};
+use crate::ids::EventError;
 use crate::ooo::EventList;
 
-use super::ooo_path::{LeafPath, PathStep};
-use super::storage::NodeStorage;
+use super::merge_record::{record, MergeRecord, MergeStep};
+use super::ooo_steps::StepOutcome;
 use super::{AppendOutcome, TabTree};
 
 /// What one merge did.
@@ -56,6 +62,24 @@ pub struct OooMergeReport {
     pub flank_write_outs: u64,
     /// The queue generation recorded.
     pub generation: u64,
+}
+
+/// An out-of-order merge a crash interrupted (PMem flank): the tree is not
+/// consistent until [`TabTree::resume_ooo_merge`] finishes it with the
+/// queue's events of `generation`; until then appends and merges are refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PendingOooMerge {
+    pub generation: u64,
+    /// Events of the merge input (the queue's `sorted()`).
+    pub input_events: u64,
+}
+
+/// A pending merge and the step to redo.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct MergeResume {
+    pub(crate) generation: u64,
+    pub(crate) input_events: u64,
+    pub(crate) record: MergeRecord,
 }
 
 impl TabTree {
@@ -100,7 +124,7 @@ impl TabTree {
     }
 
     /// Writes out the flank leaf if it holds events (and full parents).
-    fn write_out_flank_leaf(&mut self) -> Result<bool, EventError> {
+    pub(crate) fn write_out_flank_leaf(&mut self) -> Result<bool, EventError> {
         if self.flank.count(0) == 0 {
             return Ok(false);
         }
@@ -109,189 +133,175 @@ impl TabTree {
         Ok(true)
     }
 
+    /// The merge a crash interrupted, if any (see [`PendingOooMerge`]).
+    pub fn pending_ooo_merge(&self) -> Option<PendingOooMerge> {
+        self.pending_merge.map(|p| PendingOooMerge { generation: p.generation, input_events: p.input_events })
+    }
+
+    /// `Err` while a merge is pending.
+    pub(crate) fn check_no_pending_merge(&self) -> Result<(), EventError> {
+        match self.pending_merge {
+            None => Ok(()),
+            Some(p) => Err(EventError::invalid(format!(
+                "the out-of-order merge of generation {} was interrupted: resume it first",
+                p.generation
+            ))),
+        }
+    }
+
+    /// The merge input as event slices, checked (schema, time order).
+    fn merge_input<'e>(&self, events: &'e EventList) -> Result<Vec<&'e [u8]>, EventError> {
+        if !events.is_empty() && events.event_bytes() != self.leaf_layout.event_bytes() {
+            return Err(EventError::invalid("the queue's events belong to another schema"));
+        }
+        let all: Vec<&[u8]> = events.iter().collect();
+        if all.windows(2).any(|w| timestamp_of(w[0]) > timestamp_of(w[1])) {
+            return Err(EventError::invalid("merge input is not in timestamp order"));
+        }
+        Ok(all)
+    }
+
     /// Merges `events` (in application-time order, ties in arrival order:
     /// the queue's `sorted()`) of queue generation `generation` into the
     /// tree and records the generation (module comment). The caller then
     /// truncates the queue.
     pub fn merge_ooo(&mut self, events: &EventList, generation: u64) -> Result<OooMergeReport, EventError> {
-        if !events.is_empty() && events.event_bytes() != self.leaf_layout.event_bytes() {
-            return Err(EventError::invalid("the queue's events belong to another schema"));
-        }
+        self.check_no_pending_merge()?;
+        let all = self.merge_input(events)?;
         let mut report = OooMergeReport { generation, ..OooMergeReport::default() };
-        let all: Vec<&[u8]> = events.iter().collect();
-        if all.windows(2).any(|w| timestamp_of(w[0]) > timestamp_of(w[1])) {
-            return Err(EventError::invalid("merge input is not in timestamp order"));
-        }
+        let mut recorded = false;
         if !all.is_empty() {
             report.flank_write_outs += u64::from(self.write_out_flank_leaf()?);
-        }
-        let split = all.partition_point(|e| timestamp_of(e) < self.newest_ts);
-        let (older, newer) = all.split_at(split);
-        let mut i = 0;
-        while i < older.len() {
-            let path = self.path_for_ts(timestamp_of(older[i]))?;
-            let mut j = i + 1;
-            while j < older.len() && self.path_for_ts(timestamp_of(older[j]))?.leaf == path.leaf {
-                j += 1;
+            let first = self.next_chunk(&all, 0)?;
+            #[cfg(test)]
+            let skip = super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::NoRedoRecord);
+            #[cfg(not(test))]
+            let skip = false;
+            recorded = self.flank.is_pmem() && !skip;
+            if recorded {
+                self.flank.begin_merge(generation, all.len() as u64, &first);
             }
-            self.merge_into_leaf(path, Vec::new(), &older[i..j], &mut report)?;
-            self.events += (j - i) as u64;
-            report.events_into_leaves += (j - i) as u64;
-            i = j;
+            self.run_steps(&all, first, recorded, &mut report)?;
         }
-        for e in newer {
-            match self.append(e)? {
-                AppendOutcome::Appended { .. } => report.events_appended += 1,
-                AppendOutcome::Late { ts, newest_ts } => {
-                    return Err(EventError::invalid(format!("merge append of {ts} late after {newest_ts}")))
+        self.finish_merge(generation, all.len(), recorded, &mut report)?;
+        Ok(report)
+    }
+
+    /// Finishes the merge a crash interrupted ([`TabTree::pending_ooo_merge`])
+    /// with `events`, the queue's `sorted()` of the pending generation:
+    /// redoes the recorded step, runs the rest, records the generation.
+    pub fn resume_ooo_merge(&mut self, events: &EventList) -> Result<OooMergeReport, EventError> {
+        let Some(pending) = self.pending_merge else {
+            return Err(EventError::invalid("no out-of-order merge is pending"));
+        };
+        let all = self.merge_input(events)?;
+        if all.len() as u64 != pending.input_events {
+            return Err(EventError::invalid(format!(
+                "the pending merge of generation {} has {} input events; {} were passed",
+                pending.generation,
+                pending.input_events,
+                all.len()
+            )));
+        }
+        self.pending_merge = None;
+        let mut report = OooMergeReport { generation: pending.generation, ..OooMergeReport::default() };
+        let done = self
+            .run_steps(&all, pending.record, true, &mut report)
+            .and_then(|()| self.finish_merge(pending.generation, all.len(), true, &mut report));
+        if let Err(e) = done {
+            self.pending_merge = Some(pending);
+            return Err(e);
+        }
+        Ok(report)
+    }
+
+    /// Runs steps from `rec` until the input is in the tree, recording each
+    /// step before it runs (if `recorded`).
+    fn run_steps(
+        &mut self,
+        all: &[&[u8]],
+        mut rec: MergeRecord,
+        recorded: bool,
+        report: &mut OooMergeReport,
+    ) -> Result<(), EventError> {
+        loop {
+            let (from, to) = (rec.done as usize, rec.done as usize + rec.chunk as usize);
+            let chunk = all.get(from..to).ok_or_else(|| {
+                EventError::corruption(
+                    "out-of-order merge",
+                    format!("step of input events {from}..{to} in an input of {}", all.len()),
+                )
+            })?;
+            let outcome = match rec.step {
+                MergeStep::Leaf { leaf, before, carry } => {
+                    self.run_leaf_step(leaf, before, carry, chunk, report)?
                 }
+                MergeStep::Append { events_before, carry } => {
+                    self.run_append_step(events_before, carry, chunk, report)?
+                }
+            };
+            rec = match outcome {
+                StepOutcome::Next(step) => MergeRecord { step, ..rec },
+                StepOutcome::ChunkDone if to == all.len() => return Ok(()),
+                StepOutcome::ChunkDone => self.next_chunk(all, to)?,
+            };
+            if recorded {
+                self.flank.write_merge_record(&rec)?;
             }
         }
+    }
+
+    /// The first step of the chunk starting at input event `done`: up to a
+    /// leaf's capacity of older events that belong in one completed leaf,
+    /// or all the rest to append once the rest is not older than the newest.
+    fn next_chunk(&self, all: &[&[u8]], done: usize) -> Result<MergeRecord, EventError> {
+        let older = |e: &[u8]| timestamp_of(e) < self.newest_ts;
+        if !older(all[done]) {
+            return record(
+                done,
+                all.len() - done,
+                MergeStep::Append { events_before: self.events, carry: None },
+            );
+        }
+        let leaf = self.path_for_ts(timestamp_of(all[done]))?.leaf;
+        if leaf == self.flank.id(0) {
+            return Err(EventError::corruption(
+                "out-of-order merge",
+                format!("an event older than the newest belongs in the flank leaf {leaf}"),
+            ));
+        }
+        let capacity = self.leaf_layout.capacity();
+        let mut end = done + 1;
+        while end < all.len()
+            && end - done < capacity
+            && older(all[end])
+            && self.path_for_ts(timestamp_of(all[end]))?.leaf == leaf
+        {
+            end += 1;
+        }
+        let before = self.storage.leaf_addr(leaf)?;
+        record(done, end - done, MergeStep::Leaf { leaf, before, carry: None })
+    }
+
+    /// Step 5 (module comment) and the end of the redo record.
+    fn finish_merge(
+        &mut self,
+        generation: u64,
+        input_events: usize,
+        recorded: bool,
+        report: &mut OooMergeReport,
+    ) -> Result<(), EventError> {
         report.flank_write_outs += u64::from(self.write_out_flank_leaf()?);
         self.flank.persist_pending(0)?;
         self.merged_ooo_generation = generation;
         self.flank.set_merged_ooo_generation(generation);
-        report.events_merged = all.len() as u64;
+        if recorded {
+            self.flank.end_merge();
+        }
+        report.events_merged = input_events as u64;
+        report.events_into_leaves = report.events_merged.saturating_sub(report.events_appended);
         self.stats.ooo_merges += 1;
         self.stats.ooo_events_merged += report.events_merged;
-        Ok(report)
-    }
-
-    /// Rewrites the completed leaf of `path` with `carry` (events from its
-    /// left neighbour, first) and `add` merged in; hands what exceeds the
-    /// capacity to the next leaf, cascading.
-    fn merge_into_leaf(
-        &mut self,
-        mut path: LeafPath,
-        mut carry: Vec<Vec<u8>>,
-        mut add: &[&[u8]],
-        report: &mut OooMergeReport,
-    ) -> Result<(), EventError> {
-        loop {
-            if path.leaf == self.flank.id(0) {
-                // The flank leaf (empty when the merge began): its events, the
-                // carried ones and `add`, re-appended in order.
-                let leaf = self.flank.leaf();
-                let (id, prev) = (leaf.id(), leaf.prev());
-                let mut mine: Vec<Vec<u8>> = carry;
-                mine.extend(leaf.iter().map(<[u8]>::to_vec));
-                let merged = merge_in(mine, add);
-                self.flank.init_level(0, id, prev)?;
-                for e in &merged {
-                    if self.flank.append_event(e)? {
-                        self.settle()?;
-                    }
-                }
-                return Ok(());
-            }
-            let old = self.storage.read(path.leaf)?;
-            let leaf = LeafNode::open(old.as_slice(), &self.leaf_layout)?;
-            let mut mine: Vec<Vec<u8>> = carry;
-            mine.extend(leaf.iter().map(<[u8]>::to_vec));
-            let mut merged = merge_in(mine, add);
-            let (prev, next) = (leaf.prev(), leaf.next());
-            let capacity = self.leaf_layout.capacity();
-            let overflow = if merged.len() > capacity { merged.split_off(capacity) } else { Vec::new() };
-            let mut buf = new_node_buffer();
-            {
-                let mut fresh = LeafNode::init(buf.as_mut_slice(), &self.leaf_layout, path.leaf)?;
-                for e in &merged {
-                    fresh.insert_ordered(e)?;
-                }
-                fresh.set_prev(prev)?;
-                fresh.set_next(next)?;
-                fresh.seal();
-            }
-            let aggs = LeafNode::open(buf.as_slice(), &self.leaf_layout)?.aggregates(&self.config.spec)?;
-            self.aggs.put(&self.config.spec, path.leaf, &aggs)?;
-            self.storage.write_node(path.leaf, &buf)?;
-            report.leaves_rewritten += 1;
-            self.stats.leaves_rewritten += 1;
-            self.refresh_path(&path.steps, path.leaf, aggs, report)?;
-            if overflow.is_empty() {
-                return Ok(());
-            }
-            report.events_carried += overflow.len() as u64;
-            self.stats.events_carried += overflow.len() as u64;
-            path = self.next_leaf_path(&path)?.ok_or_else(|| {
-                EventError::corruption(
-                    format!("leaf {}", path.leaf),
-                    "a leaf at capacity has no right neighbour",
-                )
-            })?;
-            carry = overflow;
-            add = &[];
-        }
-    }
-
-    /// Gives the entries on `steps` (bottom-up) the recomputed aggregates
-    /// and key of their child, from `child` with `aggs` up to the first
-    /// flank node.
-    fn refresh_path(
-        &mut self,
-        steps: &[PathStep],
-        mut child: NodeId,
-        mut aggs: Aggregates,
-        report: &mut OooMergeReport,
-    ) -> Result<(), EventError> {
-        for step in steps.iter().rev() {
-            let Some(i) = step.entry else { return Ok(()) };
-            let spec = self.config.spec.clone();
-            let inline = self.aggs.is_inline();
-            if !inline {
-                self.aggs.put(&spec, child, &aggs)?;
-            }
-            let edit = |node: &mut IndexNode<&mut [u8]>| -> Result<(), EventError> {
-                if node.child_at(i) != Some(child) {
-                    return Err(EventError::corruption(
-                        format!("index {}", node.id()),
-                        format!("entry {i} does not lead to {child}"),
-                    ));
-                }
-                if inline {
-                    node.set_aggregates(i, &aggs)
-                } else {
-                    node.set_key(i, aggs.ts_min)?;
-                    node.widen_ts_max(aggs.ts_max);
-                    Ok(())
-                }
-            };
-            if step.flank {
-                self.flank.rewrite_entry(step.level, i, edit)?;
-                self.running[step.level] = self.entries_aggregate(step.level)?;
-                return Ok(());
-            }
-            let mut buf = self.storage.read(step.id)?.as_ref().clone();
-            {
-                let mut node = IndexNode::open(buf.as_mut_slice(), &self.index_layout)?;
-                edit(&mut node)?;
-                node.seal();
-            }
-            let node = IndexNode::open(buf.as_slice(), &self.index_layout)?;
-            let mut total = Aggregates::empty(&spec);
-            for k in 0..node.len() {
-                total.merge(&self.aggs.of_entry(&spec, &node, k)?);
-            }
-            self.storage.write_node(step.id, &buf)?;
-            report.index_nodes_rewritten += 1;
-            child = step.id;
-            aggs = total;
-        }
         Ok(())
     }
-}
-
-/// `mine` (in order) with `add` (in order) merged in, `mine` first on ties.
-fn merge_in(mine: Vec<Vec<u8>>, add: &[&[u8]]) -> Vec<Vec<u8>> {
-    let mut out = Vec::with_capacity(mine.len() + add.len());
-    let mut add_iter = add.iter().peekable();
-    for e in mine {
-        let ts = timestamp_of(&e);
-        while add_iter.peek().is_some_and(|a| timestamp_of(a) < ts) {
-            out.push(add_iter.next().expect("peeked").to_vec());
-        }
-        out.push(e);
-    }
-    out.extend(add_iter.map(|a| a.to_vec()));
-    out
 }

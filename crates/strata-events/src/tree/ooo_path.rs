@@ -6,6 +6,11 @@
 //! A flank index node has its entries and an implicit last child, the flank
 //! node one level down (see `query`); a path step records which entry was
 //! followed, `None` for the implicit child.
+//!
+//! A merge step redone after a crash finds its leaf by id
+//! ([`TabTree::path_to_leaf`]): the keys on its path may be old or new
+//! (only lowered), so the search follows every entry whose closed key
+//! interval contains one of the leaf's previous timestamps.
 
 use crate::ids::{EventError, NodeId};
 use crate::node::IndexNode;
@@ -121,5 +126,58 @@ impl TabTree {
             return self.descend(steps, &leftmost).map(Some);
         }
         Ok(None)
+    }
+
+    /// The path to completed leaf `leaf`, which held an event with
+    /// timestamp `ts` before the current merge step (module comment).
+    pub(crate) fn path_to_leaf(&self, leaf: NodeId, ts: i64) -> Result<LeafPath, EventError> {
+        let top = self.flank.height() - 1;
+        let mut steps = Vec::new();
+        if top > 0 && self.find_leaf(top, self.flank.id(top), true, leaf, ts, &mut steps)? {
+            return Ok(LeafPath { steps, leaf });
+        }
+        Err(EventError::corruption(
+            format!("leaf {leaf}"),
+            format!("no path from the root reaches it around timestamp {ts}"),
+        ))
+    }
+
+    /// Depth-first search for `leaf` below the index node `id` of `level`,
+    /// pushing the steps taken; `true` when found.
+    fn find_leaf(
+        &self,
+        level: usize,
+        id: NodeId,
+        flank: bool,
+        leaf: NodeId,
+        ts: i64,
+        steps: &mut Vec<PathStep>,
+    ) -> Result<bool, EventError> {
+        let bytes = self.index_bytes(level, id)?;
+        let node = IndexNode::open(bytes.as_slice(), &self.index_layout)?;
+        let n = node.len();
+        let key = |i: usize| node.key_at(i).unwrap_or(i64::MAX);
+        let mut candidates: Vec<Option<usize>> = (0..n)
+            .filter(|&i| (i == 0 || key(i) <= ts) && (i + 1 == n || key(i + 1) >= ts))
+            .map(Some)
+            .collect();
+        if flank {
+            candidates.push(None);
+        }
+        for entry in candidates {
+            let step = PathStep { level, id, flank, entry };
+            let child = self.child_of(&node, &step)?;
+            steps.push(step);
+            let found = if level == 1 {
+                child == leaf
+            } else {
+                self.find_leaf(level - 1, child, entry.is_none(), leaf, ts, steps)?
+            };
+            if found {
+                return Ok(true);
+            }
+            steps.pop();
+        }
+        Ok(false)
     }
 }

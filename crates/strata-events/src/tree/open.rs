@@ -218,6 +218,7 @@ impl TabTree {
             newest_ts: i64::MIN,
             stats: TreeStats::default(),
             merged_ooo_generation: 0,
+            pending_merge: None,
         })
     }
 }

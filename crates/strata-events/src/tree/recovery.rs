@@ -3,6 +3,8 @@
 //! (section 4.2), open the PMem arrays, then recover the flank, from its
 //! PMem area ([`super::recovery_pmem`]) or by rebuilding it from storage
 //! ([`super::recovery_dram`]), and finish every full flank node's write-out.
+//! A flank entry rewrite of a merge is finished before the slots are
+//! repaired; a merge's redo record is kept pending for the caller.
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +17,9 @@ use crate::translation::RecoveryReport;
 use super::config::FlankPlacement;
 use super::flank::Flank;
 use super::flank_pmem::PmemFlankArea;
+use super::ooo_merge::MergeResume;
 use super::open::{check_media, fingerprint, new_ids, pmem_arrays, recover_ssd};
-use super::recovery_pmem::repaired_levels;
+use super::recovery_pmem::{finish_entry_journal, repaired_levels};
 use super::storage::TreeStorage;
 use super::{TabTree, TreeConfig, TreeMedia, TreeStats};
 
@@ -39,6 +42,9 @@ pub struct TreeRecoveryReport {
     pub nodes_read: u64,
     /// A write-out interrupted by the crash was finished (PMem flank).
     pub journal_redone: bool,
+    /// An out-of-order merge was interrupted and is pending
+    /// ([`TabTree::pending_ooo_merge`]).
+    pub merge_pending: bool,
     /// Full flank nodes written out after the flank was recovered.
     pub write_outs_finished: u64,
     pub block_store: OpenReport,
@@ -62,6 +68,10 @@ impl TabTree {
 
     /// Recovers the tree that `create` made on `media` with `config` (the
     /// same configuration; a PMem flank formatted for another is rejected).
+    /// An out-of-order merge the crash interrupted stays pending
+    /// ([`TabTree::pending_ooo_merge`]): the caller must finish it with
+    /// [`TabTree::resume_ooo_merge`] and the queue's events before appending
+    /// ([`crate::stream::EventStream::recover`] does).
     pub fn recover(
         config: TreeConfig,
         media: TreeMedia<'_>,
@@ -75,15 +85,18 @@ impl TabTree {
         let storage = TreeStorage::new(ssd, pmem_index, config.node_cache_nodes);
         let flank_started = Instant::now();
         let mut generation = 0;
+        let mut merge = None;
         let (flank, journal) = match (config.flank, &region, &plan.flank) {
             (FlankPlacement::Pmem { batch_events }, Some(region), Some(area)) => {
                 let base = strata_pmem::RegionOffset(area.start);
-                let (pmem, mut image) =
+                let (mut pmem, mut image) =
                     PmemFlankArea::open(region.clone(), base, area.end - area.start, &fingerprint(&config)?)?;
+                finish_entry_journal(&mut pmem, &mut image, &index_layout)?;
                 let levels = repaired_levels(&mut image, &leaf_layout, &index_layout)?;
                 let flank =
                     Flank::new(leaf_layout.clone(), index_layout.clone(), levels, Some((pmem, batch_events)));
                 generation = image.merged_ooo_generation;
+                merge = image.merge;
                 (flank, image.journal)
             }
             _ => {
@@ -104,6 +117,7 @@ impl TabTree {
             newest_ts: i64::MIN,
             stats: TreeStats::default(),
             merged_ooo_generation: generation,
+            pending_merge: None,
         };
         let mut nodes_read = 0;
         if !tree.flank.is_pmem() {
@@ -133,6 +147,18 @@ impl TabTree {
         if let Some(j) = &journal {
             tree.finish_journal(j)?;
         }
+        if let Some(m) = merge {
+            if m.generation == tree.merged_ooo_generation {
+                // The merge was recorded; only its end was cut.
+                tree.flank.end_merge();
+            } else {
+                tree.pending_merge = Some(MergeResume {
+                    generation: m.generation,
+                    input_events: m.input_events,
+                    record: m.record,
+                });
+            }
+        }
         let flank_leaf_events = tree.flank.count(0) as u64;
         let before = tree.stats.leaves_written + tree.stats.index_nodes_written;
         tree.settle()?;
@@ -148,6 +174,7 @@ impl TabTree {
             height: tree.flank.height(),
             nodes_read,
             journal_redone: journal.is_some(),
+            merge_pending: tree.pending_merge.is_some(),
             write_outs_finished,
             block_store,
             translation,
@@ -156,7 +183,7 @@ impl TabTree {
     }
 
     /// Recomputes the event count and the newest timestamp from the flank.
-    fn recount(&mut self) -> Result<(), EventError> {
+    pub(crate) fn recount(&mut self) -> Result<(), EventError> {
         let leaf = LeafNode::open(self.flank.bytes(0), &self.leaf_layout)?;
         let mut events = leaf.len() as u64;
         let mut newest = if leaf.is_empty() { i64::MIN } else { leaf.ts_max() };

@@ -14,7 +14,7 @@
 use crate::ids::EventError;
 use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode};
 
-use super::flank_pmem::{FlankImage, FlankJournal};
+use super::flank_pmem::{FlankImage, FlankJournal, PmemFlankArea};
 use super::TabTree;
 
 /// Repairs and checks the slot of `level` (see the module comment).
@@ -58,6 +58,31 @@ pub(crate) fn repair_slot(
         node.widen_ts_max(max);
     }
     node.verify_structure()
+}
+
+/// Finishes a flank entry rewrite a crash interrupted: copies the journal
+/// copy (at the slot's first unused entry position) over the entry, in the
+/// image and on PMem, and clears the entry journal word.
+pub(crate) fn finish_entry_journal(
+    area: &mut PmemFlankArea,
+    image: &mut FlankImage,
+    index_layout: &IndexLayout,
+) -> Result<(), EventError> {
+    let Some((level, index)) = image.entry_journal.take() else { return Ok(()) };
+    let slot = &mut image.slots[level as usize];
+    let count = super::flank::header_count(slot);
+    let eb = index_layout.entry_bytes();
+    let at = crate::node::NODE_HEADER_BYTES + index as usize * eb;
+    let scratch = crate::node::NODE_HEADER_BYTES + count * eb;
+    if index as usize >= count || scratch + eb > slot.len() {
+        return Err(EventError::corruption(
+            format!("PMem flank slot {level}"),
+            format!("entry journal of entry {index} in a node of {count} entries"),
+        ));
+    }
+    let copy = slot[scratch..scratch + eb].to_vec();
+    slot[at..at + eb].copy_from_slice(&copy);
+    area.finish_entry_journal(level, at, &copy)
 }
 
 /// The repaired slots of an opened flank image; the slot of a journal

@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::block_store::BlockStore;
+use crate::block_store::{BlockStore, PhysAddr};
 use crate::ids::{EventError, NodeId, NodeKind};
 use crate::node::header::node_crc;
 use crate::node::read_header;
@@ -262,6 +262,27 @@ impl TreeStorage {
     /// Syncs the SSD side (store and translation).
     pub fn sync(&mut self) -> Result<(), EventError> {
         self.ssd.sync()
+    }
+
+    /// The block-store address of leaf `id`'s current version (a rewrite
+    /// appends a new version; the old one stays readable at its address).
+    pub(crate) fn leaf_addr(&self, id: NodeId) -> Result<PhysAddr, EventError> {
+        self.ssd.translation.get(&self.ssd.store, id)?.ok_or_else(|| {
+            EventError::corruption(format!("leaf {id}"), "the tree refers to a leaf that was never stored")
+        })
+    }
+
+    /// The leaf version stored at `addr` (any version, not only the
+    /// current one); `Corruption` if the record there is not a leaf.
+    pub(crate) fn read_leaf_at(&self, addr: PhysAddr) -> Result<(NodeId, Vec<u8>), EventError> {
+        let (id, bytes) = self.ssd.store.read_node(addr)?;
+        if id.kind != NodeKind::Leaf {
+            return Err(EventError::corruption(
+                format!("block store {addr}"),
+                format!("a leaf version was expected, found {id}"),
+            ));
+        }
+        Ok((id, bytes))
     }
 }
 
