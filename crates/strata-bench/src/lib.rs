@@ -7,18 +7,23 @@
 //! the benchmarks themselves:
 //! - [`persist`]: what a persist costs on this machine's media (memcpy limit,
 //!   flush+fence per chunk, the serial PMem log, the group-committed SSD log);
+//! - [`peers`]: InfluxDB, VictoriaMetrics and QuestDB installed, started on
+//!   loopback and stopped, for `bench ingest --peers`;
 //! - [`ingest`]: TSBS-like cpu-only ingest over HTTP (or in-process, or into
 //!   any InfluxDB-v1-compatible endpoint) per commit protocol: rows/s,
 //!   acknowledgement latency, bytes per point on SSD and PMem.
 
+pub mod events;
 pub mod ingest;
 pub mod machine;
 pub mod measure;
+pub mod peers;
 pub mod persist;
 pub mod report;
 pub mod ycsb_ts;
 
 pub use ingest::{run_ingest_bench, IngestOptions};
 pub use machine::Machine;
+pub use peers::PeerKind;
 pub use persist::{run_persist_bench, PersistBenchOptions, PersistBudget};
 pub use report::BenchReport;

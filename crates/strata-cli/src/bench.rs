@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use strata_bench::ingest::{rows_per_host_for, BenchDirs};
+use strata_bench::peers::parse_peer_list;
 use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
 use strata_bench::{run_ingest_bench, run_persist_bench, IngestOptions, PersistBenchOptions};
 use strata_engine::Protocol;
@@ -22,9 +23,11 @@ enum Benchmark {
     /// PMem on tmpfs and on ext4.
     Persist(PersistArgs),
     /// TSBS-like cpu-only ingest (hosts x 10 float fields every 10 s) per
-    /// commit protocol (none, serial-pmem, serial-ssd) over HTTP, in-process,
-    /// or into any InfluxDB-v1-compatible endpoint (--target): rows/s, ack
-    /// latency, bytes per point on SSD and PMem, compression ratio.
+    /// commit protocol (none, serial-pmem, serial-ssd, declog-pmem,
+    /// declog-ssd) over HTTP, in-process, or into any InfluxDB-v1-compatible
+    /// endpoint (--target); with --peers also into InfluxDB, VictoriaMetrics
+    /// and QuestDB started on this machine: rows/s, ack latency, bytes per
+    /// point on disk, SSD and PMem, compression ratio.
     Ingest(IngestArgs),
     /// YCSB-TS, DecLog's benchmark (workloads A-D of its Table 1): per
     /// variant (declog-pmem, declog-ssd, serial-pmem, serial-ssd, none; with
@@ -32,6 +35,11 @@ enum Benchmark {
     /// counts per transaction, and recovery time after SIGKILL with and
     /// without a checkpoint. Writes JSON and SVG figures on request.
     YcsbTs(YcsbTsArgs),
+    /// ChronicleDB-on-PMem micro-benchmarks (chronicledb-pmem.txt Fig. 5-9)
+    /// on the event store: PMem right flank vs DRAM by flush batch size,
+    /// placements of aggregates and index nodes, address translation,
+    /// out-of-order queues.
+    Events(crate::bench_events::EventsArgs),
     /// Internal: the child process of `bench ycsb-ts` (job in $STRATA_YCSB_TS_JOB).
     #[command(hide = true)]
     YcsbTsChild,
@@ -213,9 +221,29 @@ struct IngestArgs {
     /// Parse and write in-process instead of over HTTP (local Strata only).
     #[arg(long, conflicts_with = "target")]
     in_process: bool,
-    /// Commit protocols to compare, in round order.
-    #[arg(long, value_delimiter = ',', default_value = "none,serial-pmem,serial-ssd,declog-pmem")]
+    /// Commit protocols to compare, in round order (default
+    /// none,serial-pmem,serial-ssd,declog-pmem; with --peers
+    /// declog-pmem,serial-pmem,serial-ssd,none; declog-ssd on request only,
+    /// it is very slow on a busy disk).
+    #[arg(long, value_delimiter = ',')]
     protocols: Vec<String>,
+    /// Also load peers, each a fresh instance per load on 127.0.0.1:
+    /// `--peers` alone runs every available one (influxdb, victoriametrics,
+    /// questdb; skipping any that cannot be installed), `--peers influxdb,questdb`
+    /// picks (and fails if one is missing). Installs a missing Debian package
+    /// with apt-get (root) and caches the QuestDB jar in ~/.cache/strata-bench.
+    #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "PEERS",
+          conflicts_with_all = ["target", "in_process"])]
+    peers: Option<String>,
+    /// After each load run TSBS cpu-only style queries (single-groupby,
+    /// double-groupby, max-all-8, lastpoint, high-cpu-all) against Strata
+    /// (InfluxQL), InfluxDB (InfluxQL) and QuestDB (SQL): median latency per
+    /// query, answers compared across systems.
+    #[arg(long, conflicts_with_all = ["target", "in_process"])]
+    queries: bool,
+    /// Timed runs of each query per load (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    query_runs: u32,
     /// Directory for the emulated PMem pool (default /dev/shm, else the temp directory).
     #[arg(long)]
     pmem_dir: Option<PathBuf>,
@@ -244,8 +272,31 @@ impl IngestArgs {
         o.target = self.target;
         o.db = self.db;
         o.in_process = self.in_process;
-        o.protocols = self
-            .protocols
+        if let Some(list) = &self.peers {
+            o.peers = parse_peer_list(list).map_err(anyhow::Error::msg)?;
+            o.peers_required = list.trim() != "all";
+        }
+        o.queries = self.queries;
+        o.query_runs = self.query_runs;
+        let default_protocols: &[&str] = if o.peers.is_empty() {
+            &["none", "serial-pmem", "serial-ssd", "declog-pmem"]
+        } else {
+            // declog-ssd only on request: its msync per flushed line writes
+            // gigabytes per 5,000-line request here (see docs/benchmarks.md).
+            &["declog-pmem", "serial-pmem", "serial-ssd", "none"]
+        };
+        let protocols: Vec<&str> = if self.protocols.is_empty() {
+            if !o.peers.is_empty() {
+                eprintln!(
+                    "ingest bench: protocols {} (declog-ssd only with --protocols: its msync per flushed line is very slow here)",
+                    default_protocols.join(",")
+                );
+            }
+            default_protocols.to_vec()
+        } else {
+            self.protocols.iter().map(String::as_str).collect()
+        };
+        o.protocols = protocols
             .iter()
             .map(|p| p.parse::<Protocol>())
             .collect::<Result<_, _>>()
@@ -280,6 +331,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             ycsb_ts::run_ycsb_ts_bench(&a.options()?)?;
             Ok(())
         }
+        Benchmark::Events(a) => crate::bench_events::run(a),
         Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }
 }

@@ -2,6 +2,7 @@
 //! own module; this file only parses arguments and dispatches.
 
 mod bench;
+mod bench_events;
 mod crashtest;
 mod engine_hooks;
 mod inspect;

@@ -1,8 +1,10 @@
 //! A fresh Strata database per load: one commit protocol, a new data
 //! directory on disk (block files, manifest, SSD log: the "SSD") and a new
 //! emulated PMem pool file on tmpfs when there is one (`/dev/shm`), both
-//! removed when the [`LocalDb`] is dropped. Background checkpoints are off,
-//! and the PMem log ring is sized to hold the whole load, so no protocol
+//! removed when the [`LocalDb`] is dropped. DecLog's file goes to the PMem
+//! directory too (`declog-pmem`) or stays in the data directory
+//! (`declog-ssd`). Background checkpoints are off, and the PMem log ring and
+//! the DecLog file are sized to hold the whole load, so no protocol
 //! checkpoints while it is being timed.
 
 use std::path::{Path, PathBuf};
@@ -65,6 +67,8 @@ pub fn pmem_log_bytes_for(expected_log_bytes: u64) -> u64 {
 /// database closes before its directories go).
 pub struct LocalDb {
     db: Db,
+    /// The data directory on disk (block files, manifest, SSD logs, the declog-ssd file).
+    pub data_dir_path: PathBuf,
     pub protocol: Protocol,
     _data_dir: TempDir,
     _pmem_dir: TempDir,
@@ -92,17 +96,35 @@ impl LocalDb {
         config.storage.checkpoint_interval_s = 0;
         config.pmem.pool_file = pmem_dir.path().join("pmem.pool");
         config.pmem.log_bytes = pmem_log_bytes;
+        // DecLog's file: on the PMem side for declog-pmem (the default would be
+        // inside the data directory on disk), sized like the serial ring.
+        config.declog.pmem_file = pmem_dir.path().join("declog.pmem");
+        config.declog.file_bytes = pmem_log_bytes.max(config.declog.file_bytes);
         // The ring needs a little more than its capacity (its own header):
         // leave a MiB after the pool header.
         config.pmem.pool_bytes = pmem_log_bytes + POOL_HEADER_BYTES + POOL_SLACK_BYTES;
         let db = Db::open(&config, &|_, _, _| {}).with_context(|| {
             format!("opening a {} database in {}", protocol.name(), data_dir.path().display())
         })?;
-        Ok(LocalDb { db, protocol, _data_dir: data_dir, _pmem_dir: pmem_dir })
+        Ok(LocalDb {
+            db,
+            data_dir_path: data_dir.path().to_path_buf(),
+            protocol,
+            _data_dir: data_dir,
+            _pmem_dir: pmem_dir,
+        })
     }
 
     pub fn engine(&self) -> &Arc<SeriesEngine> {
         self.db.engine()
+    }
+
+    /// Closes the database and returns the allocated bytes of its data
+    /// directory at rest, before the directories are removed.
+    pub fn close(self) -> anyhow::Result<u64> {
+        let LocalDb { db, data_dir_path, _data_dir, _pmem_dir, .. } = self;
+        drop(db);
+        crate::peers::disk::allocated_bytes(&data_dir_path)
     }
 
     /// Persist counts of the PMem pool so far (`None` without a pool).

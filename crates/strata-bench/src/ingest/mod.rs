@@ -11,6 +11,10 @@
 //! - [`in_process`]: parse and `SeriesStore::write` without HTTP;
 //! - [`local_db`] and [`local_server`]: a fresh Strata database per load, with
 //!   its HTTP server on 127.0.0.1:0;
+//! - [`peer_run`]: one load into a peer (`--peers`: InfluxDB,
+//!   VictoriaMetrics, QuestDB from [`crate::peers`]), quiesce, size, count;
+//! - [`queries`]: TSBS-style queries (`--queries`) in InfluxQL and QuestDB
+//!   SQL, canonical answers compared across systems, median latencies;
 //! - [`runner`]: rounds over variants (A B C A B C ...), checkpoint, storage
 //!   figures and verification after each load;
 //! - [`report`]: metrics, table columns, JSON config and notes.
@@ -22,9 +26,13 @@ pub mod in_process;
 pub mod load;
 pub mod local_db;
 pub mod local_server;
+pub mod peer_run;
+pub mod queries;
 pub mod report;
 pub mod runner;
 
+#[cfg(test)]
+pub(crate) mod queries_tests;
 #[cfg(test)]
 mod tests;
 
@@ -34,4 +42,4 @@ pub use http_loader::HttpTarget;
 pub use in_process::InProcessTarget;
 pub use load::{load, IngestEndpoint, LoadOutcome};
 pub use local_db::BenchDirs;
-pub use runner::{rows_per_host_for, run_ingest_bench, IngestOptions};
+pub use runner::{load_order, rows_per_host_for, run_ingest_bench, IngestOptions};

@@ -17,9 +17,11 @@ use super::generator::{FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
 use super::http_loader::WRITE_PRECISION;
 use super::load::{count_query, LoadOutcome};
 use super::local_server::SERVER_WORKER_THREADS;
-use super::runner::{IngestOptions, StorageFacts};
+use super::queries::{QueryOutcome, TsbsQuery, RELATIVE_TOLERANCE};
+use super::runner::{IngestOptions, StorageFacts, Variant};
 use crate::machine::{fs_type, Machine};
 use crate::measure::Samples;
+use crate::peers::PeerKind;
 use crate::report::BenchReport;
 
 /// Metric name and value, as one load produced them.
@@ -29,12 +31,20 @@ pub(super) type Metrics = Vec<(&'static str, f64)>;
 pub const RAW_BYTES_PER_POINT: u64 = 16;
 
 /// Table and JSON column order.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 20] = [
     "rows_per_s",
     "values_per_s",
     "ratio_to_none",
     "latency_ms_p50",
     "latency_ms_p99",
+    "disk_bytes_per_point",
+    "disk_growth_bytes_per_point",
+    "quiesce_s",
+    "single_groupby_ms",
+    "double_groupby_ms",
+    "max_all_8_ms",
+    "lastpoint_ms",
+    "high_cpu_all_ms",
     "bytes_per_point_ssd",
     "compression_ratio",
     "log_bytes_per_point",
@@ -44,10 +54,32 @@ pub const COLUMNS: [&str; 12] = [
     "media_blocks_per_request",
 ];
 
+/// What counting the rows back after a load gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Counted {
+    Rows(u64),
+    /// The count query failed (the message says why).
+    Failed(String),
+}
+
+impl Counted {
+    /// Why this count does not verify a load of `expected` rows (`None`: it does).
+    pub fn failure(&self, expected: u64) -> Option<String> {
+        match self {
+            Counted::Rows(n) if *n == expected => None,
+            Counted::Rows(n) => Some(format!("counts {n} rows after the load, expected {expected}")),
+            Counted::Failed(e) => Some(e.clone()),
+        }
+    }
+}
+
 /// One load's figures.
 pub(super) struct VariantResult {
     pub metrics: Metrics,
     pub checkpoints_during_load: u64,
+    pub counted: Counted,
+    /// `--queries`: each query's answer and median latency (or error).
+    pub queries: Vec<QueryOutcome>,
 }
 
 /// Throughput and acknowledgement latency of one load.
@@ -66,11 +98,12 @@ pub(super) fn storage_metrics(storage: &StorageFacts, outcome: &LoadOutcome) -> 
     let requests = outcome.requests.max(1) as f64;
     let block_bytes = storage.block_file_bytes as f64;
     let log_bytes = if storage.protocol == Protocol::None { 0.0 } else { storage.log_bytes as f64 };
-    let mut m = vec![
+    let mut m: Metrics = Vec::new();
+    m.extend([
         ("bytes_per_point_ssd", block_bytes / points),
         ("compression_ratio", points * RAW_BYTES_PER_POINT as f64 / block_bytes.max(1.0)),
         ("log_bytes_per_point", log_bytes / points),
-    ];
+    ]);
     if let Some(p) = storage.persist {
         m.extend([
             ("bytes_per_point_pmem", p.bytes_persisted as f64 / points),
@@ -90,9 +123,19 @@ pub(super) struct RunFacts {
     pub body_bytes: u64,
     pub requests_per_load: u64,
     pub pmem_log_bytes: u64,
+    pub declog_file_bytes: u64,
     pub load_average_1m: [Option<f64>; 2],
     pub checkpoints_during_load: u64,
     pub run_time: Duration,
+    /// Loads whose rows were not all counted back, or whose query answers
+    /// differ from the first system's (variant, round, why).
+    pub verification_failures: Vec<String>,
+    /// Queries a system could not run (not a failure of the run).
+    pub query_errors: Vec<String>,
+    /// `--queries`: the statements run.
+    pub queries: Vec<TsbsQuery>,
+    /// `--queries`: rows in each query's reference answer, and whose it is.
+    pub query_answer_rows: Vec<(&'static str, usize, String)>,
 }
 
 fn mode(opts: &IngestOptions) -> &'static str {
@@ -103,7 +146,73 @@ fn mode(opts: &IngestOptions) -> &'static str {
     }
 }
 
-pub(super) fn build_report(facts: &RunFacts, variants: &[String], samples: &[Samples]) -> BenchReport {
+/// Result-row keys that hold text, not numbers (not shown as table columns).
+pub const TEXT_KEYS: [&str; 2] = ["peer_version", "durability"];
+
+/// What a 204 from the Strata server means under `protocol`.
+pub fn strata_durability(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::None => "not durable: no commit log, only checkpoints persist",
+        Protocol::SerialPmem => {
+            "log record flushed and fenced on emulated PMem before the 204 (a tmpfs file: survives a process crash, not power loss)"
+        }
+        Protocol::SerialSsd => "log record fdatasynced (group commit) before the 204",
+        Protocol::DeclogPmem => {
+            "DecLog entries flushed and fenced on emulated PMem before the 204 (a tmpfs file: survives a process crash, not power loss)"
+        }
+        Protocol::DeclogSsd => "DecLog entries in a file on the SSD, msynced before the 204",
+    }
+}
+
+/// `peer_version` and `durability` of one variant.
+fn variant_text(v: &Variant) -> (String, String) {
+    let strata = || format!("strata {} (this build)", env!("CARGO_PKG_VERSION"));
+    match v {
+        Variant::Local(p) => (strata(), strata_durability(*p).to_string()),
+        Variant::Remote { .. } => ("unknown".into(), "the target server's own setting".into()),
+        Variant::Peer(i) => (
+            format!(
+                "{} {}{}",
+                i.kind,
+                i.version,
+                i.runtime.as_deref().map(|r| format!(" on {r}")).unwrap_or_default()
+            ),
+            i.kind.durability().to_string(),
+        ),
+    }
+}
+
+/// The quiesce step of each peer, for the report.
+pub fn quiesce_text(kind: PeerKind) -> &'static str {
+    match kind {
+        PeerKind::InfluxDb => "wait until the WAL segments were snapshotted to TSM (cache-snapshot-write-cold-duration 1s), then until the data directory size held still for 1.5 s",
+        PeerKind::VictoriaMetrics => "GET /internal/force_flush, then wait until the data directory size held still for 1.5 s",
+        PeerKind::QuestDb => "wait until select count() sees every row (WAL applied), then until the data directory size held still for 1.5 s",
+    }
+}
+
+/// Prints the table without the text columns, then each variant's version and durability.
+pub fn print_table(report: &BenchReport) {
+    let mut shown = report.clone();
+    for row in &mut shown.results {
+        for k in TEXT_KEYS {
+            row.remove(k);
+        }
+    }
+    let mut text = shown.render_table();
+    for row in &report.results {
+        let get = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        text.push_str(&format!(
+            "  * {}: {}; durability: {}\n",
+            get("variant"),
+            get("peer_version"),
+            get("durability")
+        ));
+    }
+    print!("{text}");
+}
+
+pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Samples]) -> BenchReport {
     let opts = &facts.opts;
     let local = opts.target.is_none();
     let pmem_fs = fs_type(&opts.dirs.pmem_dir);
@@ -145,7 +254,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[String], samples: &[Sam
         "order": "interleaved: every round loads every variant once, in the same order (A B C A B C ...), each into a fresh database",
         "statistic": "median over rounds; ratio_to_none is the median of per-round ratios of rows/s to the none variant",
         "write_precision": WRITE_PRECISION,
-        "verification": format!("`{}` must return every row after each load", count_query()),
+        "verification": format!("`{}` (peers: the same count in their own language, see peers.count) must return every row after each load", count_query()),
         "point": format!("one field value with its timestamp ({RAW_BYTES_PER_POINT} raw bytes); a row holds {FIELDS_PER_ROW}"),
         "load_average_1m": {"start": facts.load_average_1m[0], "end": facts.load_average_1m[1]},
         "run_s": facts.run_time.as_secs_f64(),
@@ -157,13 +266,62 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[String], samples: &[Sam
         config["ssd_dir"] = json!(opts.dirs.disk_dir);
         config["ssd_fs_type"] = json!(disk_fs);
         config["pmem_log_bytes"] = json!(facts.pmem_log_bytes);
+        config["declog_file_bytes"] = json!(facts.declog_file_bytes);
         config["checkpoints_during_loads"] = json!(facts.checkpoints_during_load);
         if !opts.in_process {
             config["server_worker_threads"] = json!(SERVER_WORKER_THREADS);
         }
     }
+    let peers: Vec<_> = variants
+        .iter()
+        .filter_map(|v| match v {
+            Variant::Peer(i) => Some(json!({
+                "name": i.kind.name(),
+                "version": i.version,
+                "runtime": i.runtime,
+                "source": i.kind.source(),
+                "durability": i.kind.durability(),
+                "quiesce": quiesce_text(i.kind),
+            })),
+            _ => None,
+        })
+        .collect();
+    if !peers.is_empty() {
+        config["peers"] = json!(peers);
+        config["peer_dir"] = json!(opts.dirs.disk_dir);
+        config["disk_bytes"] = json!("allocated bytes (st_blocks x 512, as du counts) of the data directory; disk_bytes_per_point: at rest, after the load, its flush (Strata: checkpoint; peers: quiesce) and a clean close/shutdown; disk_growth_bytes_per_point: while running, after the flush minus right after start");
+    }
+    config["verification_failures"] = json!(facts.verification_failures);
+    if !facts.queries.is_empty() {
+        config["queries"] = json!(facts
+            .queries
+            .iter()
+            .map(|q| json!({"name": q.kind.name(), "metric": q.kind.metric(), "influxql": q.influxql, "sql": q.sql}))
+            .collect::<Vec<_>>());
+        config["query_runs"] = json!(opts.query_runs);
+        config["query_latency"] = json!("client wall time of one request (connect excluded), median of query_runs runs after one untimed run, then median over rounds");
+        config["query_answers"] = json!(format!(
+            "compared with the first system's answer per query, relative tolerance {RELATIVE_TOLERANCE}"
+        ));
+        config["query_errors"] = json!(facts.query_errors);
+        config["query_answer_rows"] = json!(facts
+            .query_answer_rows
+            .iter()
+            .map(|(q, rows, by)| json!({"query": q, "rows": rows, "reference": by}))
+            .collect::<Vec<_>>());
+    }
     let mut report = BenchReport::new("ingest", machine, config);
-    report.results = variants.iter().zip(samples).map(|(name, s)| s.median_row(name)).collect();
+    report.results = variants
+        .iter()
+        .zip(samples)
+        .map(|(v, s)| {
+            let mut row = s.median_row(&v.name());
+            let (version, durability) = variant_text(v);
+            row.insert("peer_version".into(), json!(version));
+            row.insert("durability".into(), json!(durability));
+            row
+        })
+        .collect();
     report.columns = COLUMNS.iter().map(|c| c.to_string()).collect();
     report.notes = notes(facts, local);
     report
@@ -197,11 +355,21 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
             format!("{}; every load into a fresh database, every row counted back", opts.dirs.describe()),
             "point = one value + timestamp (16 raw bytes); bytes/point ssd = block-file bytes after a checkpoint / points; compression ratio = 16 / that".into(),
             "log bytes/point: commit-log bytes written (serial-pmem: PMem ring, serial-ssd: WAL file; none writes no log); pmem counts per request are of the emulated PMem pool".into(),
-            "durability: none = not durable (only checkpoints); serial-pmem = flush+fence per request on emulated PMem (tmpfs: survives a process crash, not power loss); serial-ssd = group-committed fdatasync".into(),
+            "disk bytes/point: allocated bytes (du) of the data directory at rest, after the load, a checkpoint (Strata; the PMem pool and declog-pmem file are not in it) or the peer's quiesce step, and a clean close / points; growth: while running, after the flush minus right after start".into(),
         ]);
+        if opts.queries {
+            notes.push(format!(
+                "query ms: TSBS cpu-only style queries after each load (Strata and InfluxDB: InfluxQL /query; QuestDB: SQL /exec; VictoriaMetrics: not queried), median of {} runs, client wall time; every answer compared with the first system's (rows per answer: {})",
+                opts.query_runs,
+                facts.query_answer_rows.iter().map(|(q, n, _)| format!("{q} {n}")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !opts.peers.is_empty() {
+            notes.push("peers: a fresh instance per load on 127.0.0.1, same batches, connections and /write?precision=n as Strata; Strata's server runs inside the benchmark process, peers in their own".into());
+        }
         if facts.checkpoints_during_load > 0 {
             notes.push(format!(
-                "{} checkpoints ran during loads (the PMem ring filled up): those loads include checkpoint time",
+                "{} checkpoints ran during loads (the PMem ring or DecLog file filled up): those loads include checkpoint time",
                 facts.checkpoints_during_load
             ));
         }

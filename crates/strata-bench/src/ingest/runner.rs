@@ -2,8 +2,12 @@
 //! load it into every variant in turn (A B C A B C ...), each time into a
 //! fresh database; after each load checkpoint, read the storage figures and
 //! count the rows back. Variants are the commit protocols of a local Strata
-//! (over HTTP on loopback, or in-process) or remote HTTP targets.
+//! (over HTTP on loopback, or in-process), remote HTTP targets, or peers
+//! (InfluxDB, VictoriaMetrics, QuestDB; [`crate::peers`]) started afresh for
+//! every load. A count that differs from the rows loaded is printed loudly
+//! and fails the run once the table and the JSON are out.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,13 +25,29 @@ use super::in_process::InProcessTarget;
 use super::load::{load, IngestEndpoint, LoadOutcome};
 use super::local_db::{pmem_log_bytes_for, BenchDirs, LocalDb};
 use super::local_server::LocalServer;
-use super::report::{build_report, load_metrics, storage_metrics, RunFacts, VariantResult};
+use super::peer_run::{disk_metrics, run_peer};
+use super::queries::{compare_answers, run_queries, tsbs_queries, Answer, Dialect, QueryKind};
+use super::report::{
+    build_report, load_metrics, print_table, storage_metrics, Counted, RunFacts, VariantResult,
+};
 use crate::machine::load_average_1m;
+use crate::peers::disk::allocated_bytes;
+use crate::peers::{ensure_installed, Installed, PeerKind};
 use crate::report::BenchReport;
 
 /// Expected log bytes per row of the data set (ten 25-byte values plus
 /// framing), used only to size the PMem ring.
 const LOG_BYTES_PER_ROW_ESTIMATE: u64 = 300;
+/// The same for DecLog's file (it logs about 280 bytes per value here:
+/// 256-byte-aligned group commits), used only to size that file.
+const DECLOG_BYTES_PER_ROW_ESTIMATE: u64 = 3000;
+
+/// Bytes of the PMem ring (serial) or DecLog file (declog) for `rows`.
+fn log_bytes_for(protocol: Protocol, rows: u64) -> u64 {
+    let per_row =
+        if protocol.is_declog() { DECLOG_BYTES_PER_ROW_ESTIMATE } else { LOG_BYTES_PER_ROW_ESTIMATE };
+    pmem_log_bytes_for(rows.saturating_mul(per_row))
+}
 
 /// Everything a run needs. [`IngestOptions::full`] and
 /// [`IngestOptions::quick`] are the presets of the CLI.
@@ -51,6 +71,17 @@ pub struct IngestOptions {
     /// Commit protocols compared (local only), in round order.
     pub protocols: Vec<Protocol>,
     pub dirs: BenchDirs,
+    /// Peers loaded after the protocols in every round (`--peers`), each a
+    /// fresh instance per load, in a temporary directory under `dirs.disk_dir`.
+    pub peers: Vec<PeerKind>,
+    /// Whether a peer that cannot be installed fails the run (peers named
+    /// on the command line) or is skipped with a warning (`--peers` alone).
+    pub peers_required: bool,
+    /// After each load, run the TSBS-style queries ([`super::queries`])
+    /// against Strata over HTTP, InfluxDB and QuestDB, and compare answers.
+    pub queries: bool,
+    /// Timed runs of each query per load (median reported).
+    pub query_runs: u32,
     /// Print progress (stderr) and the table (stdout).
     pub print: bool,
 }
@@ -72,6 +103,10 @@ impl IngestOptions {
             in_process: false,
             protocols: Protocol::ALL.to_vec(),
             dirs: BenchDirs::detect(),
+            peers: Vec::new(),
+            peers_required: false,
+            queries: false,
+            query_runs: 5,
             print: true,
         }
     }
@@ -90,7 +125,18 @@ impl IngestOptions {
             !(self.in_process && self.target.is_some()),
             "--in-process loads a local Strata; it cannot be combined with --target"
         );
-        anyhow::ensure!(self.target.is_some() || !self.protocols.is_empty(), "--protocols is empty");
+        anyhow::ensure!(
+            self.peers.is_empty() || (self.target.is_none() && !self.in_process),
+            "--peers loads local peers over HTTP; it cannot be combined with --target or --in-process"
+        );
+        anyhow::ensure!(
+            !(self.queries && (self.in_process || self.target.is_some())),
+            "--queries runs over HTTP against a local Strata and the peers; not with --in-process or --target"
+        );
+        anyhow::ensure!(
+            self.target.is_some() || !self.protocols.is_empty() || !self.peers.is_empty(),
+            "--protocols is empty"
+        );
         if let Some(dir) = self.json_path.as_deref().and_then(Path::parent) {
             let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
             anyhow::ensure!(
@@ -127,30 +173,55 @@ pub fn rows_per_host_for(text: &str) -> anyhow::Result<u64> {
     Ok(rows)
 }
 
-/// One thing compared: a commit protocol of a local Strata, or a remote endpoint.
-enum Variant {
+/// One thing compared: a commit protocol of a local Strata, a remote
+/// endpoint, or a peer started for each load.
+pub(super) enum Variant {
     Local(Protocol),
     Remote { name: String, target: HttpTarget },
+    Peer(Installed),
 }
 
 impl Variant {
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         match self {
             Variant::Local(p) => p.name().to_string(),
             Variant::Remote { name, .. } => name.clone(),
+            Variant::Peer(i) => i.kind.name().to_string(),
         }
+    }
+
+    /// Whether a failed count query fails the run (local Strata and peers)
+    /// or only warns (a remote endpoint may not speak InfluxQL).
+    fn count_required(&self) -> bool {
+        !matches!(self, Variant::Remote { .. })
     }
 }
 
-/// Whether a failed count query fails the run (local) or only warns (a
-/// remote endpoint may not speak InfluxQL).
-#[derive(Copy, Clone, PartialEq, Eq)]
-enum Verify {
-    Required,
-    BestEffort,
+/// The variants of a run in round order: the protocols, then the peers
+/// (A B C ... per round), or the one remote target.
+pub(super) fn variants_in_order(
+    protocols: &[Protocol],
+    peers: Vec<Installed>,
+    target: Option<HttpTarget>,
+) -> Vec<Variant> {
+    match target {
+        Some(t) => vec![Variant::Remote { name: "target".into(), target: t }],
+        None => protocols
+            .iter()
+            .copied()
+            .map(Variant::Local)
+            .chain(peers.into_iter().map(Variant::Peer))
+            .collect(),
+    }
 }
 
-fn progress_bar(print: bool, rows: u64, label: String) -> ProgressBar {
+/// The order of loads: (round, variant index), every variant once per
+/// round in the same order (A B C A B C ...).
+pub fn load_order(variants: usize, rounds: u32) -> Vec<(u32, usize)> {
+    (0..rounds).flat_map(|r| (0..variants).map(move |v| (r, v))).collect()
+}
+
+pub(super) fn progress_bar(print: bool, rows: u64, label: String) -> ProgressBar {
     if !print {
         return ProgressBar::hidden();
     }
@@ -165,35 +236,21 @@ fn progress_bar(print: bool, rows: u64, label: String) -> ProgressBar {
 }
 
 /// Loads, then runs `after_load`, then counts the rows back.
-fn load_verified<E: IngestEndpoint, T>(
+pub(super) fn load_counted<E: IngestEndpoint, T>(
     endpoint: &E,
     dataset: &Dataset,
     opts: &IngestOptions,
     progress: &ProgressBar,
-    verify: Verify,
     after_load: impl FnOnce() -> anyhow::Result<T>,
-) -> anyhow::Result<(LoadOutcome, T)> {
+) -> anyhow::Result<(LoadOutcome, T, Counted)> {
     let outcome = load(endpoint, dataset, opts.connections, progress)?;
     progress.finish_and_clear();
     let after = after_load()?;
-    match endpoint.count_rows() {
-        Ok(n) => anyhow::ensure!(
-            n == dataset.rows(),
-            "{} counts {n} rows after the load, expected {}",
-            endpoint.describe(),
-            dataset.rows()
-        ),
-        Err(e) if verify == Verify::BestEffort => {
-            if opts.print {
-                eprintln!(
-                    "ingest bench: warning: could not count the rows of {}: {e:#}",
-                    endpoint.describe()
-                );
-            }
-        }
-        Err(e) => return Err(e.context(format!("counting the rows of {}", endpoint.describe()))),
-    }
-    Ok((outcome, after))
+    let counted = match endpoint.count_rows() {
+        Ok(n) => Counted::Rows(n),
+        Err(e) => Counted::Failed(format!("counting the rows of {}: {e:#}", endpoint.describe())),
+    };
+    Ok((outcome, after, counted))
 }
 
 /// What the engine did during one load, read after its checkpoint.
@@ -203,6 +260,9 @@ pub(super) struct StorageFacts {
     pub persist: Option<PersistStats>,
     pub block_file_bytes: u64,
     pub checkpoints_during_load: u64,
+    /// Allocated bytes of the data directory after the checkpoint, and right after it was opened.
+    pub running_disk_bytes: u64,
+    pub empty_disk_bytes: u64,
 }
 
 fn run_local(
@@ -211,8 +271,9 @@ fn run_local(
     opts: &IngestOptions,
     label: String,
 ) -> anyhow::Result<VariantResult> {
-    let log_bytes = pmem_log_bytes_for(dataset.rows().saturating_mul(LOG_BYTES_PER_ROW_ESTIMATE));
+    let log_bytes = log_bytes_for(protocol, dataset.rows());
     let local = LocalDb::open(protocol, &opts.dirs, &opts.db, log_bytes)?;
+    let empty_disk_bytes = allocated_bytes(&local.data_dir_path)?;
     let engine = local.engine().clone();
     let store: Arc<dyn SeriesStore> = engine.clone();
     let server = if opts.in_process {
@@ -227,7 +288,10 @@ fn run_local(
         let loaded = engine.stats();
         engine.checkpoint().context("checkpoint after the load")?;
         let checkpointed = engine.stats();
+        let running_disk_bytes = allocated_bytes(&local.data_dir_path)?;
         Ok(StorageFacts {
+            running_disk_bytes,
+            empty_disk_bytes,
             protocol,
             log_bytes: loaded.log_bytes_written - stats_before.log_bytes_written,
             persist,
@@ -236,24 +300,42 @@ fn run_local(
         })
     };
     let progress = progress_bar(opts.print, dataset.rows(), label);
-    let (outcome, storage) = match &server {
+    let (outcome, storage, counted) = match &server {
         Some(server) => {
             let endpoint = HttpTarget::new(server.url(), &opts.db);
             endpoint.prepare()?;
-            load_verified(&endpoint, dataset, opts, &progress, Verify::Required, after_load)?
+            load_counted(&endpoint, dataset, opts, &progress, after_load)?
         }
         None => {
-            let endpoint = InProcessTarget::new(store, &opts.db);
+            let endpoint = InProcessTarget::new(store.clone(), &opts.db);
             endpoint.prepare()?;
-            load_verified(&endpoint, dataset, opts, &progress, Verify::Required, after_load)?
+            load_counted(&endpoint, dataset, opts, &progress, after_load)?
         }
+    };
+    let queries = match &server {
+        Some(server) if opts.queries => run_queries(
+            &server.url(),
+            &opts.db,
+            Dialect::InfluxQl,
+            &tsbs_queries(&dataset.spec, opts.seed),
+            opts.query_runs,
+        ),
+        _ => Vec::new(),
     };
     if let Some(server) = server {
         server.stop()?;
     }
+    drop((store, engine));
+    let at_rest_bytes = local.close()?;
     let mut metrics = load_metrics(&outcome);
     metrics.extend(storage_metrics(&storage, &outcome));
-    Ok(VariantResult { metrics, checkpoints_during_load: storage.checkpoints_during_load })
+    metrics.extend(disk_metrics(
+        at_rest_bytes,
+        storage.running_disk_bytes,
+        storage.empty_disk_bytes,
+        outcome.values(),
+    ));
+    Ok(VariantResult { metrics, checkpoints_during_load: storage.checkpoints_during_load, counted, queries })
 }
 
 fn run_remote(
@@ -264,25 +346,56 @@ fn run_remote(
 ) -> anyhow::Result<VariantResult> {
     target.prepare().with_context(|| format!("creating database {} on {}", target.db, target.url))?;
     let progress = progress_bar(opts.print, dataset.rows(), label);
-    let (outcome, ()) = load_verified(target, dataset, opts, &progress, Verify::BestEffort, || Ok(()))?;
-    Ok(VariantResult { metrics: load_metrics(&outcome), checkpoints_during_load: 0 })
+    let (outcome, (), counted) = load_counted(target, dataset, opts, &progress, || Ok(()))?;
+    Ok(VariantResult {
+        metrics: load_metrics(&outcome),
+        checkpoints_during_load: 0,
+        counted,
+        queries: Vec::new(),
+    })
+}
+
+/// Installs (if needed) the peers of `opts`; a peer that cannot be had is an
+/// error when named, else skipped with a warning.
+fn prepare_peers(opts: &IngestOptions) -> anyhow::Result<Vec<Installed>> {
+    let mut ready = Vec::new();
+    for &kind in &opts.peers {
+        match ensure_installed(kind) {
+            Ok(i) => {
+                if opts.print {
+                    eprintln!(
+                        "ingest bench: peer {kind} {}{} from {}",
+                        i.version,
+                        i.runtime.as_deref().map(|r| format!(" on {r}")).unwrap_or_default(),
+                        kind.source()
+                    );
+                }
+                ready.push(i);
+            }
+            Err(e) if opts.peers_required => return Err(e.context(format!("peer {kind}"))),
+            Err(e) => eprintln!("ingest bench: WARNING: skipping peer {kind}, it is not available: {e:#}"),
+        }
+    }
+    anyhow::ensure!(opts.peers.is_empty() || !ready.is_empty(), "--peers: no peer is available");
+    Ok(ready)
 }
 
 /// Runs the ingest benchmark, prints its table (if `print`), writes its JSON
-/// (if `json_path`) and returns the report.
+/// (if `json_path`) and returns the report. A variant that does not hold
+/// every row after its load is printed loudly and fails the run (after the
+/// table and the JSON, which list the failures).
 pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     opts.check()?;
+    let peers = prepare_peers(opts)?;
     let load_at_start = load_average_1m();
     let generated_at = Instant::now();
     let dataset = Dataset::generate(&opts.spec(), opts.batch_lines)?;
     let generate_time = generated_at.elapsed();
-    let variants: Vec<Variant> = match &opts.target {
-        Some(url) => {
-            let url = HttpUrl::parse(url)?;
-            vec![Variant::Remote { name: "target".into(), target: HttpTarget::new(url, &opts.db) }]
-        }
-        None => opts.protocols.iter().copied().map(Variant::Local).collect(),
+    let target = match &opts.target {
+        Some(url) => Some(HttpTarget::new(HttpUrl::parse(url)?, &opts.db)),
+        None => None,
     };
+    let variants = variants_in_order(&opts.protocols, peers, target);
     if opts.print {
         eprintln!(
             "ingest bench: {} rows ({} hosts x {} rows, {} values, {:.1} MB of line protocol) generated in {:.2} s; {} requests of {} lines per load",
@@ -311,16 +424,59 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     }
     let mut samples: Vec<crate::measure::Samples> = variants.iter().map(|_| Default::default()).collect();
     let mut checkpoints_during_load = 0;
+    let mut failures: Vec<String> = Vec::new();
+    let mut query_errors: Vec<String> = Vec::new();
+    let mut reference_answers: BTreeMap<QueryKind, (String, Answer)> = BTreeMap::new();
     let started = Instant::now();
-    for round in 0..opts.rounds {
-        let mut rows_per_s = Vec::with_capacity(variants.len());
-        for (v, s) in variants.iter().zip(&mut samples) {
+    let mut rows_per_s = vec![f64::NAN; variants.len()];
+    for (round, at) in load_order(variants.len(), opts.rounds) {
+        {
+            // `s` borrows `samples` only in this block (the ratios below need all of them).
+            let (v, s) = (&variants[at], &mut samples[at]);
             let label = format!("round {}/{} {}", round + 1, opts.rounds, v.name());
             let result = match v {
                 Variant::Local(p) => run_local(*p, &dataset, opts, label.clone()),
                 Variant::Remote { target, .. } => run_remote(target, &dataset, opts, label.clone()),
+                Variant::Peer(installed) => run_peer(installed, &dataset, opts, label.clone()),
             }
             .with_context(|| label.clone())?;
+            if let Some(failure) = result.counted.failure(dataset.rows()) {
+                // A remote target may not speak InfluxQL: only a count it gave must match.
+                let query_failed = matches!(result.counted, Counted::Failed(_));
+                if v.count_required() || !query_failed {
+                    eprintln!("ingest bench: !!!!! VERIFICATION FAILED: {label}: {failure} !!!!!");
+                    failures.push(format!("{label}: {failure}"));
+                } else if opts.print {
+                    eprintln!("ingest bench: warning: {label}: {failure}");
+                }
+            }
+            for q in &result.queries {
+                match &q.result {
+                    Ok((answer, ms)) => {
+                        s.push(q.kind.metric(), *ms);
+                        match reference_answers.get(&q.kind) {
+                            None => {
+                                reference_answers.insert(q.kind, (v.name(), answer.clone()));
+                            }
+                            Some((by, reference)) => {
+                                if let Err(diff) = compare_answers(reference, answer) {
+                                    let f = format!(
+                                        "{label}: query {} answers differently from {by}: {diff}",
+                                        q.kind.name()
+                                    );
+                                    eprintln!("ingest bench: !!!!! QUERY ANSWERS DIFFER: {f} !!!!!");
+                                    failures.push(f);
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let f = format!("{label}: query {} failed: {e}", q.kind.name());
+                        eprintln!("ingest bench: warning: {f}");
+                        query_errors.push(f);
+                    }
+                }
+            }
             checkpoints_during_load += result.checkpoints_during_load;
             let mut this_rows_per_s = f64::NAN;
             for (metric, value) in &result.metrics {
@@ -333,18 +489,22 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
                 let get =
                     |m: &str| result.metrics.iter().find(|(k, _)| *k == m).map_or(f64::NAN, |(_, v)| *v);
                 eprintln!(
-                    "ingest bench: {label}: {:.0} rows/s, ack p50 {:.2} ms, p99 {:.2} ms",
+                    "ingest bench: {label}: {:.0} rows/s, ack p50 {:.2} ms, p99 {:.2} ms, {:.2} disk bytes/point",
                     this_rows_per_s,
                     get("latency_ms_p50"),
-                    get("latency_ms_p99")
+                    get("latency_ms_p99"),
+                    get("disk_bytes_per_point"),
                 );
             }
-            rows_per_s.push(this_rows_per_s);
+            rows_per_s[at] = this_rows_per_s;
         }
+        let round_done = at + 1 == variants.len();
         if let Some(none_at) = variants.iter().position(|v| matches!(v, Variant::Local(Protocol::None))) {
-            let base = rows_per_s[none_at];
-            for (s, r) in samples.iter_mut().zip(&rows_per_s) {
-                s.push("ratio_to_none", r / base);
+            if round_done {
+                let base = rows_per_s[none_at];
+                for (s, r) in samples.iter_mut().zip(&rows_per_s) {
+                    s.push("ratio_to_none", r / base);
+                }
             }
         }
     }
@@ -354,21 +514,39 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
         dataset_values: dataset.values(),
         body_bytes: dataset.body_bytes(),
         requests_per_load: dataset.batches.len() as u64,
-        pmem_log_bytes: pmem_log_bytes_for(dataset.rows().saturating_mul(LOG_BYTES_PER_ROW_ESTIMATE)),
+        pmem_log_bytes: log_bytes_for(Protocol::SerialPmem, dataset.rows()),
+        declog_file_bytes: log_bytes_for(Protocol::DeclogPmem, dataset.rows()),
         load_average_1m: [load_at_start, load_average_1m()],
         checkpoints_during_load,
         run_time: started.elapsed(),
+        verification_failures: failures.clone(),
+        query_errors,
+        query_answer_rows: reference_answers
+            .iter()
+            .map(|(k, (by, a))| (k.name(), a.rows.len(), by.clone()))
+            .collect(),
+        queries: if opts.queries { tsbs_queries(&dataset.spec, opts.seed) } else { Vec::new() },
     };
-    let names: Vec<String> = variants.iter().map(Variant::name).collect();
-    let report = build_report(&facts, &names, &samples);
+    let report = build_report(&facts, &variants, &samples);
     if opts.print {
-        report.print_table();
+        print_table(&report);
     }
     if let Some(path) = &opts.json_path {
         report.write_json(path)?;
         if opts.print {
             eprintln!("ingest bench: wrote {}", path.display());
         }
+    }
+    if !failures.is_empty() {
+        eprintln!("ingest bench: !!!!! {} VERIFICATION FAILURE(S) !!!!!", failures.len());
+        for f in &failures {
+            eprintln!("ingest bench: !!!!! {f}");
+        }
+        anyhow::bail!(
+            "{} load(s) did not hold every row afterwards (first: {})",
+            failures.len(),
+            failures[0]
+        );
     }
     Ok(report)
 }

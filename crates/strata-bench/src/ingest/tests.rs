@@ -22,7 +22,7 @@ use super::load::{count_in_influx_response, load, IngestEndpoint};
 use super::local_db::{BenchDirs, LocalDb};
 use super::local_server::LocalServer;
 use super::report::COLUMNS;
-use super::runner::{rows_per_host_for, run_ingest_bench, IngestOptions};
+use super::runner::{load_order, rows_per_host_for, run_ingest_bench, IngestOptions};
 
 fn concat(d: &Dataset) -> Vec<u8> {
     d.batches.iter().flat_map(|b| b.body.iter().copied()).collect()
@@ -241,6 +241,10 @@ fn tiny_options(json_path: Option<PathBuf>) -> IngestOptions {
         in_process: true,
         protocols: Protocol::ALL.to_vec(),
         dirs: BenchDirs::detect(),
+        peers: Vec::new(),
+        peers_required: false,
+        queries: false,
+        query_runs: 1,
         print: false,
     }
 }
@@ -252,7 +256,12 @@ fn expected_metrics(variant: &str) -> Vec<&'static str> {
         "lines_flushed_per_request",
         "media_blocks_per_request",
     ];
-    COLUMNS.iter().copied().filter(|c| variant == "serial-pmem" || !pmem_only.contains(c)).collect()
+    COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| *c != "quiesce_s" && !c.ends_with("_ms"))
+        .filter(|c| variant == "serial-pmem" || !pmem_only.contains(c))
+        .collect()
 }
 
 fn assert_full_rows(json: &Value, variants: &[&str]) {
@@ -270,6 +279,10 @@ fn assert_full_rows(json: &Value, variants: &[&str]) {
             assert!(v.is_some_and(|v| v.is_finite() && v >= 0.0), "{variant}: {metric} = {:?}", r[metric]);
         }
         assert!(r["rows_per_s"].as_f64().unwrap() > 0.0, "{variant}");
+        assert!(r["peer_version"].as_str().unwrap().starts_with("strata "), "{variant}: {r}");
+        assert!(!r["durability"].as_str().unwrap().is_empty(), "{variant}");
+        assert!(r["disk_bytes_per_point"].as_f64().unwrap() > 0.0, "{variant}: {r}");
+        assert!(r["disk_growth_bytes_per_point"].as_f64().is_some(), "{variant}: {r}");
         assert!(r["compression_ratio"].as_f64().unwrap() > 1.0, "{variant}: Gorilla must beat 16 B/point");
     }
 }
@@ -342,4 +355,93 @@ fn conflicting_options_are_errors() {
     let mut opts = tiny_options(Some(PathBuf::from("/nonexistent-dir/x.json")));
     opts.protocols = vec![Protocol::None];
     assert!(run_ingest_bench(&opts).unwrap_err().to_string().contains("not a directory"));
+}
+
+#[test]
+fn rounds_alternate_every_variant_in_the_same_order() {
+    let order = load_order(4, 3);
+    assert_eq!(order.len(), 12);
+    assert_eq!(&order[..5], [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]);
+    assert_eq!(order[11], (2, 3));
+    // A B C D A B C D ...: the same variant never loads twice in a row.
+    assert!(order.windows(2).all(|w| w[0].1 != w[1].1));
+    assert!(load_order(4, 0).is_empty());
+    assert_eq!(load_order(1, 2), [(0, 0), (1, 0)]);
+}
+
+#[test]
+fn protocols_come_before_peers_and_a_target_stands_alone() {
+    use super::runner::variants_in_order;
+    use crate::peers::{Installed, PeerKind};
+    let installed = |kind| Installed {
+        kind,
+        program: PathBuf::from("/bin/true"),
+        jar: None,
+        version: "1".into(),
+        runtime: None,
+    };
+    let v = variants_in_order(
+        &[Protocol::DeclogPmem, Protocol::None],
+        vec![installed(PeerKind::InfluxDb), installed(PeerKind::QuestDb)],
+        None,
+    );
+    let names: Vec<String> = v.iter().map(|v| v.name()).collect();
+    assert_eq!(names, ["declog-pmem", "none", "influxdb", "questdb"]);
+    let url = HttpUrl::parse("http://127.0.0.1:1").unwrap();
+    let v = variants_in_order(
+        &[Protocol::None],
+        vec![installed(PeerKind::InfluxDb)],
+        Some(HttpTarget::new(url, "db")),
+    );
+    assert_eq!(v.iter().map(|v| v.name()).collect::<Vec<_>>(), ["target"]);
+}
+
+#[test]
+fn a_count_verifies_only_when_it_equals_the_rows_loaded() {
+    use super::report::Counted;
+    assert_eq!(Counted::Rows(60).failure(60), None);
+    let short = Counted::Rows(59).failure(60).unwrap();
+    assert!(short.contains("59") && short.contains("60"), "{short}");
+    assert_eq!(Counted::Failed("no table".into()).failure(60).as_deref(), Some("no table"));
+}
+
+#[test]
+fn disk_metrics_divide_by_points_and_never_go_negative() {
+    use super::peer_run::disk_metrics;
+    let m = disk_metrics(5_000, 10_000, 4_000, 1_000);
+    assert_eq!(m, vec![("disk_bytes_per_point", 5.0), ("disk_growth_bytes_per_point", 6.0)]);
+    let shrunk = disk_metrics(1_000, 1_000, 4_000, 0);
+    assert_eq!(shrunk[1], ("disk_growth_bytes_per_point", 0.0), "a directory that shrank grew by nothing");
+    assert_eq!(shrunk[0].1, 1_000.0, "zero points count as one");
+}
+
+#[test]
+fn peers_conflict_with_target_and_in_process() {
+    let mut opts = tiny_options(None);
+    opts.peers = vec![crate::peers::PeerKind::InfluxDb];
+    assert!(run_ingest_bench(&opts).unwrap_err().to_string().contains("--peers"), "in-process");
+    opts.in_process = false;
+    opts.target = Some("http://127.0.0.1:1".into());
+    assert!(run_ingest_bench(&opts).unwrap_err().to_string().contains("--peers"), "target");
+}
+
+#[test]
+fn the_table_hides_text_columns_and_lists_durability_below() {
+    let mut opts = tiny_options(None);
+    opts.protocols = vec![Protocol::None, Protocol::DeclogSsd];
+    let report = run_ingest_bench(&opts).unwrap();
+    let row = report.result("declog-ssd").unwrap();
+    assert!(row["durability"].as_str().unwrap().contains("msync"), "{row:?}");
+    let mut shown = report.clone();
+    for r in &mut shown.results {
+        for k in super::report::TEXT_KEYS {
+            r.remove(k);
+        }
+    }
+    let table = shown.render_table();
+    assert!(!table.contains("durability") && !table.contains("peer version"), "{table}");
+    assert!(table.contains("disk bytes/point"), "{table}");
+    let json: Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["config"]["verification_failures"], json!([]));
+    assert_eq!(json["results"][0]["durability"], "not durable: no commit log, only checkpoints persist");
 }

@@ -1,0 +1,116 @@
+//! SVG drawings of `strata bench events` in the shape of the paper's
+//! figures, with the SVG helpers of `ycsb_ts::svg`: Fig. 5 as a line
+//! (ratio to the DRAM flank over the flush batch size, log x), Fig. 6-8 as
+//! bar charts of their main metrics.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::{EventsRun, Figure};
+use crate::ycsb_ts::svg::{bar_chart, line_chart, short, Bar};
+
+fn metric(row: &serde_json::Map<String, Value>, m: &str) -> Option<f64> {
+    row.get(m).and_then(Value::as_f64)
+}
+
+fn variant(row: &serde_json::Map<String, Value>) -> String {
+    row.get("variant").and_then(Value::as_str).unwrap_or("?").to_string()
+}
+
+/// Bars of `metric` per variant (rows without it are skipped).
+fn bars(fig: &Figure, m: &str) -> Vec<Bar> {
+    fig.rows
+        .iter()
+        .filter_map(|r| {
+            metric(r, m).map(|v| Bar { label: variant(r).replace('-', "-\n"), value: v, note: short(v) })
+        })
+        .collect()
+}
+
+/// The SVG files of `run`, as (file name, document).
+pub(super) fn svgs(run: &EventsRun) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for fig in &run.figures {
+        match fig.key {
+            "fig5" => {
+                let points = |medium: &str| -> Vec<(f64, f64)> {
+                    fig.rows
+                        .iter()
+                        .filter_map(|r| {
+                            let name = variant(r);
+                            let k = name
+                                .strip_prefix(medium)?
+                                .strip_prefix("/pmem-flank-k")?
+                                .parse::<f64>()
+                                .ok()?;
+                            Some((k, metric(r, "ratio_to_dram_flank")?))
+                        })
+                        .collect()
+                };
+                let tmpfs = points("tmpfs");
+                let series = vec![
+                    ("pmem flank, leaves on tmpfs".to_string(), tmpfs.clone()),
+                    ("pmem flank, leaves on ext4".to_string(), points("ext4")),
+                    ("dram flank (1.0)".to_string(), tmpfs.iter().map(|(k, _)| (*k, 1.0)).collect()),
+                ];
+                let title = "Fig. 5: insertion rate, PMem flank relative to DRAM flank";
+                out.push((
+                    "events-fig5.svg".into(),
+                    line_chart(title, "flush batch size k (events)", "ratio", &series, true),
+                ));
+            }
+            "fig6" => {
+                let mut all = Vec::new();
+                for (m, label) in [
+                    ("insert_ratio_to_baseline", "insert"),
+                    ("point_ratio_to_baseline", "point"),
+                    ("aggregate_ratio_to_baseline", "aggregate"),
+                    ("filter_ratio_to_baseline", "filter"),
+                ] {
+                    for r in &fig.rows {
+                        if let Some(v) = metric(r, m) {
+                            all.push(Bar {
+                                label: format!("{}\n{label}", variant(r)),
+                                value: v,
+                                note: short(v),
+                            });
+                        }
+                    }
+                }
+                let title = "Fig. 6: time relative to the baseline (aggs inline, index on SSD)";
+                out.push(("events-fig6.svg".into(), bar_chart(title, "ratio", &all)));
+            }
+            "fig7" => {
+                for (m, unit) in [("update_ns", "ns"), ("lookup_ns", "ns"), ("recovery_ms", "ms")] {
+                    let title = format!("Fig. 7: address translation, {m}");
+                    out.push((format!("events-fig7-{m}.svg"), bar_chart(&title, unit, &bars(fig, m))));
+                }
+            }
+            "fig8" => {
+                for (m, unit) in [
+                    ("write_ms", "ms"),
+                    ("recovery_ms", "ms"),
+                    ("hit_query_us", "us"),
+                    ("miss_query_us", "us"),
+                ] {
+                    let title = format!("Fig. 8: OOO queue, {m}");
+                    out.push((format!("events-fig8-{m}.svg"), bar_chart(&title, unit, &bars(fig, m))));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Writes the SVG files into `dir`; returns how many.
+pub(super) fn write_svgs(run: &EventsRun, dir: &Path) -> anyhow::Result<usize> {
+    let files = svgs(run);
+    for (name, doc) in &files {
+        let path = dir.join(name);
+        std::fs::write(&path, doc).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(files.len())
+}
