@@ -255,12 +255,21 @@ fn stopping_a_peer_sends_sigterm_first() {
     assert!(!path.exists());
 }
 
-/// Starts `kind` if it is on the machine, loads 3 hosts x 20 rows, and
-/// checks the count, the size and the cleanup; prints why it skips otherwise.
-fn load_into_real_peer(kind: PeerKind) {
+/// What one load into a real peer showed.
+struct RealPeerRun {
+    rows_loaded: u64,
+    rows_counted: u64,
+    data_bytes: u64,
+    dir_removed: bool,
+}
+
+/// Starts `kind` if it is on the machine, loads 3 hosts x 20 rows, checks
+/// the query answers against the data, stops it; None (and why, printed)
+/// when it is not installed.
+fn load_into_real_peer(kind: PeerKind) -> Option<RealPeerRun> {
     if let Some(why) = why_not_installed(kind) {
         eprintln!("SKIPPED: {kind} is not installed here ({why}); this test never installs it");
-        return;
+        return None;
     }
     let installed = ensure_installed(kind).unwrap();
     assert!(!installed.version.is_empty());
@@ -272,10 +281,8 @@ fn load_into_real_peer(kind: PeerKind) {
     assert!(root.starts_with(parent.path()));
     peer.endpoint.prepare().unwrap();
     let outcome = load(&peer.endpoint, &data, 2, &ProgressBar::hidden()).unwrap();
-    assert_eq!(outcome.rows, 60);
     let q = peer.quiesce(60).unwrap();
-    assert!(q.bytes > 0, "{kind}: the data directory holds something");
-    assert_eq!(peer.endpoint.count_rows().unwrap(), 60, "{kind} holds every row");
+    let rows_counted = peer.endpoint.count_rows().unwrap();
     // The TSBS-style queries give the answers computed from the data (no queries for VictoriaMetrics).
     let dialect = match kind {
         PeerKind::InfluxDb => Some(Dialect::InfluxQl),
@@ -292,21 +299,41 @@ fn load_into_real_peer(kind: PeerKind) {
         }
     }
     peer.stop().unwrap();
-    assert!(!root.exists(), "{kind}: the temporary directory is removed");
+    Some(RealPeerRun {
+        rows_loaded: outcome.rows,
+        rows_counted,
+        data_bytes: q.bytes,
+        dir_removed: !root.exists(),
+    })
 }
 
 #[test]
 fn real_influxdb_loads_counts_and_cleans_up() {
-    load_into_real_peer(PeerKind::InfluxDb);
+    let run = load_into_real_peer(PeerKind::InfluxDb);
+    if let Some(run) = &run {
+        assert_eq!((run.rows_loaded, run.rows_counted), (60, 60), "InfluxDB holds every row");
+        assert!(run.data_bytes > 0, "InfluxDB: the data directory held something");
+        assert!(run.dir_removed, "InfluxDB: the temporary directory is removed");
+    }
 }
 
 #[test]
 fn real_victoriametrics_loads_counts_and_cleans_up() {
-    load_into_real_peer(PeerKind::VictoriaMetrics);
+    let run = load_into_real_peer(PeerKind::VictoriaMetrics);
+    if let Some(run) = &run {
+        assert_eq!((run.rows_loaded, run.rows_counted), (60, 60), "VictoriaMetrics holds every row");
+        assert!(run.data_bytes > 0, "VictoriaMetrics: the data directory held something");
+        assert!(run.dir_removed, "VictoriaMetrics: the temporary directory is removed");
+    }
 }
 
 #[test]
 fn real_questdb_loads_counts_and_cleans_up() {
     assert_eq!(QUESTDB_VERSION.split('.').count(), 3);
-    load_into_real_peer(PeerKind::QuestDb);
+    let run = load_into_real_peer(PeerKind::QuestDb);
+    if let Some(run) = &run {
+        assert_eq!((run.rows_loaded, run.rows_counted), (60, 60), "QuestDB holds every row");
+        assert!(run.data_bytes > 0, "QuestDB: the data directory held something");
+        assert!(run.dir_removed, "QuestDB: the temporary directory is removed");
+    }
 }

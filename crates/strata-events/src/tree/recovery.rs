@@ -100,8 +100,10 @@ impl TabTree {
                 (flank, image.journal)
             }
             _ => {
-                let placeholder = vec![crate::node::new_node_buffer()];
-                (Flank::new(leaf_layout.clone(), index_layout.clone(), placeholder, None), None)
+                // The DRAM flank is rebuilt from storage below; start from one
+                // empty buffer for the leaf level.
+                let empty_leaf_level = vec![crate::node::new_node_buffer()];
+                (Flank::new(leaf_layout.clone(), index_layout.clone(), empty_leaf_level, None), None)
             }
         };
         let mut tree = TabTree {
