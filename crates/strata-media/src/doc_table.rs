@@ -38,6 +38,17 @@ pub fn markdown_table(doc: &str, heading: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The second cell of the row whose first cell is `name`, in the table
+/// under `heading` (a constants table: `name | value | ...`). Panics naming
+/// the constant if the document lacks it (a test helper).
+pub fn table_value(doc: &str, heading: &str, name: &str) -> String {
+    markdown_table(doc, heading)
+        .into_iter()
+        .find(|row| row.first().map(String::as_str) == Some(name))
+        .and_then(|row| row.get(1).cloned())
+        .unwrap_or_else(|| panic!("{heading}: constant {name} missing from the document"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

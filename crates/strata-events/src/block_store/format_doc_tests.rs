@@ -10,14 +10,7 @@ use super::*;
 fn format_doc_agrees_with_code() {
     use strata_media::doc_table::markdown_table;
     let doc = include_str!("../../../../docs/format/events-blocks.md");
-    let constants = markdown_table(doc, "## Constants");
-    let value_of = |name: &str| -> String {
-        constants
-            .iter()
-            .find(|row| row[0] == name)
-            .unwrap_or_else(|| panic!("constant {name} missing from the doc"))[1]
-            .clone()
-    };
+    let value_of = |name: &str| strata_media::doc_table::table_value(doc, "## Constants", name);
     assert_eq!(value_of("BLOCK_MAGIC"), format!("{BLOCK_MAGIC:#018x}"));
     assert!(doc.contains("`STREVBLK`"));
     for (name, value) in [

@@ -17,11 +17,7 @@ fn table(heading: &str) -> Vec<Vec<String>> {
 }
 
 fn value_of(name: &str) -> String {
-    table("## Constants")
-        .into_iter()
-        .find(|row| row[0] == name)
-        .unwrap_or_else(|| panic!("constant {name} missing from the doc"))[1]
-        .clone()
+    strata_media::doc_table::table_value(DOC, "## Constants", name)
 }
 
 #[test]

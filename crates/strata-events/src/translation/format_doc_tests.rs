@@ -10,11 +10,7 @@ use super::*;
 const DOC: &str = include_str!("../../../../docs/format/events-translation.md");
 
 fn value_of(heading: &str, name: &str) -> String {
-    markdown_table(DOC, heading)
-        .iter()
-        .find(|row| row[0] == name)
-        .unwrap_or_else(|| panic!("{heading}: constant {name} missing from the doc"))[1]
-        .clone()
+    strata_media::doc_table::table_value(DOC, heading, name)
 }
 
 /// Rows `offset | size | type | name | meaning` named like `fields`, in

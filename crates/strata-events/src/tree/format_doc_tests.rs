@@ -22,11 +22,7 @@ fn table(heading: &str) -> Vec<Vec<String>> {
 }
 
 fn value_of(name: &str) -> String {
-    table("## Constants")
-        .into_iter()
-        .find(|row| row[0] == name)
-        .unwrap_or_else(|| panic!("constant {name} missing from the doc"))[1]
-        .clone()
+    strata_media::doc_table::table_value(DOC, "## Constants", name)
 }
 
 fn hex(v: u64) -> String {
@@ -183,8 +179,9 @@ fn area_layout_and_the_bytes_format_writes_match_the_doc() {
     assert!(err.is_corruption() && err.to_string().contains("another tree configuration"), "{err}");
 }
 
-#[test]
-fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
+/// A formatted 4-level flank area for Sine events on a simulated region,
+/// with its fingerprint (the fixture of the journal and merge-record tests).
+fn formatted_sine_flank_area() -> (FlankFingerprint, Arc<Region>, PmemFlankArea) {
     let fp = FlankFingerprint {
         max_levels: 4,
         event_bytes: 56,
@@ -198,8 +195,14 @@ fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
     let layout = LeafLayout::new(&StreamSchema::sine(), 100).unwrap();
     let mut leaf = new_node_buffer();
     LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
-    let mut area =
+    let area =
         PmemFlankArea::format(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp, &leaf).unwrap();
+    (fp, region, area)
+}
+
+#[test]
+fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
+    let (fp, region, mut area) = formatted_sine_flank_area();
     let j = FlankJournal {
         level: 0,
         old_id: NodeId::leaf(0),
@@ -281,21 +284,7 @@ fn merge_record_table_matches_the_encoding() {
 
 #[test]
 fn merge_records_and_the_entry_journal_round_trip_through_open() {
-    let fp = FlankFingerprint {
-        max_levels: 4,
-        event_bytes: 56,
-        index_entry_bytes: 16,
-        leaf_fill: 130,
-        index_fill: 457,
-        flags: 0,
-        config_crc: 7,
-    };
-    let region = Arc::new(Region::sim(flank_area_bytes(4)));
-    let layout = LeafLayout::new(&StreamSchema::sine(), 100).unwrap();
-    let mut leaf = new_node_buffer();
-    LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
-    let mut area =
-        PmemFlankArea::format(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp, &leaf).unwrap();
+    let (fp, region, mut area) = formatted_sine_flank_area();
     let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
     let addr = crate::block_store::PhysAddr::new(2, 64).unwrap();
     let first = MergeRecord {
