@@ -349,14 +349,6 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
         self.with_bug(|| self.run_workload(region, acks))
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
-        self.recover_and_check_at(region, acked, u64::MAX)
-    }
-
     fn recover_and_check_at(
         &self,
         region: &Arc<Region>,

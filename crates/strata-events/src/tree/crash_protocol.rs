@@ -233,14 +233,6 @@ impl PmemCrashProtocol for FlankPmemCrash {
         *self.record.write() = RunRecord { oracle, snapshots, appended: self.events, height };
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
-        self.recover_and_check_at(region, acked, u64::MAX)
-    }
-
     fn recover_and_check_at(
         &self,
         region: &Arc<Region>,

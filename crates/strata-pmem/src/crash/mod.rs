@@ -27,11 +27,18 @@ pub trait PmemCrashProtocol: Sync {
     /// Recovers from `region` (a simulator restarted from a crash image) and
     /// checks the oracle against the transactions acknowledged before the
     /// crash. `Err` if recovery itself failed on an image the model allows.
+    ///
+    /// Implement this or [`PmemCrashProtocol::recover_and_check_at`] (each
+    /// defaults to the other; implementing neither recurses forever). The
+    /// default is `recover_and_check_at` with no crash point known
+    /// (`u64::MAX`: as of the end of the run).
     fn recover_and_check(
         &self,
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String>;
+    ) -> Result<(OracleCounts, Option<String>), String> {
+        self.recover_and_check_at(region, acked, u64::MAX)
+    }
     /// [`PmemCrashProtocol::recover_and_check`], told the simulator operation
     /// count at the crash point. Protocols that also keep state off PMem (files
     /// written by checkpoints) use it to restore that state as of the crash.
