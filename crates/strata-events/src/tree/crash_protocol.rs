@@ -94,6 +94,9 @@ pub struct FlankPmemCrash {
     pub translation: TranslationKind,
     /// Spare room per node, permille (smaller nodes make taller trees).
     pub spare_permille: u32,
+    /// A bug the crash tests plant (set on whichever thread runs or recovers).
+    #[cfg(test)]
+    pub(crate) planted: super::flank::PlantedBug,
     record: RwLock<RunRecord>,
 }
 
@@ -113,6 +116,8 @@ impl FlankPmemCrash {
             index: IndexPlacement::Ssd,
             translation: TranslationKind::PmemArray,
             spare_permille: 300,
+            #[cfg(test)]
+            planted: super::flank::PlantedBug::None,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -129,6 +134,17 @@ impl FlankPmemCrash {
             events: 70,
             ..FlankPmemCrash::new(batch_events)
         }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_planted(mut self, bug: super::flank::PlantedBug) -> Self {
+        self.planted = bug;
+        self
+    }
+
+    #[cfg(test)]
+    fn plant(&self) {
+        super::flank::PLANTED_BUG.with(|b| b.set(self.planted));
     }
 
     pub fn with_seed(mut self, seed: u64) -> Self {
@@ -196,6 +212,8 @@ impl PmemCrashProtocol for FlankPmemCrash {
     }
 
     fn run(&self, region: &Arc<Region>, acks: &AckLog) {
+        #[cfg(test)]
+        self.plant();
         let seed = self.seed;
         let config = self.config();
         let schema = config.schema.clone();
@@ -239,6 +257,8 @@ impl PmemCrashProtocol for FlankPmemCrash {
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
     ) -> Result<(OracleCounts, Option<String>), String> {
+        #[cfg(test)]
+        self.plant();
         let config = self.config();
         let schema = config.schema.clone();
         let plan = config.pmem_plan(0).map_err(|e| e.to_string())?;

@@ -13,15 +13,15 @@ use super::flank::{PlantedBug, PLANTED_BUG};
 use super::FlankPmemCrash;
 use crate::translation::TranslationKind;
 
-fn crashtest(proto: &FlankPmemCrash, bug: PlantedBug, max_images: u64) -> CrashReport {
-    PLANTED_BUG.with(|b| b.set(bug));
+fn crashtest(proto: FlankPmemCrash, bug: PlantedBug, max_images: u64) -> CrashReport {
+    let proto = proto.with_planted(bug);
     let cfg = PmemCrashConfig {
         seed: proto.seed,
         samples_per_point: 8,
         max_images: Some(max_images),
         ..Default::default()
     };
-    let report = run_pmem_crashtest(proto, &cfg);
+    let report = run_pmem_crashtest(&proto, &cfg);
     PLANTED_BUG.with(|b| b.set(PlantedBug::None));
     println!(
         "{bug:?}: {} points {} first failure: {:?}",
@@ -57,7 +57,7 @@ fn every_crash_image_keeps_every_acknowledged_event_exactly_once() {
         (FlankPmemCrash::new(7).with_translation(TranslationKind::Att).with_seed(2), 800),
         (FlankPmemCrash::new(3).with_translation(TranslationKind::Dram).with_seed(3), 800),
     ] {
-        let report = crashtest(&proto, PlantedBug::None, images);
+        let report = crashtest(proto, PlantedBug::None, images);
         assert!(report.crash_points > 200, "{}", report.line());
         assert!(report.images >= report.crash_points.min(images), "{}", report.line());
         assert!(report.is_clean(), "{}: {:?}", report.line(), report.first_failure);
@@ -66,13 +66,13 @@ fn every_crash_image_keeps_every_acknowledged_event_exactly_once() {
 
 #[test]
 fn acknowledging_before_the_batch_is_persisted_shows_as_lost_events() {
-    let report = crashtest(&FlankPmemCrash::new(25).with_events(40), PlantedBug::AckBeforePersist, 600);
+    let report = crashtest(FlankPmemCrash::new(25).with_events(40), PlantedBug::AckBeforePersist, 600);
     assert!(report.counts.lost > 0, "{}", report.line());
 }
 
 #[test]
-fn persisting_the_count_with_the_entries_behind_one_fence_shows_as_damage() {
-    let report = crashtest(&FlankPmemCrash::new(4).with_events(30), PlantedBug::OneFenceAppend, 1500);
+fn trusting_the_leaf_commit_word_without_its_crc_shows_as_damage() {
+    let report = crashtest(FlankPmemCrash::new(4).with_events(30), PlantedBug::UncheckedLeafCommit, 1500);
     assert!(report.counts.partial + report.counts.lost > 0, "{}", report.line());
 }
 

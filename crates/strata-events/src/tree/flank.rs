@@ -295,8 +295,9 @@ pub(crate) enum PlantedBug {
     None,
     /// Report appended events durable before their batch is persisted.
     AckBeforePersist,
-    /// Persist an append's entries and header behind a single fence.
-    OneFenceAppend,
+    /// Trust the leaf commit word's count at recovery without checking the
+    /// CRC of its batch.
+    UncheckedLeafCommit,
 }
 
 #[cfg(test)]

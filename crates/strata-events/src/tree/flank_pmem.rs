@@ -5,9 +5,15 @@
 //!
 //! This module owns the bytes and their persist order only; the tree decides
 //! what to write (`tree/flank.rs`, `tree/insert.rs`):
-//! - appends persist the appended entries (flush, fence), then the node
-//!   header with the new count (flush, fence): the count word is an aligned
-//!   8-byte store, so after a crash the count covers only persisted entries;
+//! - leaf appends write the appended events and the *leaf commit word*
+//!   (the leaf's new count, its count before the batch and a CRC32C of the
+//!   batch's bytes; one aligned 8-byte store), then flush both and fence
+//!   once: after a crash a word whose CRC does not match its batch means the
+//!   batch was torn, and the leaf holds the count before it (always durable:
+//!   the previous batch's fence covered it). Index-node appends persist the
+//!   entries (flush, fence), then the node header with the new count (flush,
+//!   fence): the count word is an aligned 8-byte store, so after a crash the
+//!   count covers only persisted entries;
 //! - a node's write-out is framed by a journal record naming the level, the
 //!   node written out, its successor and a new root (if the tree grows); the
 //!   record's fields are persisted before its state word, which commits it;
@@ -28,13 +34,17 @@ use std::sync::Arc;
 use strata_pmem::{Region, RegionOffset, CACHE_LINE_BYTES};
 
 use crate::ids::{EventError, NodeId};
+use crate::node::header::OFFSET_COUNT;
 use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
 
+use super::flank::header_count;
 use super::merge_record::{MergeRecord, MERGE_RECORD_BYTES};
 
 /// `STEVFLNK` read as a little-endian u64.
 pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
-pub const FLANK_VERSION: u32 = 1;
+/// Version 2: the leaf slot's count lives in the leaf commit word (version
+/// 1 persisted it in the slot header behind a second fence).
+pub const FLANK_VERSION: u32 = 2;
 /// Bytes of the area header (one 256-byte media block).
 pub const FLANK_HEADER_BYTES: u64 = 256;
 /// Area offset of slot 0; slot `l` starts at `FLANK_SLOTS_OFFSET + l * FLANK_SLOT_BYTES`.
@@ -59,6 +69,9 @@ pub const FLANK_OFFSET_MERGE_STATE: u64 = 80;
 pub const FLANK_OFFSET_MERGE_GENERATION: u64 = 88;
 pub const FLANK_OFFSET_MERGE_INPUT_EVENTS: u64 = 96;
 pub const FLANK_OFFSET_ENTRY_JOURNAL: u64 = 104;
+/// The leaf commit word: bits 0..16 the leaf's count, bits 16..32 its count
+/// before the last batch, bits 32..64 CRC32C of that batch's event bytes.
+pub const FLANK_OFFSET_LEAF_COMMIT: u64 = 112;
 pub const FLANK_OFFSET_JOURNAL_STATE: u64 = 128;
 pub const FLANK_OFFSET_JOURNAL_LEVEL: u64 = 136;
 pub const FLANK_OFFSET_JOURNAL_OLD_ID: u64 = 144;
@@ -135,6 +148,41 @@ pub struct FlankImage {
     pub merge: Option<MergeImage>,
     /// A flank entry rewrite in flight: `(level, entry index)`.
     pub entry_journal: Option<(u32, u32)>,
+    /// The leaf commit word as read; the leaf slot's header count was set
+    /// from it.
+    pub leaf_commit: LeafCommit,
+}
+
+/// The leaf commit word (see [`FLANK_OFFSET_LEAF_COMMIT`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeafCommit {
+    /// Events of the leaf after the last batch.
+    pub count: u16,
+    /// Events of the leaf before it (durable before the batch began).
+    pub from: u16,
+    /// CRC32C of the event bytes of entries `from..count`.
+    pub crc: u32,
+}
+
+impl LeafCommit {
+    pub fn word(self) -> u64 {
+        u64::from(self.count) | u64::from(self.from) << 16 | u64::from(self.crc) << 32
+    }
+
+    pub fn from_word(w: u64) -> LeafCommit {
+        LeafCommit { count: w as u16, from: (w >> 16) as u16, crc: (w >> 32) as u32 }
+    }
+
+    /// The word for a leaf of `count` events whose batch `from..count`
+    /// occupies `batch` (the slot's bytes of those entries).
+    pub fn for_batch(from: usize, count: usize, batch: &[u8]) -> Result<LeafCommit, EventError> {
+        match (u16::try_from(from), u16::try_from(count)) {
+            (Ok(from), Ok(count)) if from <= count => {
+                Ok(LeafCommit { count, from, crc: crc32c::crc32c(batch) })
+            }
+            _ => Err(EventError::invalid(format!("leaf batch {from}..{count} does not fit the commit word"))),
+        }
+    }
 }
 
 /// An out-of-order merge the area records as in flight.
@@ -153,7 +201,8 @@ pub struct MergeImage {
 /// PMem work done by the flank area since format or open.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlankPmemStats {
-    /// Appends persisted (each: entries, fence, header, fence).
+    /// Appends persisted (leaf: events and commit word, one fence; index
+    /// node: entries, fence, header, fence).
     pub appends_persisted: u64,
     /// Entries (events or index entries) made durable by them.
     pub entries_persisted: u64,
@@ -171,6 +220,8 @@ pub struct PmemFlankArea {
     region: Arc<Region>,
     base: u64,
     max_levels: u32,
+    /// Bytes of one leaf entry (an event).
+    event_bytes: usize,
     stats: FlankPmemStats,
     /// The record slot holding the current merge step (while a merge is in flight).
     merge_slot: Option<u32>,
@@ -237,6 +288,7 @@ impl PmemFlankArea {
             region,
             base: base.0,
             max_levels: fp.max_levels,
+            event_bytes: fp.event_bytes as usize,
             stats: Default::default(),
             merge_slot: None,
         };
@@ -277,6 +329,7 @@ impl PmemFlankArea {
             region,
             base: base.0,
             max_levels: fp.max_levels,
+            event_bytes: fp.event_bytes as usize,
             stats: Default::default(),
             merge_slot: None,
         };
@@ -359,9 +412,36 @@ impl PmemFlankArea {
             area.read(area.slot_offset(level), &mut slot);
             slots.push(slot);
         }
-        let image =
-            FlankImage { height: height as u32, slots, journal, merged_ooo_generation, merge, entry_journal };
+        let leaf_commit = LeafCommit::from_word(word(FLANK_OFFSET_LEAF_COMMIT));
+        area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(corrupt)?;
+        let image = FlankImage {
+            height: height as u32,
+            slots,
+            journal,
+            merged_ooo_generation,
+            merge,
+            entry_journal,
+            leaf_commit,
+        };
         Ok((area, image))
+    }
+
+    /// Sets the leaf slot's header count from the commit word: its count if
+    /// the CRC matches the batch's bytes, else the count before the batch
+    /// (a torn batch). `Err` names a word that cannot describe the slot.
+    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<(), String> {
+        let (from, count) = (usize::from(commit.from), usize::from(commit.count));
+        let batch = NODE_HEADER_BYTES + from * self.event_bytes..NODE_HEADER_BYTES + count * self.event_bytes;
+        if from > count || batch.end > slot.len() {
+            return Err(format!("leaf commit word {:#018x} outside the slot", commit.word()));
+        }
+        #[cfg(test)]
+        let checked = !super::flank::planted(super::flank::PlantedBug::UncheckedLeafCommit);
+        #[cfg(not(test))]
+        let checked = true;
+        let durable = if !checked || crc32c::crc32c(&slot[batch]) == commit.crc { count } else { from };
+        slot[OFFSET_COUNT..OFFSET_COUNT + 4].copy_from_slice(&(durable as u32).to_le_bytes());
+        Ok(())
     }
 
     pub fn stats(&self) -> FlankPmemStats {
@@ -423,8 +503,9 @@ impl PmemFlankArea {
     }
 
     /// Persists an append to the node of `level`: `node[entries]` (the new
-    /// entries; may be empty), one fence, then the node's header, one fence.
-    /// `appended` counts the entries for the statistics.
+    /// entries; may be empty). Leaf: the entries and the leaf commit word,
+    /// one fence. Index node: the entries, one fence, then the node's
+    /// header, one fence. `appended` counts the entries for the statistics.
     pub fn persist_append(
         &mut self,
         level: u32,
@@ -434,33 +515,41 @@ impl PmemFlankArea {
     ) -> Result<(), EventError> {
         self.check_level(level)?;
         let slot = self.slot_offset(level);
-        #[cfg(test)]
-        if super::flank::planted(super::flank::PlantedBug::OneFenceAppend) {
-            self.write(slot + entries.start as u64, &node[entries.clone()]);
-            self.flush(slot + entries.start as u64, entries.len() as u64);
+        let at = slot + entries.start as u64;
+        if level == 0 {
+            let first = (entries.start - NODE_HEADER_BYTES) / self.event_bytes;
+            let commit = LeafCommit::for_batch(first, header_count(node), &node[entries.clone()])?;
+            self.write(at, &node[entries.clone()]);
+            self.store_word(FLANK_OFFSET_LEAF_COMMIT, commit.word());
+            self.flush(at, entries.len() as u64);
+            self.flush(FLANK_OFFSET_LEAF_COMMIT, 8);
+            self.fence();
+        } else {
+            if !entries.is_empty() {
+                self.write(at, &node[entries.clone()]);
+                self.persist(at, entries.len() as u64);
+            }
             self.write(slot, &node[..NODE_HEADER_BYTES]);
             self.persist(slot, NODE_HEADER_BYTES as u64);
-            self.stats.appends_persisted += 1;
-            return Ok(());
         }
-        if !entries.is_empty() {
-            self.write(slot + entries.start as u64, &node[entries.clone()]);
-            self.persist(slot + entries.start as u64, entries.len() as u64);
-        }
-        self.write(slot, &node[..NODE_HEADER_BYTES]);
-        self.persist(slot, NODE_HEADER_BYTES as u64);
         self.stats.appends_persisted += 1;
         self.stats.entries_persisted += appended;
         Ok(())
     }
 
-    /// Writes a fresh node header into slot `level` and persists it (only
+    /// Writes a fresh node header into slot `level` (for the leaf, with a
+    /// zero leaf commit word: no events) and persists it, one fence (only
     /// inside a committed journal record, or at format).
     pub fn init_slot(&mut self, level: u32, header: &[u8]) -> Result<(), EventError> {
         self.check_level(level)?;
         let slot = self.slot_offset(level);
         self.write(slot, &header[..NODE_HEADER_BYTES]);
-        self.persist(slot, NODE_HEADER_BYTES as u64);
+        self.flush(slot, NODE_HEADER_BYTES as u64);
+        if level == 0 {
+            self.store_word(FLANK_OFFSET_LEAF_COMMIT, LeafCommit::default().word());
+            self.flush(FLANK_OFFSET_LEAF_COMMIT, 8);
+        }
+        self.fence();
         self.stats.slot_inits += 1;
         Ok(())
     }

@@ -105,6 +105,7 @@ fn header_table_gives_the_code_offsets_and_tiles_the_header() {
         ("merge_generation", FLANK_OFFSET_MERGE_GENERATION, 8),
         ("merge_input_events", FLANK_OFFSET_MERGE_INPUT_EVENTS, 8),
         ("entry_journal", FLANK_OFFSET_ENTRY_JOURNAL, 8),
+        ("leaf_commit", FLANK_OFFSET_LEAF_COMMIT, 8),
         ("merge_record_0", FLANK_OFFSET_MERGE_RECORD_0, MERGE_RECORD_BYTES),
         ("merge_record_1", FLANK_OFFSET_MERGE_RECORD_1, MERGE_RECORD_BYTES),
     ];
@@ -328,4 +329,51 @@ fn merge_records_and_the_entry_journal_round_trip_through_open() {
     assert!(open().map(|_| ()).unwrap_err().to_string().contains("entry journal"), "level beyond the height");
     region.store_u64(RegionOffset(FLANK_OFFSET_ENTRY_JOURNAL), 1);
     assert!(open().map(|_| ()).unwrap_err().is_corruption(), "a word without the tag");
+}
+
+#[test]
+fn the_leaf_commit_word_sits_where_the_doc_says_and_a_torn_batch_falls_back_to_from() {
+    let (fp, region, mut area) = formatted_sine_flank_area();
+    let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
+    let layout = LeafLayout::new(&StreamSchema::sine(), 100).unwrap();
+    let mut leaf = new_node_buffer();
+    let mut node = LeafNode::init(leaf.as_mut_slice(), &layout, NodeId::leaf(0)).unwrap();
+    let events: Vec<Vec<u8>> =
+        (0..5u8).map(|i| [vec![i; 48], (i64::from(i) * 10).to_le_bytes().to_vec()].concat()).collect();
+    let event_of = |i: usize| {
+        let mut e = events[i].clone();
+        e.rotate_right(8);
+        e
+    };
+    for i in 0..3 {
+        node.append(&event_of(i)).unwrap();
+    }
+    let first = node.entries_range(0, 3);
+    let fences = area.stats().fences;
+    area.persist_append(0, &leaf, first.clone(), 3).unwrap();
+    assert_eq!(area.stats().fences - fences, 1, "a leaf batch is one fence");
+    let mut node = LeafNode::open(leaf.as_mut_slice(), &layout).unwrap();
+    node.append(&event_of(3)).unwrap();
+    node.append(&event_of(4)).unwrap();
+    let second = node.entries_range(3, 5);
+    area.persist_append(0, &leaf, second.clone(), 2).unwrap();
+    let word = region.load_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT));
+    let crc = crc32c::crc32c(&leaf[second.clone()]);
+    assert_eq!(word & 0xFFFF, 5, "bits 0..16: count");
+    assert_eq!((word >> 16) & 0xFFFF, 3, "bits 16..32: from");
+    assert_eq!((word >> 32) as u32, crc, "bits 32..64: CRC32C of the batch's event bytes");
+    assert_eq!(second.start, 64 + 3 * 56, "the batch starts at 64 + from * event_bytes");
+    let (_, image) = open().unwrap();
+    assert_eq!(super::flank::header_count(&image.slots[0]), 5);
+    assert_eq!(image.leaf_commit, LeafCommit { count: 5, from: 3, crc });
+    // Tear the batch: one byte of its last event never reached the media.
+    let torn = FLANK_SLOTS_OFFSET + second.end as u64 - 1;
+    region.write(RegionOffset(torn), &[0xEE]);
+    let (_, image) = open().unwrap();
+    assert_eq!(super::flank::header_count(&image.slots[0]), 3, "a torn batch: the leaf holds `from` events");
+    region.store_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT), LeafCommit { count: 9000, from: 3, crc }.word());
+    let err = open().map(|_| ()).unwrap_err();
+    assert!(err.is_corruption() && err.to_string().contains("leaf commit word"), "{err}");
+    area.init_slot(0, &leaf).unwrap();
+    assert_eq!(region.load_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT)), 0, "a fresh leaf slot: word 0");
 }
