@@ -41,6 +41,9 @@ pub enum SuiteTarget {
     /// An event stream (PMem flank + PMem OOO queue) with out-of-order
     /// events and crash-atomic merges of the queue into the tree.
     EventsStreamOooPmem,
+    /// The same with the DRAM queue: merges spill their input to a file
+    /// first, so an interrupted merge is resumed from it.
+    EventsStreamOooDramQueue,
 }
 
 /// The flush batch sizes of the PMem right flank that get a crash line.
@@ -60,7 +63,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 17] = [
+    pub const ALL: [SuiteTarget; 18] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -78,6 +81,7 @@ impl SuiteTarget {
         SuiteTarget::EventsFlankPmem(FlankBatch::K1),
         SuiteTarget::EventsFlankPmem(FlankBatch::K25),
         SuiteTarget::EventsStreamOooPmem,
+        SuiteTarget::EventsStreamOooDramQueue,
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -102,6 +106,7 @@ impl SuiteTarget {
             SuiteTarget::EventsFlankPmem(FlankBatch::K1) => "events-flank-k1/pmem",
             SuiteTarget::EventsFlankPmem(FlankBatch::K25) => "events-flank-k25/pmem",
             SuiteTarget::EventsStreamOooPmem => "events-stream-ooo/pmem",
+            SuiteTarget::EventsStreamOooDramQueue => "events-stream-ooo-dramq/pmem",
         }
     }
 
@@ -221,6 +226,11 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             // merges with leaf rewrites and carries (chronicledb-pmem.txt 4.3).
             let samples = if o.quick { 8 } else { 128 };
             Protocol::Pmem(Box::new(StreamOooPmemCrash::new(5)), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsStreamOooDramQueue => {
+            // The same workload with the DRAM queue under the PMem flank.
+            let samples = if o.quick { 8 } else { 128 };
+            Protocol::Pmem(Box::new(StreamOooPmemCrash::new(5).with_dram_queue()), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };

@@ -15,7 +15,9 @@
 //! number): an event appended to the tree is acknowledged once
 //! `durable_through` covers it (the last `len - durable_through` tree
 //! appends are the flank leaf's unpersisted batch), a queued event when its
-//! push returns. Tree events depend on the tree event before them, queued
+//! push returns (with the DRAM queue, [`StreamOooPmemCrash::with_dram_queue`]:
+//! when a merge took it into the tree; merges then spill their input to
+//! [`super::merge_input`] first, which recovery resumes from). Tree events depend on the tree event before them, queued
 //! events on the queued event before them.
 //!
 //! The block file lives on a [`FaultFs`]; the tree's sync observer keeps a
@@ -112,6 +114,10 @@ pub struct StreamOooPmemCrash {
     pub ooo_permille: u64,
     /// Every tree structure on PMem (aggregate array, index node array).
     pub all_pmem: bool,
+    /// The DRAM queue instead of the PMem indexed one: queued events are
+    /// acknowledged when a merge took them into the tree, and merges spill
+    /// their input to a file first.
+    pub dram_queue: bool,
     record: RwLock<RunRecord>,
     #[cfg(test)]
     pub(crate) bug: crate::tree::MergeBug,
@@ -137,6 +143,7 @@ impl StreamOooPmemCrash {
             queue_events: 4,
             ooo_permille: 400,
             all_pmem: false,
+            dram_queue: false,
             record: RwLock::new(RunRecord::default()),
             #[cfg(test)]
             bug: crate::tree::MergeBug::None,
@@ -160,6 +167,12 @@ impl StreamOooPmemCrash {
         self
     }
 
+    /// The DRAM queue (crash line `events-stream-ooo-dramq/pmem`).
+    pub fn with_dram_queue(mut self) -> Self {
+        self.dram_queue = true;
+        self
+    }
+
     /// The stream configuration under test.
     pub fn config(&self) -> StreamConfig {
         let mut tree = TreeConfig::new(crash_schema())
@@ -177,8 +190,9 @@ impl StreamOooPmemCrash {
         }
         tree.max_levels = 6;
         let event_bytes = tree.schema.event_bytes() as u64;
-        StreamConfig::new(tree)
-            .with_queue(QueuePlacement::Pmem(OooIndexing::Indexed), self.queue_events * event_bytes)
+        let queue =
+            if self.dram_queue { QueuePlacement::Dram } else { QueuePlacement::Pmem(OooIndexing::Indexed) };
+        StreamConfig::new(tree).with_queue(queue, self.queue_events * event_bytes)
     }
 
     fn media(&self, fs: &FaultFs, region: &Arc<Region>) -> StreamMedia {
@@ -249,14 +263,20 @@ impl StreamOooPmemCrash {
         let mut oracle = TxnOracle::new();
         let (mut last_tree, mut last_queue) = (None::<u64>, None::<u64>);
         let mut tree_unacked = std::collections::VecDeque::new();
+        let mut queue_unacked = std::collections::VecDeque::new();
         for (seq, bytes) in self.arrivals(&schema) {
             let r = s.append(&bytes).unwrap_or_else(|e| panic!("seed {seed}: append {seq}: {e}"));
             let chain = if r.placed == Placed::Queue { &mut last_queue } else { &mut last_tree };
             oracle.attempt(TxnId(seq), bytes, chain.map(TxnId).into_iter().collect());
             *chain = Some(seq);
             match r.placed {
+                Placed::Queue if self.dram_queue => queue_unacked.push_back(seq),
                 Placed::Queue => acks.ack(TxnId(seq)),
                 _ => tree_unacked.push_back(seq),
+            }
+            // DRAM queue: what is no longer queued was merged (durably).
+            while queue_unacked.len() as u64 > s.queue().len() {
+                acks.ack(TxnId(queue_unacked.pop_front().expect("non-empty")));
             }
             let mut durable = r.durable_through;
             if (seq + seed) % 11 == 5 {
@@ -267,8 +287,11 @@ impl StreamOooPmemCrash {
                 acks.ack(TxnId(tree_unacked.pop_front().expect("non-empty")));
             }
         }
+        if self.dram_queue && !s.queue().is_empty() {
+            s.merge().unwrap_or_else(|e| panic!("seed {seed}: final merge: {e}"));
+        }
         s.sync().unwrap_or_else(|e| panic!("seed {seed}: final sync: {e}"));
-        for seq in tree_unacked {
+        for seq in tree_unacked.into_iter().chain(queue_unacked) {
             acks.ack(TxnId(seq));
         }
         let stats = s.stats();
@@ -337,6 +360,9 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
         }
         if self.all_pmem {
             name.push_str("-allpmem");
+        }
+        if self.dram_queue {
+            name.push_str("-dramq");
         }
         name
     }
@@ -410,6 +436,9 @@ impl StreamOooPmemCrash {
             let bytes = stream_crash_event(&schema, self.seed, RESUME_SEQ_BASE + k as u64, ts);
             s.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
             expect.push(bytes);
+        }
+        if self.dram_queue && !s.queue().is_empty() {
+            s.merge().map_err(|e| format!("merge after recovery: {e}"))?;
         }
         s.sync().map_err(|e| format!("sync after recovery: {e}"))?;
         drop(s);

@@ -57,11 +57,26 @@ fn every_crash_image_keeps_every_acknowledged_event_exactly_once() {
         (StreamOooPmemCrash::new(5), 2500),
         (StreamOooPmemCrash::new(1).with_seed(2), 1500),
         (StreamOooPmemCrash::all_pmem(5).with_seed(3), 1500),
+        (StreamOooPmemCrash::new(5).with_dram_queue().with_seed(4), 1500),
     ] {
         let report = crashtest(&proto, 4, images);
         assert!(report.crash_points > 500, "{}", report.line());
         assert!(report.is_clean(), "{}: {:?}", report.line(), report.first_failure);
     }
+}
+
+#[test]
+fn a_dram_queue_under_a_pmem_flank_resumes_interrupted_merges_from_the_spilled_input() {
+    let proto = StreamOooPmemCrash::new(5).with_dram_queue();
+    assert_eq!(proto.name(), "events-stream-ooo-dramq");
+    let region = Arc::new(Region::sim(proto.region_len()));
+    let acks = AckLog::new(|| 0);
+    proto.run(&region, &acks);
+    assert!(proto.run_counts().merges >= 5, "{:?}", proto.run_counts());
+    assert_eq!(acks.len() as u64, proto.events, "every event acknowledged after the final merge and sync");
+    let report = crashtest(&proto, 2, 1200);
+    assert!(report.crash_points > 500, "{}", report.line());
+    assert!(report.is_clean(), "{}: {:?}", report.line(), report.first_failure);
 }
 
 fn planted(bug: MergeBug) -> StreamOooPmemCrash {

@@ -24,14 +24,16 @@
 //! (still in the queue: it is truncated only after the tree recorded the
 //! generation), so every queued event ends up in the tree exactly once. The
 //! queue must still hold the generation after a crash: true for the PMem
-//! queue (each push durable) and the flash queue (synced before a merge);
-//! the DRAM queue loses its events, and a stream with a DRAM queue and a
-//! PMem flank cannot finish an interrupted merge (`recover` fails).
+//! queue (each push durable) and the flash queue (synced before a merge).
+//! The DRAM queue loses its events, so with a DRAM queue and a PMem flank
+//! the merge input is first written to a file ([`merge_input`]) and
+//! recovery resumes from it.
 //! [`crash_protocol::StreamOooPmemCrash`] checks this under the PMem crash
 //! simulator.
 
 pub mod config;
 pub mod crash_protocol;
+pub mod merge_input;
 pub mod merged_generation;
 
 #[cfg(test)]
@@ -214,22 +216,31 @@ impl EventStream {
         let merge_resumed = match tree.pending_ooo_merge() {
             None => None,
             Some(pending) => {
-                if queue.generation() != pending.generation {
+                let input = if spills_merge_input(&config) {
+                    let event_bytes = config.tree.schema.event_bytes();
+                    merge_input::read(media.fs.as_ref(), &media.dir, pending.generation, event_bytes)?
+                } else {
+                    (queue.generation() == pending.generation).then(|| queue.sorted()).transpose()?
+                };
+                let Some(input) = input else {
                     return Err(EventError::corruption(
                         format!("stream '{}'", config.name()),
                         format!(
-                            "an out-of-order merge of queue generation {} was interrupted, but the queue \
-                             holds generation {} (a queue that is not durable cannot finish it)",
+                            "an out-of-order merge of queue generation {} was interrupted, but neither the \
+                             queue (generation {}) nor a merge input file holds its events",
                             pending.generation,
                             queue.generation()
                         ),
                     ));
-                }
-                let report = tree.resume_ooo_merge(&queue.sorted()?)?;
+                };
+                let report = tree.resume_ooo_merge(&input)?;
                 merged = tree.merged_ooo_generation();
                 Some(report)
             }
         };
+        if spills_merge_input(&config) {
+            merge_input::remove(media.fs.as_ref(), &media.dir)?;
+        }
         let queue_discarded = merged != 0 && queue.discard_if_merged(merged)?;
         let queue_duration = queue_started.elapsed();
         let mut stream = Self::new(config, media, tree, queue);
@@ -329,6 +340,11 @@ impl EventStream {
         self.queue.sync()?;
         let generation = self.queue.generation();
         let sorted = self.queue.sorted()?;
+        let spill = spills_merge_input(&self.config);
+        if spill {
+            merge_input::write(self.media.fs.as_ref(), &self.media.dir, generation, &sorted)?;
+            self.tree.notify_ssd_sync();
+        }
         #[cfg(test)]
         if crate::tree::merge_bug_truncate_first() {
             self.queue.truncate()?;
@@ -336,6 +352,9 @@ impl EventStream {
         let report = self.tree.merge_ooo(&sorted, generation)?;
         if !tree_keeps_generation(&self.config) {
             merged_generation::write(self.media.fs.as_ref(), &self.media.dir, generation)?;
+        }
+        if spill {
+            merge_input::remove(self.media.fs.as_ref(), &self.media.dir)?;
         }
         #[cfg(test)]
         let truncated = crate::tree::merge_bug_truncate_first();
@@ -379,6 +398,12 @@ impl EventStream {
         let _ = q.iter().map(timestamp_of).count();
         Ok(check)
     }
+}
+
+/// Whether merges spill their input to [`merge_input`]: a queue that is
+/// not durable under a tree that resumes interrupted merges (PMem flank).
+fn spills_merge_input(config: &StreamConfig) -> bool {
+    config.queue == QueuePlacement::Dram && tree_keeps_generation(config)
 }
 
 /// Whether the tree records the merged generation itself (PMem flank header).

@@ -238,4 +238,10 @@ impl TabTree {
     pub fn set_ssd_sync_observer(&mut self, observer: Option<SyncObserver>) {
         self.storage.ssd_mut().set_sync_observer(observer);
     }
+
+    /// Calls the SSD sync observer after a durable file-system step outside
+    /// the block store (the stream's merge input file).
+    pub(crate) fn notify_ssd_sync(&mut self) {
+        self.storage.ssd_mut().notify_sync_observer();
+    }
 }

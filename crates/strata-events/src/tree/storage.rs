@@ -101,12 +101,17 @@ impl SsdNodeStorage {
         self.sync_observer = observer;
     }
 
-    /// Syncs the store and the translation (everything written is durable).
-    pub fn sync(&mut self) -> Result<(), EventError> {
-        self.store.sync()?;
+    /// Calls the sync observer: a durable file-system step happened.
+    pub fn notify_sync_observer(&mut self) {
         if let Some(observer) = &mut self.sync_observer {
             observer();
         }
+    }
+
+    /// Syncs the store and the translation (everything written is durable).
+    pub fn sync(&mut self) -> Result<(), EventError> {
+        self.store.sync()?;
+        self.notify_sync_observer();
         self.translation.sync(&mut self.store)
     }
 }
