@@ -1,5 +1,6 @@
 //! `strata serve`: open (and recover) the data directory, then serve the
-//! InfluxDB-compatible HTTP API until SIGINT/SIGTERM, then checkpoint.
+//! InfluxDB-compatible HTTP API (and the event stream endpoints) until
+//! SIGINT/SIGTERM, then checkpoint.
 
 use std::sync::Arc;
 
@@ -38,6 +39,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     let db = Arc::new(open_db(&config)?);
     eprintln!("strata: recovered in {:.3} s\n{}", db.recovery().total_s, db.recovery());
+    eprintln!("strata: {}", db.streams_recovery());
     db.start_background_checkpoints();
     let server = ServerConfig {
         bind: config.bind_addr()?,
@@ -47,7 +49,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_fields_per_line: config.server.max_fields_per_line,
         ..ServerConfig::default()
     };
-    let store = db.engine().clone();
+    // Series through the engine, event streams through the stream catalog.
+    let store = db.store().clone();
     strata_server::run(store, Arc::new(DbHooks(db.clone())), server)?;
     Ok(())
 }

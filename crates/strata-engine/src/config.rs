@@ -209,6 +209,42 @@ impl Default for DeclogSection {
     }
 }
 
+/// Event streams (chronicledb-pmem.txt): where new streams live and how
+/// large their structures are. A stream keeps the placement and capacities
+/// it was created with (its catalog file records them).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StreamsSection {
+    /// `auto` (default): `pmem` when the commit protocol logs to PMem
+    /// (`serial-pmem`, `declog-pmem`), else `ssd`. `pmem`: PMem right flank
+    /// (batch flushing), aggregates inline, index nodes on SSD, PMem
+    /// translation array, PMem indexed out-of-order queue, in a mapped file
+    /// per stream opened in `pmem.mode`. `ssd`: the same tree with the file
+    /// persisted by msync, and a flash indexed queue.
+    pub placement: String,
+    /// k of the PMem flank's batch flushing (section 4.1); a write request
+    /// persists its partial batch before it is acknowledged either way.
+    pub flank_batch_events: u32,
+    /// Most leaves (8 KiB of events each) per stream.
+    pub max_leaf_nodes: u64,
+    /// Most index nodes per stream.
+    pub max_index_nodes: u64,
+    /// Event bytes the out-of-order queue holds before it is merged.
+    pub queue_capacity_bytes: u64,
+}
+
+impl Default for StreamsSection {
+    fn default() -> Self {
+        StreamsSection {
+            placement: "auto".into(),
+            flank_batch_events: 25,
+            max_leaf_nodes: 1 << 18,
+            max_index_nodes: 1 << 14,
+            queue_capacity_bytes: 4 << 20,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -218,6 +254,7 @@ pub struct Config {
     pub pmem: PmemSection,
     pub ssd_log: SsdLogSection,
     pub declog: DeclogSection,
+    pub streams: StreamsSection,
 }
 
 impl Default for Config {
@@ -229,6 +266,7 @@ impl Default for Config {
             pmem: PmemSection::default(),
             ssd_log: SsdLogSection::default(),
             declog: DeclogSection::default(),
+            streams: StreamsSection::default(),
         }
     }
 }
@@ -276,6 +314,16 @@ impl Config {
         if self.declog.replay_threads == 0 {
             return Err(ConfigError::Invalid("declog.replay_threads must be at least 1".into()));
         }
+        self.stream_placement()?;
+        let st = &self.streams;
+        if st.flank_batch_events == 0 || st.max_leaf_nodes == 0 || st.max_index_nodes == 0 {
+            return Err(ConfigError::Invalid(
+                "streams.flank_batch_events, max_leaf_nodes and max_index_nodes must be at least 1".into(),
+            ));
+        }
+        if st.queue_capacity_bytes < 64 << 10 {
+            return Err(ConfigError::Invalid("streams.queue_capacity_bytes must be at least 64 KiB".into()));
+        }
         if self.server.max_body_bytes == 0
             || self.server.max_line_bytes == 0
             || self.server.max_fields_per_line == 0
@@ -320,6 +368,27 @@ impl Config {
             Protocol::DeclogSsd => self.data_dir.join(&self.declog.ssd_file),
             _ => self.data_dir.join(&self.declog.pmem_file),
         }
+    }
+
+    /// The placement of new streams, `auto` resolved against the protocol.
+    pub fn stream_placement(&self) -> Result<crate::streams::Placement, ConfigError> {
+        use crate::streams::Placement;
+        match self.streams.placement.as_str() {
+            "auto" => Ok(match self.protocol()? {
+                Protocol::SerialPmem | Protocol::DeclogPmem => Placement::Pmem,
+                _ => Placement::Ssd,
+            }),
+            "pmem" => Ok(Placement::Pmem),
+            "ssd" => Ok(Placement::Ssd),
+            other => Err(ConfigError::Invalid(format!(
+                "unknown streams.placement `{other}` (expected auto, pmem or ssd)"
+            ))),
+        }
+    }
+
+    /// `<data_dir>/streams`: one directory per database, one per stream.
+    pub fn streams_dir(&self) -> PathBuf {
+        self.data_dir.join("streams")
     }
 
     pub fn pool_path(&self) -> PathBuf {

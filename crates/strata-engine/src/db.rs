@@ -7,7 +7,10 @@
 //! - `pmem.pool`: the PMem pool (`docs/format/pmem-pool.md`);
 //! - `wal/`: SSD log segments (`docs/format/ssd-log.md`);
 //! - `series/`: the manifest and block files (`docs/format/manifest.md`,
-//!   `docs/format/block-file.md`).
+//!   `docs/format/block-file.md`);
+//! - `streams/<db>/<stream>/`: event streams ([`crate::streams`],
+//!   `docs/format/events-catalog.md`), recovered at open after the series
+//!   engine; [`Db::store`] routes between the two.
 //!
 //! Switching protocols between runs is allowed once the old log holds
 //! nothing past the last checkpoint (a graceful shutdown checkpoints);
@@ -33,6 +36,8 @@ use thiserror::Error;
 
 use crate::config::{Config, ConfigError, Protocol};
 use crate::pool::open_pool_log;
+use crate::streams::router::RoutingStore;
+use crate::streams::{NewStreamSettings, PmemSettings, Streams, StreamsRecovery};
 
 #[derive(Debug, Error)]
 pub enum DbError {
@@ -54,6 +59,8 @@ pub struct Db {
     engine: Arc<SeriesEngine>,
     region: Option<Arc<Region>>,
     recovery: RecoveryReport,
+    store: Arc<RoutingStore>,
+    streams_recovery: StreamsRecovery,
     stop: Arc<AtomicBool>,
     checkpointer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -143,16 +150,43 @@ impl Db {
         if !config.storage.default_database.is_empty() {
             engine.create_database(&config.storage.default_database)?;
         }
+        let (streams, streams_recovery) = Self::open_streams(config, &engine)?;
+        let store = Arc::new(RoutingStore::new(engine.clone(), Arc::new(streams)));
         let db = Db {
             _lock: lock,
             config: config.clone(),
             engine,
             region,
             recovery,
+            store,
+            streams_recovery,
             stop: Arc::new(AtomicBool::new(false)),
             checkpointer: Mutex::new(None),
         };
         Ok(db)
+    }
+
+    /// Recovers every event stream of the data directory (after the series
+    /// engine) and makes sure their databases exist in the series engine.
+    fn open_streams(config: &Config, engine: &SeriesEngine) -> Result<(Streams, StreamsRecovery), DbError> {
+        let st = &config.streams;
+        let settings = NewStreamSettings {
+            placement: config.stream_placement()?,
+            flank_batch_events: st.flank_batch_events,
+            max_leaf_nodes: st.max_leaf_nodes,
+            max_index_nodes: st.max_index_nodes,
+            queue_capacity_bytes: st.queue_capacity_bytes,
+        };
+        let pmem = PmemSettings {
+            mode: config.pmem_mode()?,
+            flush_delay_ns_per_line: config.pmem.flush_delay_ns_per_line,
+            fence_delay_ns: config.pmem.fence_delay_ns,
+        };
+        let (streams, report) = Streams::open(&config.streams_dir(), settings, pmem)?;
+        for s in streams.all() {
+            engine.create_database(&s.catalog.db)?;
+        }
+        Ok((streams, report))
     }
 
     /// The DecLog file: emulated PMem (`declog-pmem`, the pool's mode) or an
@@ -351,6 +385,22 @@ impl Db {
 
     pub fn engine(&self) -> &Arc<SeriesEngine> {
         &self.engine
+    }
+
+    /// The store `strata serve` uses: series through [`Db::engine`], event
+    /// streams through the stream catalog.
+    pub fn store(&self) -> &Arc<RoutingStore> {
+        &self.store
+    }
+
+    /// The stream catalog of the data directory.
+    pub fn streams(&self) -> &Arc<Streams> {
+        self.store.catalog()
+    }
+
+    /// What opening the event streams found (one line per stream, with its time).
+    pub fn streams_recovery(&self) -> &StreamsRecovery {
+        &self.streams_recovery
     }
 
     pub fn region(&self) -> Option<&Arc<Region>> {

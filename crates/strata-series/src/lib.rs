@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod declog;
 pub mod engine;
 pub mod error;
+pub mod event_streams;
 mod fuzz_recipe;
 pub mod gorilla;
 pub mod index;

@@ -3,6 +3,7 @@
 //! tests. Each call is one consistent snapshot or one transaction.
 
 use crate::error::EngineError;
+use crate::event_streams::EventStreams;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 
 /// One series as the index knows it.
@@ -56,4 +57,11 @@ pub trait SeriesStore: Send + Sync {
     fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError>;
     /// Removes a measurement, its series and their data (one transaction).
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError>;
+    /// The event streams of this store, if it has any
+    /// ([`crate::event_streams`]). A measurement that names a stream is
+    /// queried through [`EventStreams::select_events`], never through
+    /// [`SeriesStore::read`]. `None` by default (a store of series only).
+    fn streams(&self) -> Option<&dyn EventStreams> {
+        None
+    }
 }

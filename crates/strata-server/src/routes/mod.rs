@@ -3,6 +3,7 @@
 
 pub mod query;
 pub mod status;
+pub mod streams;
 pub mod write;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +14,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 
 use crate::auth;
@@ -36,6 +37,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/ping", get(status::ping))
         .route("/health", get(status::health))
         .route("/metrics", get(status::metrics))
+        .route("/api/v1/streams", get(streams::list).post(streams::create))
+        .route("/api/v1/streams/{db}/{name}", delete(streams::drop))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // The handlers read bodies themselves, with `max_body_bytes`.

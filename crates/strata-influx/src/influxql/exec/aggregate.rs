@@ -224,6 +224,19 @@ fn windowed_rows(
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))
         .filter(|(_, values)| values.iter().any(Option::is_some))
         .collect();
+    fill_windows(plan, window, columns, &filled, epoch)
+}
+
+/// Output rows from the values of the non-empty windows (`filled`, keyed by
+/// window start): the windows of the range, empty ones filled per `fill`.
+/// Shared by the series path and the event-stream path.
+pub fn fill_windows(
+    plan: &SelectPlan,
+    window: Window,
+    columns: &[AggColumn],
+    filled: &BTreeMap<i128, Vec<Option<FieldValue>>>,
+    epoch: Epoch,
+) -> Result<Vec<Vec<Value>>, String> {
     let Some(&first_start) = filled.keys().next() else {
         return Ok(Vec::new());
     };

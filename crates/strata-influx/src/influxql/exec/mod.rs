@@ -2,7 +2,9 @@
 //! and shapes each result. Split by concern: [`plan`] (which series, time
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
-//! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE).
+//! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
+//! [`stream`] (SELECT on an event stream, through
+//! [`strata_series::SeriesStore::streams`]).
 //!
 //! Behaviour chosen to match InfluxDB 1.x (see the module docs for details):
 //! - an error stops the query: later statements report `not executed`;
@@ -27,6 +29,7 @@ pub mod meta;
 pub mod plan;
 pub mod raw;
 pub mod select;
+pub mod stream;
 
 use serde_json::Value;
 use strata_series::SeriesStore;

@@ -1,6 +1,7 @@
 //! Runs a planned SELECT: one `store.read` of every needed series (one
 //! snapshot), rows joined by timestamp per tag set, the condition applied,
-//! rows grouped by the GROUP BY tags, then raw or aggregate output.
+//! rows grouped by the GROUP BY tags, then raw or aggregate output. A
+//! measurement that is an event stream goes to [`super::stream`] instead.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +47,11 @@ pub fn run_select(
     // its series listed (the engine publishes a request's new series before
     // applying its points). Otherwise plan and read again.
     let db = super::resolve_db(stmt.from.database.as_deref(), params)?;
+    if let Some(streams) = store.streams() {
+        if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
+            return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
+        }
+    }
     let listing = || -> Result<Vec<SeriesId>, String> {
         let mut ids: Vec<SeriesId> = match store.series(&db, &stmt.from.name) {
             Ok(series) => series.iter().map(|s| s.id).collect(),

@@ -1,0 +1,384 @@
+//! Event streams in the engine (chronicledb-pmem.txt; DESIGN.md section 4,
+//! "Events"): the stream catalog of a data directory and the store that
+//! routes the HTTP and InfluxQL surface between streams and series.
+//!
+//! Module map:
+//! - [`catalog`]: the per-stream catalog file (`docs/format/events-catalog.md`).
+//! - [`placement`]: catalog to the event store's configuration and media.
+//! - [`write`]: line protocol points to events.
+//! - [`query`]: answering an [`strata_series::event_streams::EventSelect`].
+//! - [`router`]: [`router::RoutingStore`], the `SeriesStore` `strata serve` uses.
+//!
+//! Layout: `<data_dir>/streams/<db>/<stream>/` holds `stream.catalog`,
+//! `region.pmem` (the mapped PMem file) and `data/` (block file, flash
+//! queue). Crash safety of the catalog:
+//! - create builds the directory under a temporary name
+//!   (`.creating-<stream>`), writes the catalog atomically and formats the
+//!   stream, then renames the directory into place and fsyncs the parent:
+//!   a stream exists exactly when its directory has its final name;
+//! - drop renames the directory to `.dropped-<stream>` and fsyncs the parent
+//!   before deleting anything, so a crash never resurrects a half-dropped
+//!   stream;
+//! - open ([`Streams::open`]) deletes leftover `.creating-*` and
+//!   `.dropped-*` directories and recovers every stream, timing each.
+
+pub mod catalog;
+pub mod placement;
+pub mod query;
+pub mod router;
+pub mod write;
+
+#[cfg(test)]
+mod format_doc_tests;
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, RwLock};
+use strata_events::schema::{Attr, AttrType, StreamSchema};
+use strata_events::stream::EventStream;
+use strata_series::event_streams::{StreamAttr, StreamAttrType, StreamError, StreamInfo};
+use strata_series::EngineError;
+
+pub use catalog::{Catalog, Placement};
+pub use placement::PmemSettings;
+
+/// Prefix of a directory being created (deleted at open).
+pub const CREATING_PREFIX: &str = ".creating-";
+/// Prefix of a directory being dropped (deleted at open).
+pub const DROPPED_PREFIX: &str = ".dropped-";
+
+/// Settings of new streams (from the `[streams]` configuration section).
+#[derive(Copy, Clone, Debug)]
+pub struct NewStreamSettings {
+    pub placement: Placement,
+    pub flank_batch_events: u32,
+    pub max_leaf_nodes: u64,
+    pub max_index_nodes: u64,
+    pub queue_capacity_bytes: u64,
+}
+
+/// One open stream.
+pub struct OpenStream {
+    pub catalog: Catalog,
+    pub stream: Mutex<EventStream>,
+    /// Series ids of its attributes start here ([`router`] documents the range).
+    pub id_base: u64,
+    placement_name: String,
+}
+
+impl OpenStream {
+    pub fn info(&self) -> StreamInfo {
+        StreamInfo {
+            db: self.catalog.db.clone(),
+            name: self.catalog.name.clone(),
+            attributes: attrs_of(&self.catalog.schema),
+            events: self.stream.lock().len(),
+            placement: self.placement_name.clone(),
+        }
+    }
+}
+
+/// What the recovery of one stream found.
+#[derive(Clone, Debug)]
+pub struct StreamRecovered {
+    pub db: String,
+    pub name: String,
+    pub events: u64,
+    pub duration: Duration,
+    pub merge_resumed: bool,
+}
+
+/// The recovery of every stream at open.
+#[derive(Clone, Debug, Default)]
+pub struct StreamsRecovery {
+    pub streams: Vec<StreamRecovered>,
+    /// Leftover `.creating-*` / `.dropped-*` directories removed.
+    pub leftovers_removed: usize,
+    pub duration: Duration,
+}
+
+impl fmt::Display for StreamsRecovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "event streams: {} recovered in {:.3} s ({} leftover directories removed)",
+            self.streams.len(),
+            self.duration.as_secs_f64(),
+            self.leftovers_removed
+        )?;
+        for s in &self.streams {
+            write!(
+                f,
+                "\n  stream {}/{}: {} events in {:.3} ms{}",
+                s.db,
+                s.name,
+                s.events,
+                s.duration.as_secs_f64() * 1e3,
+                if s.merge_resumed { " (finished an interrupted out-of-order merge)" } else { "" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The schema as the API shows it.
+pub fn attrs_of(schema: &StreamSchema) -> Vec<StreamAttr> {
+    schema
+        .attrs()
+        .iter()
+        .map(|a| StreamAttr {
+            name: a.name.clone(),
+            ty: match a.ty {
+                AttrType::I64 => StreamAttrType::I64,
+                AttrType::F64 => StreamAttrType::F64,
+                AttrType::I32 => StreamAttrType::I32,
+                AttrType::F32 => StreamAttrType::F32,
+                AttrType::Bool => StreamAttrType::Bool,
+                AttrType::FixedStr(len) => StreamAttrType::Str { len_bytes: len },
+            },
+        })
+        .collect()
+}
+
+/// The event store's schema for API attributes.
+pub fn schema_of(attrs: &[StreamAttr]) -> Result<StreamSchema, StreamError> {
+    let attrs = attrs
+        .iter()
+        .map(|a| {
+            Attr::new(
+                a.name.clone(),
+                match a.ty {
+                    StreamAttrType::I64 => AttrType::I64,
+                    StreamAttrType::F64 => AttrType::F64,
+                    StreamAttrType::I32 => AttrType::I32,
+                    StreamAttrType::F32 => AttrType::F32,
+                    StreamAttrType::Bool => AttrType::Bool,
+                    StreamAttrType::Str { len_bytes } => AttrType::FixedStr(len_bytes),
+                },
+            )
+        })
+        .collect();
+    StreamSchema::new(attrs).map_err(|e| StreamError::Invalid(format!("bad schema: {e}")))
+}
+
+fn io(e: std::io::Error) -> StreamError {
+    StreamError::Engine(EngineError::Io(e))
+}
+
+/// Series ids of stream attributes start at 2^62 (the series engine assigns
+/// ids from 0 in creation order); each stream gets 2^8 of them.
+pub const STREAM_SERIES_ID_BASE: u64 = 1 << 62;
+/// Ids per stream (at least [`strata_events::schema::MAX_ATTRS`]).
+pub const STREAM_SERIES_IDS_PER_STREAM: u64 = 1 << 8;
+
+/// The streams of one data directory.
+pub struct Streams {
+    root: PathBuf,
+    settings: NewStreamSettings,
+    pmem: PmemSettings,
+    open: RwLock<BTreeMap<(String, String), Arc<OpenStream>>>,
+    /// Serializes create and drop.
+    ddl: Mutex<()>,
+    next_id_base: Mutex<u64>,
+}
+
+impl Streams {
+    /// Opens `root` (creating it), removes leftovers of interrupted creates
+    /// and drops, and recovers every stream.
+    pub fn open(
+        root: &Path,
+        settings: NewStreamSettings,
+        pmem: PmemSettings,
+    ) -> Result<(Streams, StreamsRecovery), EngineError> {
+        let started = Instant::now();
+        std::fs::create_dir_all(root)?;
+        let streams = Streams {
+            root: root.to_path_buf(),
+            settings,
+            pmem,
+            open: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(()),
+            next_id_base: Mutex::new(STREAM_SERIES_ID_BASE),
+        };
+        let mut report = StreamsRecovery::default();
+        for db_dir in sorted_dirs(root)? {
+            let mut removed_here = false;
+            for dir in sorted_dirs(&db_dir)? {
+                let file_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+                if file_name.starts_with(CREATING_PREFIX) || file_name.starts_with(DROPPED_PREFIX) {
+                    std::fs::remove_dir_all(&dir)?;
+                    report.leftovers_removed += 1;
+                    removed_here = true;
+                    continue;
+                }
+                let catalog = Catalog::read(&dir)?;
+                let db_name = db_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if catalog.db != db_name || catalog.name != file_name {
+                    return Err(EngineError::corruption(
+                        dir.display().to_string(),
+                        format!("the catalog names stream {}/{}", catalog.db, catalog.name),
+                    ));
+                }
+                let one = Instant::now();
+                let config = placement::stream_config(&catalog);
+                let media = placement::open_media(&dir, &catalog, &pmem)?;
+                let (stream, r) = EventStream::recover(config, media).map_err(|e| {
+                    EngineError::Other(format!("recovering stream {}/{}: {e}", catalog.db, catalog.name))
+                })?;
+                report.streams.push(StreamRecovered {
+                    db: catalog.db.clone(),
+                    name: catalog.name.clone(),
+                    events: stream.len(),
+                    duration: one.elapsed(),
+                    merge_resumed: r.merge_resumed.is_some(),
+                });
+                streams.insert(catalog, stream);
+            }
+            if removed_here {
+                catalog::sync_dir(&db_dir)?;
+            }
+        }
+        report.duration = started.elapsed();
+        Ok((streams, report))
+    }
+
+    fn insert(&self, catalog: Catalog, stream: EventStream) -> Arc<OpenStream> {
+        let id_base = {
+            let mut next = self.next_id_base.lock();
+            let base = *next;
+            *next += STREAM_SERIES_IDS_PER_STREAM;
+            base
+        };
+        let placement_name = format!("{} ({})", stream.config().name(), catalog.placement.name());
+        let key = (catalog.db.clone(), catalog.name.clone());
+        let open = Arc::new(OpenStream { catalog, stream: Mutex::new(stream), id_base, placement_name });
+        self.open.write().insert(key, Arc::clone(&open));
+        open
+    }
+
+    /// The open stream `db`/`name`.
+    pub fn get(&self, db: &str, name: &str) -> Option<Arc<OpenStream>> {
+        self.open.read().get(&(db.to_string(), name.to_string())).cloned()
+    }
+
+    /// Every open stream, sorted by (db, name).
+    pub fn all(&self) -> Vec<Arc<OpenStream>> {
+        self.open.read().values().cloned().collect()
+    }
+
+    /// Names of the streams of `db`, sorted.
+    pub fn names(&self, db: &str) -> Vec<String> {
+        self.open.read().keys().filter(|(d, _)| d == db).map(|(_, n)| n.clone()).collect()
+    }
+
+    /// The stream whose attribute ids contain `id`.
+    pub fn by_series_id(&self, id: u64) -> Option<Arc<OpenStream>> {
+        if id < STREAM_SERIES_ID_BASE {
+            return None;
+        }
+        self.open
+            .read()
+            .values()
+            .find(|s| (s.id_base..s.id_base + STREAM_SERIES_IDS_PER_STREAM).contains(&id))
+            .cloned()
+    }
+
+    /// Creates a stream (crash-atomic: see the module comment).
+    pub fn create(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<Arc<OpenStream>, StreamError> {
+        catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
+        catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
+        let schema = schema_of(attrs)?;
+        let _ddl = self.ddl.lock();
+        if self.get(db, name).is_some() {
+            return Err(StreamError::AlreadyExists(format!("stream {db}/{name} already exists")));
+        }
+        let s = self.settings;
+        let mut catalog = Catalog {
+            db: db.to_string(),
+            name: name.to_string(),
+            schema,
+            placement: s.placement,
+            flank_batch_events: s.flank_batch_events,
+            max_leaf_nodes: s.max_leaf_nodes,
+            max_index_nodes: s.max_index_nodes,
+            queue_capacity_bytes: s.queue_capacity_bytes,
+            region_bytes: 0,
+            created_unix_ns: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
+        };
+        let config = placement::stream_config(&catalog);
+        catalog.region_bytes = placement::region_bytes(&config).map_err(|e| match e {
+            EngineError::InvalidArgument(m) => StreamError::Invalid(format!("bad schema: {m}")),
+            other => StreamError::Engine(other),
+        })?;
+        let db_dir = self.root.join(db);
+        std::fs::create_dir_all(&db_dir).map_err(io)?;
+        catalog::sync_dir(&self.root)?;
+        let tmp = db_dir.join(format!("{CREATING_PREFIX}{name}"));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(io)?;
+        }
+        std::fs::create_dir(&tmp).map_err(io)?;
+        catalog.write_atomic(&tmp)?;
+        let media = placement::open_media(&tmp, &catalog, &self.pmem)?;
+        let mut stream = EventStream::create(config, media)
+            .map_err(|e| StreamError::Engine(placement::from_event_error(e)))?;
+        stream.sync().map_err(|e| StreamError::Engine(placement::from_event_error(e)))?;
+        drop(stream);
+        let dir = db_dir.join(name);
+        std::fs::rename(&tmp, &dir).map_err(io)?;
+        catalog::sync_dir(&db_dir)?;
+        // Reopen from the final directory (the region is mapped from there).
+        let config = placement::stream_config(&catalog);
+        let media = placement::open_media(&dir, &catalog, &self.pmem)?;
+        let (stream, _) = EventStream::recover(config, media)
+            .map_err(|e| StreamError::Engine(placement::from_event_error(e)))?;
+        Ok(self.insert(catalog, stream))
+    }
+
+    /// Drops a stream durably (see the module comment).
+    pub fn drop_stream(&self, db: &str, name: &str) -> Result<(), StreamError> {
+        let _ddl = self.ddl.lock();
+        let key = (db.to_string(), name.to_string());
+        let Some(open) = self.open.write().remove(&key) else {
+            return Err(StreamError::NotFound(format!("stream {db}/{name} not found")));
+        };
+        // Wait for in-flight writes and queries of the stream.
+        let _quiet = open.stream.lock();
+        let db_dir = self.root.join(db);
+        let tomb = db_dir.join(format!("{DROPPED_PREFIX}{name}"));
+        if tomb.exists() {
+            std::fs::remove_dir_all(&tomb).map_err(io)?;
+        }
+        std::fs::rename(db_dir.join(name), &tomb).map_err(io)?;
+        catalog::sync_dir(&db_dir)?;
+        std::fs::remove_dir_all(&tomb).map_err(io)?;
+        catalog::sync_dir(&db_dir)?;
+        Ok(())
+    }
+}
+
+/// Subdirectories of `dir`, sorted (none if `dir` does not exist).
+fn sorted_dirs(dir: &Path) -> Result<Vec<PathBuf>, EngineError> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,250 @@
+//! [`RoutingStore`]: the [`SeriesStore`] of `strata serve`. Measurements
+//! that are event streams go to their stream, everything else to the series
+//! engine ([`crate::Db::engine`]).
+//!
+//! - Writes are split: series points commit as one series transaction
+//!   (first), then each stream's events are appended and the stream synced
+//!   before the write returns. A request mixing stream and series lines is
+//!   therefore *not* one atomic transaction across both: after a crash the
+//!   series part may be present without the stream part (never the reverse,
+//!   and each part on its own is all-or-nothing per stream sync). Lines that
+//!   do not fit a stream's schema are rejected one by one.
+//! - Listing: `measurements` includes the streams; `series` of a stream
+//!   shows one series per attribute (no tags) with its InfluxDB field type,
+//!   so `SHOW FIELD KEYS` and `SHOW SERIES` work unchanged. Their ids lie in
+//!   a range disjoint from the engine's: from
+//!   [`super::STREAM_SERIES_ID_BASE`] = 2^62, 256 per stream, assigned
+//!   when the stream is opened (valid for the life of the process only).
+//!   `read` and `delete` refuse them: streams are queried through
+//!   [`EventStreams::select_events`] and removed whole.
+//! - `drop_measurement` of a stream drops the stream.
+//! - A stream cannot be created over a measurement that holds series
+//!   (checked at creation; a series write racing the creation can still
+//!   land in the series engine under the same name, and is then hidden
+//!   behind the stream).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use strata_events::event;
+use strata_series::event_streams::{
+    EventRows, EventSelect, EventStreams, StreamAttr, StreamError, StreamInfo,
+};
+use strata_series::{
+    EngineError, FieldValue, Point, SeriesEngine, SeriesId, SeriesInfo, SeriesStore, TimeRange, TimestampNs,
+    WriteOutcome,
+};
+
+use super::placement::from_event_error;
+use super::write::point_to_event;
+use super::{attrs_of, query, Streams, STREAM_SERIES_ID_BASE};
+
+/// Series through the engine, streams through the catalog.
+pub struct RoutingStore {
+    engine: Arc<SeriesEngine>,
+    streams: Arc<Streams>,
+}
+
+impl RoutingStore {
+    pub fn new(engine: Arc<SeriesEngine>, streams: Arc<Streams>) -> RoutingStore {
+        RoutingStore { engine, streams }
+    }
+
+    pub fn catalog(&self) -> &Arc<Streams> {
+        &self.streams
+    }
+
+    /// Appends the points of one stream; returns the events written and
+    /// the attributes per event.
+    fn write_stream(
+        &self,
+        db: &str,
+        name: &str,
+        points: &[(usize, &Point)],
+        rejected: &mut Vec<(usize, String)>,
+    ) -> Result<(usize, usize), EngineError> {
+        let Some(open) = self.streams.get(db, name) else {
+            // Dropped since the split: the points are not written.
+            for (i, _) in points {
+                rejected.push((*i, format!("stream '{name}' was dropped during the write")));
+            }
+            return Ok((0, 0));
+        };
+        let mut stream = open.stream.lock();
+        let schema = stream.config().tree.schema.clone();
+        let mut written = 0;
+        for (index, point) in points {
+            let encoded = point_to_event(name, &schema, point)
+                .and_then(|e| event::encode(&schema, &e).map_err(|e| e.to_string()));
+            match encoded {
+                Err(reason) => rejected.push((*index, reason)),
+                Ok(bytes) => match stream.append(&bytes) {
+                    Ok(_) => written += 1,
+                    Err(e @ strata_events::EventError::Full { .. }) => {
+                        rejected.push((*index, format!("stream '{name}': {e}")))
+                    }
+                    Err(e) => return Err(from_event_error(e)),
+                },
+            }
+        }
+        if written > 0 {
+            stream.sync().map_err(from_event_error)?;
+        }
+        Ok((written, schema.attr_count()))
+    }
+
+    fn series_id_in_streams(ids: &[SeriesId]) -> bool {
+        ids.iter().any(|id| id.0 >= STREAM_SERIES_ID_BASE)
+    }
+}
+
+fn stream_error(e: StreamError) -> EngineError {
+    match e {
+        StreamError::Engine(e) => e,
+        StreamError::Invalid(m) | StreamError::AlreadyExists(m) | StreamError::NotFound(m) => {
+            EngineError::InvalidArgument(m)
+        }
+    }
+}
+
+impl SeriesStore for RoutingStore {
+    fn databases(&self) -> Vec<String> {
+        self.engine.databases()
+    }
+
+    fn create_database(&self, name: &str) -> Result<(), EngineError> {
+        self.engine.create_database(name)
+    }
+
+    fn measurements(&self, db: &str) -> Result<Vec<String>, EngineError> {
+        let mut names = self.engine.measurements(db)?;
+        names.extend(self.streams.names(db));
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn series(&self, db: &str, measurement: &str) -> Result<Vec<SeriesInfo>, EngineError> {
+        let Some(open) = self.streams.get(db, measurement) else {
+            return self.engine.series(db, measurement);
+        };
+        let mut out: Vec<SeriesInfo> = attrs_of(&open.catalog.schema)
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| SeriesInfo {
+                id: SeriesId(open.id_base + i as u64),
+                measurement: measurement.to_string(),
+                tags: Vec::new(),
+                field: a.name,
+                field_type: a.ty.field_type(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.field.cmp(&b.field));
+        Ok(out)
+    }
+
+    fn read(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
+        if Self::series_id_in_streams(ids) {
+            return Err(EngineError::InvalidArgument(
+                "event stream attributes are not series: query the stream with SELECT".into(),
+            ));
+        }
+        self.engine.read(db, ids, range)
+    }
+
+    fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
+        let stream_names = self.streams.names(db);
+        if stream_names.is_empty() {
+            return self.engine.write(db, points);
+        }
+        let mut series_points: Vec<Point> = Vec::new();
+        let mut series_index: Vec<usize> = Vec::new();
+        let mut by_stream: BTreeMap<&str, Vec<(usize, &Point)>> = BTreeMap::new();
+        for (i, p) in points.iter().enumerate() {
+            match stream_names.iter().find(|n| **n == p.measurement) {
+                Some(name) => by_stream.entry(name.as_str()).or_default().push((i, p)),
+                None => {
+                    series_points.push(p.clone());
+                    series_index.push(i);
+                }
+            }
+        }
+        let mut outcome = WriteOutcome::default();
+        if !series_points.is_empty() {
+            let series = self.engine.write(db, &series_points)?;
+            outcome.points_written += series.points_written;
+            outcome.values_written += series.values_written;
+            outcome.rejected.extend(series.rejected.into_iter().map(|(i, r)| (series_index[i], r)));
+        }
+        for (name, items) in by_stream {
+            let (written, attrs) = self.write_stream(db, name, &items, &mut outcome.rejected)?;
+            outcome.points_written += written;
+            outcome.values_written += written * attrs;
+        }
+        outcome.rejected.sort_by_key(|(i, _)| *i);
+        Ok(outcome)
+    }
+
+    fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError> {
+        if Self::series_id_in_streams(ids) {
+            return Err(EngineError::InvalidArgument(
+                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".into(),
+            ));
+        }
+        self.engine.delete(db, ids, range)
+    }
+
+    fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError> {
+        if self.streams.get(db, measurement).is_some() {
+            return self.streams.drop_stream(db, measurement).map_err(stream_error);
+        }
+        self.engine.drop_measurement(db, measurement)
+    }
+
+    fn streams(&self) -> Option<&dyn EventStreams> {
+        Some(self)
+    }
+}
+
+impl EventStreams for RoutingStore {
+    fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
+        super::catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
+        super::catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
+        self.engine.create_database(db).map_err(|e| match e {
+            EngineError::InvalidDatabaseName(..) => StreamError::Invalid(e.to_string()),
+            other => StreamError::Engine(other),
+        })?;
+        if self.engine.measurements(db)?.iter().any(|m| m == name) {
+            return Err(StreamError::AlreadyExists(format!(
+                "measurement {name:?} of database {db:?} already holds series; pick another stream name"
+            )));
+        }
+        Ok(self.streams.create(db, name, attrs)?.info())
+    }
+
+    fn list_streams(&self, db: Option<&str>) -> Vec<StreamInfo> {
+        self.streams.all().iter().filter(|s| db.is_none_or(|d| s.catalog.db == d)).map(|s| s.info()).collect()
+    }
+
+    fn stream_schema(&self, db: &str, measurement: &str) -> Option<Vec<StreamAttr>> {
+        self.streams.get(db, measurement).map(|s| attrs_of(&s.catalog.schema))
+    }
+
+    fn drop_stream(&self, db: &str, name: &str) -> Result<(), StreamError> {
+        self.streams.drop_stream(db, name)
+    }
+
+    fn select_events(&self, db: &str, name: &str, select: &EventSelect) -> Result<EventRows, StreamError> {
+        let open = self
+            .streams
+            .get(db, name)
+            .ok_or_else(|| StreamError::NotFound(format!("stream {db}/{name} not found")))?;
+        let stream = open.stream.lock();
+        query::select(name, &stream, select)
+    }
+}

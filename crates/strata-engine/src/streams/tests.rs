@@ -1,0 +1,345 @@
+//! Event streams through [`crate::Db`] and its routing store: create, write
+//! (mixed with series, with misfit lines), query (range, windows, filters,
+//! equal timestamps, late events) against a naive model, restart, drop,
+//! leftovers of interrupted creates/drops, and a damaged catalog.
+
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strata_series::event_streams::{
+    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventStreams, EventWindow,
+    StreamAttr, StreamAttrType, StreamError,
+};
+use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+
+use crate::{Config, Db};
+
+const SEED: u64 = 0x57_2EA7;
+
+fn config(dir: &Path, placement: &str) -> Config {
+    let mut c = Config { data_dir: dir.to_path_buf(), ..Config::default() };
+    c.storage.protocol = "serial-ssd".into();
+    c.streams.placement = placement.into();
+    c.streams.max_leaf_nodes = 4096;
+    c.streams.max_index_nodes = 256;
+    c.streams.queue_capacity_bytes = 64 << 10;
+    c
+}
+
+fn open(dir: &Path, placement: &str) -> Db {
+    Db::open(&config(dir, placement), &|_, _, _| {}).expect("open")
+}
+
+fn attrs() -> Vec<StreamAttr> {
+    let a = |name: &str, ty| StreamAttr { name: name.into(), ty };
+    vec![
+        a("seq", StreamAttrType::I64),
+        a("price", StreamAttrType::F64),
+        a("volume", StreamAttrType::I32),
+        a("sym", StreamAttrType::Str { len_bytes: 4 }),
+        a("ok", StreamAttrType::Bool),
+    ]
+}
+
+/// One modelled event: (ts, seq, price, volume, sym, ok).
+type Ev = (i64, i64, f64, i32, String, bool);
+
+fn point(e: &Ev) -> Point {
+    Point {
+        measurement: "stock".into(),
+        tags: vec![],
+        fields: vec![
+            ("seq".into(), FieldValue::Integer(e.1)),
+            ("price".into(), FieldValue::Float(e.2)),
+            ("volume".into(), FieldValue::Integer(i64::from(e.3))),
+            ("sym".into(), FieldValue::String(e.4.clone())),
+            ("ok".into(), FieldValue::Boolean(e.5)),
+        ],
+        timestamp_ns: e.0,
+    }
+}
+
+/// Events with repeated timestamps (20%) and late arrivals (10%).
+fn events(rng: &mut ChaCha8Rng, n: usize) -> Vec<Ev> {
+    let mut ts = 1_000_000_000_000i64;
+    (0..n as i64)
+        .map(|seq| {
+            let r = rng.gen_range(0..10);
+            let t = if r < 2 {
+                ts
+            } else if r < 3 {
+                ts - rng.gen_range(1..30) * 1_000_000_000
+            } else {
+                ts += rng.gen_range(1..3) * 1_000_000_000;
+                ts
+            };
+            let sym = ["AAPL", "MSFT", "X"][rng.gen_range(0..3)].to_string();
+            (t, seq, rng.gen_range(0..40_000) as f64 / 4.0, rng.gen_range(-50..1000), sym, rng.gen_bool(0.5))
+        })
+        .collect()
+}
+
+/// The model: arrival order stably sorted by time.
+fn sorted(model: &[Ev]) -> Vec<Ev> {
+    let mut m = model.to_vec();
+    m.sort_by_key(|e| e.0);
+    m
+}
+
+fn select(store: &dyn SeriesStore, s: EventSelect) -> EventRows {
+    store.streams().unwrap().select_events("mydb", "stock", &s).expect("select")
+}
+
+fn check_queries(store: &dyn SeriesStore, model: &[Ev], rng: &mut ChaCha8Rng) {
+    let all = sorted(model);
+    let (first, last) = (all[0].0, all[all.len() - 1].0);
+    for round in 0..6 {
+        let lo = rng.gen_range(first - 5_000_000_000..last);
+        let hi = rng.gen_range(lo..last + 5_000_000_000);
+        let range = TimeRange { min_ns: lo, max_ns: hi };
+        let in_range: Vec<&Ev> = all.iter().filter(|e| range.contains(e.0)).collect();
+        // Time travel: every event once, equal timestamps kept.
+        let raw = select(
+            store,
+            EventSelect { range, filters: vec![], query: EventQuery::Raw { attrs: vec!["seq".into()] } },
+        );
+        let want: Vec<(i64, Vec<FieldValue>)> =
+            in_range.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+        assert_eq!(raw, EventRows::Raw(want), "seed {SEED:#x} round {round}: range {lo}..={hi}");
+        // Filter: price > x AND sym = 'AAPL' AND volume <= v.
+        let x = rng.gen_range(0..10_000) as f64;
+        let v: i64 = rng.gen_range(0..1000);
+        let filters = vec![
+            EventFilter { attr: "price".into(), op: EventCmp::Gt, value: FieldValue::Float(x) },
+            EventFilter { attr: "sym".into(), op: EventCmp::Eq, value: FieldValue::String("AAPL".into()) },
+            EventFilter { attr: "volume".into(), op: EventCmp::Lte, value: FieldValue::Integer(v) },
+        ];
+        let raw = select(
+            store,
+            EventSelect {
+                range,
+                filters: filters.clone(),
+                query: EventQuery::Raw { attrs: vec!["seq".into()] },
+            },
+        );
+        let passing: Vec<&&Ev> =
+            in_range.iter().filter(|e| e.2 > x && e.4 == "AAPL" && i64::from(e.3) <= v).collect();
+        let want: Vec<(i64, Vec<FieldValue>)> =
+            passing.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+        assert_eq!(raw, EventRows::Raw(want), "seed {SEED:#x} round {round}: filter");
+        // Windows from the tree's aggregates, and with a filter.
+        let interval = rng.gen_range(1..20) * 10_000_000_000i64;
+        let w = EventWindow { interval_ns: interval, offset_ns: 0 };
+        let columns = vec![
+            (EventAgg::Count, "price".to_string()),
+            (EventAgg::Sum, "volume".to_string()),
+            (EventAgg::Min, "price".to_string()),
+            (EventAgg::Max, "seq".to_string()),
+            (EventAgg::Mean, "price".to_string()),
+        ];
+        for (what, filters, events) in
+            [("tree", vec![], in_range.clone()), ("filtered", filters, passing.iter().map(|e| **e).collect())]
+        {
+            let got = select(
+                store,
+                EventSelect {
+                    range,
+                    filters,
+                    query: EventQuery::Aggregate { columns: columns.clone(), window: Some(w) },
+                },
+            );
+            let mut want: Vec<AggRow> = Vec::new();
+            for e in &events {
+                let start = w.start(e.0) as i64;
+                if want.last().is_none_or(|r| r.start_ns != start) {
+                    want.push(AggRow { start_ns: start, values: vec![None; 5], selected_ns: None });
+                }
+                let r = want.last_mut().unwrap();
+                let n = match r.values[0] {
+                    Some(FieldValue::Integer(n)) => n,
+                    _ => 0,
+                };
+                let sum = match r.values[1] {
+                    Some(FieldValue::Integer(s)) => s,
+                    _ => 0,
+                };
+                let min = match r.values[2] {
+                    Some(FieldValue::Float(m)) => m.min(e.2),
+                    _ => e.2,
+                };
+                let max = match r.values[3] {
+                    Some(FieldValue::Integer(m)) => m.max(e.1),
+                    _ => e.1,
+                };
+                let total = match r.values[4] {
+                    Some(FieldValue::Float(m)) => m * n as f64,
+                    _ => 0.0,
+                } + e.2;
+                r.values = vec![
+                    Some(FieldValue::Integer(n + 1)),
+                    Some(FieldValue::Integer(sum + i64::from(e.3))),
+                    Some(FieldValue::Float(min)),
+                    Some(FieldValue::Integer(max)),
+                    Some(FieldValue::Float(total / (n + 1) as f64)),
+                ];
+            }
+            let EventRows::Aggregate(got) = got else { panic!("seed {SEED:#x}: not aggregate rows") };
+            assert_eq!(got.len(), want.len(), "seed {SEED:#x} round {round} {what}: windows");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.start_ns, w.start_ns, "seed {SEED:#x} round {round} {what}");
+                assert_eq!(
+                    g.values[..4],
+                    w.values[..4],
+                    "seed {SEED:#x} round {round} {what} at {}",
+                    g.start_ns
+                );
+                let (Some(FieldValue::Float(a)), Some(FieldValue::Float(b))) = (&g.values[4], &w.values[4])
+                else {
+                    panic!("seed {SEED:#x}: mean missing")
+                };
+                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "seed {SEED:#x}: mean {a} vs {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn streams_answer_like_the_model_and_survive_restart_and_drop() {
+    for placement in ["pmem", "ssd"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+        let db = open(dir.path(), placement);
+        let info = db.store().create_stream("mydb", "stock", &attrs()).expect("create");
+        assert_eq!((info.events, info.attributes.len()), (0, 5));
+        assert!(info.placement.contains("flank=pmem-k25"), "{}", info.placement);
+        let model = events(&mut rng, 3000);
+        for chunk in model.chunks(250) {
+            let mut points: Vec<Point> = chunk.iter().map(point).collect();
+            points.insert(
+                1,
+                Point {
+                    measurement: "cpu".into(),
+                    tags: vec![],
+                    fields: vec![("v".into(), FieldValue::Float(1.0))],
+                    timestamp_ns: chunk[0].0,
+                },
+            );
+            let mut bad = point(&chunk[0]);
+            bad.fields.pop();
+            points.push(bad);
+            let out = db.store().write("mydb", &points).expect("write");
+            assert_eq!(out.points_written, chunk.len() + 1, "{placement}: events and the series point");
+            assert_eq!(out.rejected.len(), 1, "{placement}: {:?}", out.rejected);
+            assert_eq!(out.rejected[0].0, points.len() - 1);
+            assert!(out.rejected[0].1.contains("missing attribute 'ok'"), "{}", out.rejected[0].1);
+        }
+        assert_eq!(db.store().measurements("mydb").unwrap(), vec!["cpu".to_string(), "stock".to_string()]);
+        check_queries(db.store().as_ref(), &model, &mut rng);
+        drop(db);
+
+        let db = open(dir.path(), placement);
+        let r = db.streams_recovery();
+        assert_eq!(r.streams.len(), 1, "{placement}: {r}");
+        assert_eq!(
+            r.streams[0].events,
+            model.len() as u64,
+            "{placement}: every acknowledged event recovered"
+        );
+        check_queries(db.store().as_ref(), &model, &mut rng);
+        let fields: Vec<(String, &str)> = db
+            .store()
+            .series("mydb", "stock")
+            .unwrap()
+            .iter()
+            .map(|s| (s.field.clone(), s.field_type.influx_name()))
+            .collect();
+        assert_eq!(fields[0], ("ok".to_string(), "boolean"));
+        assert!(db
+            .store()
+            .series("mydb", "stock")
+            .unwrap()
+            .iter()
+            .all(|s| s.id.0 >= super::STREAM_SERIES_ID_BASE));
+        db.store().drop_measurement("mydb", "stock").expect("drop through DROP MEASUREMENT");
+        assert!(matches!(db.store().drop_stream("mydb", "stock"), Err(StreamError::NotFound(_))));
+        drop(db);
+
+        let db = open(dir.path(), placement);
+        assert!(db.store().list_streams(None).is_empty(), "{placement}: a dropped stream stays dropped");
+        assert_eq!(db.store().measurements("mydb").unwrap(), vec!["cpu".to_string()]);
+        assert!(std::fs::read_dir(dir.path().join("streams/mydb")).unwrap().next().is_none());
+    }
+}
+
+#[test]
+fn creation_checks_names_schemas_and_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "ssd");
+    let store = db.store();
+    let invalid = |r: Result<_, StreamError>| matches!(r, Err(StreamError::Invalid(_)));
+    assert!(invalid(store.create_stream("mydb", "../x", &attrs())));
+    assert!(invalid(store.create_stream("my db", "x", &attrs())));
+    assert!(invalid(store.create_stream("mydb", "x", &[])));
+    let dup = vec![attrs()[0].clone(), attrs()[0].clone()];
+    assert!(invalid(store.create_stream("mydb", "x", &dup)));
+    store.create_stream("mydb", "x", &attrs()).unwrap();
+    assert!(matches!(store.create_stream("mydb", "x", &attrs()), Err(StreamError::AlreadyExists(_))));
+    let p = Point {
+        measurement: "cpu".into(),
+        tags: vec![],
+        fields: vec![("v".into(), FieldValue::Float(1.0))],
+        timestamp_ns: 1,
+    };
+    store.write("mydb", &[p]).unwrap();
+    let Err(StreamError::AlreadyExists(m)) = store.create_stream("mydb", "cpu", &attrs()) else {
+        panic!("a stream over a series measurement must be refused")
+    };
+    assert!(m.contains("already holds series"), "{m}");
+    assert_eq!(store.list_streams(Some("mydb")).len(), 1);
+    assert!(store.list_streams(Some("other")).is_empty());
+}
+
+#[test]
+fn leftovers_are_removed_and_a_damaged_catalog_fails_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "pmem");
+    db.store().create_stream("mydb", "stock", &attrs()).unwrap();
+    drop(db);
+    let db_dir = dir.path().join("streams/mydb");
+    std::fs::create_dir_all(db_dir.join(".creating-half")).unwrap();
+    std::fs::create_dir_all(db_dir.join(".dropped-old/data")).unwrap();
+    let db = open(dir.path(), "pmem");
+    assert_eq!(db.streams_recovery().leftovers_removed, 2);
+    assert_eq!(db.store().list_streams(None).len(), 1);
+    assert!(db.streams_recovery().to_string().contains("stream mydb/stock: 0 events"));
+    drop(db);
+    let catalog = db_dir.join("stock/stream.catalog");
+    let mut bytes = std::fs::read(&catalog).unwrap();
+    bytes[20] ^= 0x40;
+    std::fs::write(&catalog, &bytes).unwrap();
+    let err = Db::open(&config(dir.path(), "pmem"), &|_, _, _| {})
+        .err()
+        .expect("a bad CRC is an error")
+        .to_string();
+    assert!(err.contains("CRC mismatch") && err.contains("stream.catalog"), "{err}");
+}
+
+#[test]
+fn unsupported_queries_are_errors_not_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "ssd");
+    db.store().create_stream("mydb", "stock", &attrs()).unwrap();
+    let q = |filters: Vec<EventFilter>, query| {
+        db.store().select_events("mydb", "stock", &EventSelect { range: TimeRange::ALL, filters, query })
+    };
+    let raw = |a: &str| EventQuery::Raw { attrs: vec![a.to_string()] };
+    assert!(q(vec![], raw("nope")).unwrap_err().to_string().contains("no attribute 'nope'"));
+    let f = EventFilter { attr: "ok".into(), op: EventCmp::Gt, value: FieldValue::Boolean(true) };
+    assert!(q(vec![f], raw("seq")).unwrap_err().to_string().contains("cannot compare attribute 'ok'"));
+    let agg = EventQuery::Aggregate { columns: vec![(EventAgg::Sum, "sym".into())], window: None };
+    assert!(q(vec![], agg).unwrap_err().to_string().contains("unsupported sum() on attribute 'sym'"));
+    let ids = db.store().series("mydb", "stock").unwrap().iter().map(|s| s.id).collect::<Vec<_>>();
+    assert!(db.store().read("mydb", &ids, TimeRange::ALL).is_err());
+    assert!(db.store().delete("mydb", &ids, TimeRange::ALL).unwrap_err().to_string().contains("DELETE"));
+}

@@ -1,0 +1,282 @@
+//! Event streams as the query and HTTP layers see them (DESIGN.md section
+//! 4, "Events"; chronicledb-pmem.txt section 2.2): plain data and one trait,
+//! so that `strata-influx` and `strata-server` can reach the event store
+//! through [`crate::SeriesStore::streams`] without depending on it.
+//!
+//! - [`StreamAttr`] / [`StreamAttrType`]: a stream's schema (typed
+//!   attributes; the timestamp is implicit).
+//! - [`EventSelect`]: one query, built by the InfluxQL executor: an inclusive
+//!   time range, a conjunction of `attribute op constant` filters, and either
+//!   projected attributes (raw events) or decomposable aggregates
+//!   (count/sum/mean/min/max), optionally per time window.
+//! - [`EventRows`]: the answer: raw events in time order (equal timestamps
+//!   are kept, one row per event), or one aggregate row per non-empty window.
+//! - [`EventStreams`]: create, list, drop and query streams.
+
+use std::fmt;
+
+use crate::error::EngineError;
+use crate::model::{FieldType, FieldValue, TimeRange};
+
+/// The type of one attribute (mirrors the event store's attribute types).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StreamAttrType {
+    I64,
+    F64,
+    I32,
+    F32,
+    Bool,
+    /// A UTF-8 string of at most `len_bytes` bytes (1..=255).
+    Str {
+        len_bytes: u16,
+    },
+}
+
+impl StreamAttrType {
+    /// The InfluxDB field type the attribute is shown (and written) as:
+    /// integers are `integer`, floats `float`, bools `boolean`, strings `string`.
+    pub fn field_type(self) -> FieldType {
+        match self {
+            StreamAttrType::I64 | StreamAttrType::I32 => FieldType::Integer,
+            StreamAttrType::F64 | StreamAttrType::F32 => FieldType::Float,
+            StreamAttrType::Bool => FieldType::Boolean,
+            StreamAttrType::Str { .. } => FieldType::String,
+        }
+    }
+
+    /// The type's name in the HTTP API: `i64`, `f64`, `i32`, `f32`, `bool`, `string`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamAttrType::I64 => "i64",
+            StreamAttrType::F64 => "f64",
+            StreamAttrType::I32 => "i32",
+            StreamAttrType::F32 => "f32",
+            StreamAttrType::Bool => "bool",
+            StreamAttrType::Str { .. } => "string",
+        }
+    }
+
+    /// Parses an API type name; strings need `len_bytes`, the others must not have it.
+    pub fn parse(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, String> {
+        let ty = match name {
+            "i64" => StreamAttrType::I64,
+            "f64" => StreamAttrType::F64,
+            "i32" => StreamAttrType::I32,
+            "f32" => StreamAttrType::F32,
+            "bool" => StreamAttrType::Bool,
+            "string" => {
+                let len = len_bytes.ok_or("a string attribute needs \"len\" (1..=255 bytes)")?;
+                if !(1..=255).contains(&len) {
+                    return Err(format!("a string attribute's \"len\" is 1..=255 bytes, got {len}"));
+                }
+                return Ok(StreamAttrType::Str { len_bytes: len as u16 });
+            }
+            other => {
+                return Err(format!(
+                    "unknown attribute type {other:?} (use i64, f64, i32, f32, bool or string)"
+                ))
+            }
+        };
+        match len_bytes {
+            Some(_) => Err(format!("\"len\" applies to string attributes only, not {name}")),
+            None => Ok(ty),
+        }
+    }
+}
+
+/// One named, typed attribute of a stream.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StreamAttr {
+    pub name: String,
+    pub ty: StreamAttrType,
+}
+
+/// A stream as listed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamInfo {
+    pub db: String,
+    pub name: String,
+    pub attributes: Vec<StreamAttr>,
+    /// Events in the stream (tree and out-of-order queue).
+    pub events: u64,
+    /// Where the stream's structures live, e.g.
+    /// `flank=pmem-k25 aggs=inline index=ssd translation=pmem ooo=pmem-indexed`.
+    pub placement: String,
+}
+
+/// A comparison of a filter.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EventCmp {
+    Eq,
+    Neq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+}
+
+impl EventCmp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            EventCmp::Eq => "=",
+            EventCmp::Neq => "!=",
+            EventCmp::Lt => "<",
+            EventCmp::Lte => "<=",
+            EventCmp::Gt => ">",
+            EventCmp::Gte => ">=",
+        }
+    }
+}
+
+/// `attr op value`: numbers compare numerically (integers exactly), strings
+/// by bytes, booleans with `=` and `!=` only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventFilter {
+    pub attr: String,
+    pub op: EventCmp,
+    pub value: FieldValue,
+}
+
+impl fmt::Display for EventFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {:?}", self.attr, self.op.symbol(), self.value)
+    }
+}
+
+/// The decomposable aggregate functions a stream answers from its TAB+-tree.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EventAgg {
+    Count,
+    Sum,
+    Mean,
+    Min,
+    Max,
+}
+
+impl EventAgg {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventAgg::Count => "count",
+            EventAgg::Sum => "sum",
+            EventAgg::Mean => "mean",
+            EventAgg::Min => "min",
+            EventAgg::Max => "max",
+        }
+    }
+}
+
+/// `GROUP BY time(interval, offset)`: windows `[start, start + interval)`
+/// with `start = t - (t - offset) mod interval` (InfluxDB's alignment).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EventWindow {
+    pub interval_ns: i64,
+    /// In `[0, interval_ns)`.
+    pub offset_ns: i64,
+}
+
+impl EventWindow {
+    /// Start of the window holding `t` (i128: may precede `i64::MIN`).
+    pub fn start(&self, t: i64) -> i128 {
+        let t = i128::from(t);
+        t - (t - i128::from(self.offset_ns)).rem_euclid(i128::from(self.interval_ns))
+    }
+}
+
+/// What a query returns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventQuery {
+    /// The named attributes of every matching event.
+    Raw { attrs: Vec<String> },
+    /// One value per `(function, attribute)`, over the whole range or per window.
+    Aggregate { columns: Vec<(EventAgg, String)>, window: Option<EventWindow> },
+}
+
+/// One query of one stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventSelect {
+    /// Inclusive; may be empty.
+    pub range: TimeRange,
+    /// All must hold (a conjunction).
+    pub filters: Vec<EventFilter>,
+    pub query: EventQuery,
+}
+
+/// One aggregate row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggRow {
+    /// The window's start (clamped to i64), or `range.min_ns` without a window.
+    pub start_ns: i64,
+    /// One value per column; `None` for min/max/mean/sum of no value.
+    pub values: Vec<Option<FieldValue>>,
+    /// Without a window, for a query of exactly one min() or max(): the
+    /// time of the earliest event holding that value (InfluxDB's selector time).
+    pub selected_ns: Option<i64>,
+}
+
+/// The answer to an [`EventSelect`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventRows {
+    /// `(timestamp, values of the projected attributes)`, in time order
+    /// (arrival order among equal timestamps), one row per event.
+    Raw(Vec<(i64, Vec<FieldValue>)>),
+    /// Rows of non-empty windows in time order (without a window: one row,
+    /// or none when no event matched).
+    Aggregate(Vec<AggRow>),
+}
+
+/// Why a stream operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// A bad name, schema or query (HTTP 400).
+    #[error("{0}")]
+    Invalid(String),
+    /// Creating a stream that exists (HTTP 409).
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The stream (or database) does not exist (HTTP 404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The engine failed (I/O, corruption).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Event streams of a store: created with a schema, persistent, queried
+/// through [`EventSelect`]. Writes arrive through
+/// [`crate::SeriesStore::write`] (the measurement names the stream).
+pub trait EventStreams: Send + Sync {
+    /// Creates stream `name` in database `db` (the database is created too).
+    fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError>;
+    /// Streams of `db` (every database when `None`), sorted by (db, name).
+    fn list_streams(&self, db: Option<&str>) -> Vec<StreamInfo>;
+    /// The schema of a stream, `None` if `measurement` is not a stream of `db`.
+    fn stream_schema(&self, db: &str, measurement: &str) -> Option<Vec<StreamAttr>>;
+    /// Removes a stream and its data, durably.
+    fn drop_stream(&self, db: &str, name: &str) -> Result<(), StreamError>;
+    /// Runs one query on one snapshot of the stream.
+    fn select_events(&self, db: &str, name: &str, select: &EventSelect) -> Result<EventRows, StreamError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_parse_and_map_to_influx_types() {
+        assert_eq!(StreamAttrType::parse("i32", None), Ok(StreamAttrType::I32));
+        assert_eq!(StreamAttrType::parse("string", Some(8)), Ok(StreamAttrType::Str { len_bytes: 8 }));
+        assert!(StreamAttrType::parse("string", None).unwrap_err().contains("needs \"len\""));
+        assert!(StreamAttrType::parse("string", Some(256)).unwrap_err().contains("1..=255"));
+        assert!(StreamAttrType::parse("f64", Some(3)).unwrap_err().contains("string attributes only"));
+        assert!(StreamAttrType::parse("u8", None).unwrap_err().contains("unknown attribute type"));
+        assert_eq!(StreamAttrType::I32.field_type(), FieldType::Integer);
+        assert_eq!(StreamAttrType::F32.field_type(), FieldType::Float);
+        assert_eq!(StreamAttrType::Str { len_bytes: 3 }.name(), "string");
+    }
+
+    #[test]
+    fn windows_align_like_influxql() {
+        let w = EventWindow { interval_ns: 10, offset_ns: 3 };
+        assert_eq!((w.start(3), w.start(12), w.start(13), w.start(2)), (3, 3, 13, -7));
+    }
+}
