@@ -24,6 +24,7 @@ fn main() -> anyhow::Result<()> {
     if flag("--quick") && value("--events").is_some() {
         budget.stock_events = events;
         budget.sine_events = events;
+        budget = budget.with_stream_events(events);
     }
     if let Some(r) = value("--rounds") {
         budget.rounds = r.parse()?;

@@ -11,8 +11,9 @@ use strata_bench::events::{
 
 #[derive(Args)]
 pub struct EventsArgs {
-    /// A short run (well under 2 minutes): 3*10^5 Stock / 2*10^5 Sine events,
-    /// 3*10^5 translation operations, an 8 MiB OOO queue.
+    /// A short run: 3*10^5 Stock / 2*10^5 Sine events, 3*10^5 translation
+    /// operations, an 8 MiB OOO queue (Fig. 8); Fig. 9 streams of 5*10^4 Stock
+    /// events with a queue of 100 MiB per 10^8 events / 2 (so it merges).
     #[arg(long)]
     quick: bool,
     /// Events per stream (default 10^7; 10^8 with --paper-scale).
@@ -52,6 +53,7 @@ impl EventsArgs {
         if self.quick && self.events.is_some() {
             budget.stock_events = events;
             budget.sine_events = events;
+            budget = budget.with_stream_events(events);
         }
         if let Some(r) = self.rounds {
             budget.rounds = r;

@@ -1,7 +1,8 @@
 //! SVG drawings of `strata bench events` in the shape of the paper's
 //! figures, with the SVG helpers of `ycsb_ts::svg`: Fig. 5 as a line
 //! (ratio to the DRAM flank over the flush batch size, log x), Fig. 6-8 as
-//! bar charts of their main metrics.
+//! bar charts of their main metrics, Fig. 9 as bars of the total time per
+//! OOO fraction and queue variant (the paper's grouped bars).
 
 use std::path::Path;
 
@@ -98,6 +99,19 @@ pub(super) fn svgs(run: &EventsRun) -> Vec<(String, String)> {
                     let title = format!("Fig. 8: OOO queue, {m}");
                     out.push((format!("events-fig8-{m}.svg"), bar_chart(&title, unit, &bars(fig, m))));
                 }
+            }
+            "fig9" => {
+                let mut all = Vec::new();
+                for r in &fig.rows {
+                    let name = variant(r);
+                    let Some((fraction, queue)) = name.split_once('/') else { continue };
+                    let pct = fraction.trim_start_matches("ooo").trim_end_matches("pct");
+                    if let Some(v) = metric(r, "total_s") {
+                        all.push(Bar { label: format!("{queue}\n{pct} %"), value: v, note: short(v) });
+                    }
+                }
+                let title = "Fig. 9: total insertion time per OOO fraction and queue variant";
+                out.push(("events-fig9-total_s.svg".into(), bar_chart(title, "s", &all)));
             }
             _ => {}
         }

@@ -9,14 +9,15 @@
 //! - `fig6_placements`: aggregates / index nodes on PMem vs the baseline;
 //! - `fig7_translation`: DRAM / PMem array / ATT translation in isolation;
 //! - `fig8_ooo`: the OOO queues in isolation;
-//! - Fig. 9 (total time per OOO fraction through the event stream) is
-//!   reported as not yet measured ([`FIG9_NOT_YET`]).
+//! - `fig9_stream`: total insertion time of Stock with 1/5/10 % OOO through
+//!   the event stream (tree + queue + merges) per queue variant;
 //! - `figures`: the SVG drawings (`--svg-dir`).
 
 mod fig5_flank;
 mod fig6_placements;
 mod fig7_translation;
 mod fig8_ooo;
+mod fig9_stream;
 mod figures;
 pub mod generator;
 mod media;
@@ -33,11 +34,20 @@ use crate::report::BenchReport;
 use media::EventsMedia;
 
 pub use fig5_flank::{DRAM_FLANK, FLUSH_BATCHES};
+pub use fig9_stream::{
+    queue_bytes_for, OOO_FRACTIONS_PCT, PAPER_QUEUE_BYTES, QUICK_QUEUE_DIVISOR, REFERENCE_VARIANT,
+};
 
 /// Events per stream by default (the paper uses 10^8: `--paper-scale`).
 pub const DEFAULT_EVENTS: u64 = 10_000_000;
 /// Events per stream with `--paper-scale`.
 pub const PAPER_SCALE_EVENTS: u64 = 100_000_000;
+/// Fig. 9's Stock events with `--quick`.
+pub const QUICK_STREAM_EVENTS: u64 = 50_000;
+/// Fig. 9's Stock events at most in a full run: merges carry events through
+/// every leaf to the right of an overflowing one (no node splits), so a merge
+/// costs O(leaves) and Fig. 9 at 10^7 events would run for hours.
+pub const MAX_STREAM_EVENTS: u64 = 1_000_000;
 /// The variant of the acceptance check: the flank's own cost (leaves on
 /// tmpfs; on ext4 the per-leaf fdatasync dominates and the ratio is noise).
 pub const ACCEPTANCE_VARIANT: &str = "tmpfs/pmem-flank-k25";
@@ -64,6 +74,12 @@ pub struct EventsBudget {
     pub ooo_queue_bytes: u64,
     /// HIT and MISS queries each of Fig. 8.
     pub ooo_queries: u32,
+    /// Stock events per Fig. 9 run (every OOO fraction and queue variant).
+    pub stream_events: u64,
+    /// Fig. 9 queue capacity: [`queue_bytes_for`]`(stream_events, stream_queue_divisor)`.
+    pub stream_queue_bytes: u64,
+    /// 1 (the paper's 100 MiB per 10^8 events), [`QUICK_QUEUE_DIVISOR`] for `--quick`.
+    pub stream_queue_divisor: u64,
     pub seed: u64,
 }
 
@@ -80,6 +96,9 @@ impl EventsBudget {
             translation_ops: events.min(10_000_000),
             ooo_queue_bytes: 100 << 20,
             ooo_queries: 200,
+            stream_events: events.min(MAX_STREAM_EVENTS),
+            stream_queue_bytes: queue_bytes_for(events.min(MAX_STREAM_EVENTS), 1),
+            stream_queue_divisor: 1,
             seed: 1,
         }
     }
@@ -96,8 +115,18 @@ impl EventsBudget {
             translation_ops: 300_000,
             ooo_queue_bytes: 8 << 20,
             ooo_queries: 200,
+            stream_events: QUICK_STREAM_EVENTS,
+            stream_queue_bytes: queue_bytes_for(QUICK_STREAM_EVENTS, QUICK_QUEUE_DIVISOR),
+            stream_queue_divisor: QUICK_QUEUE_DIVISOR,
             seed: 1,
         }
+    }
+
+    /// Sets Fig. 9's stream to `events` events, keeping the queue divisor.
+    pub fn with_stream_events(mut self, events: u64) -> EventsBudget {
+        self.stream_events = events;
+        self.stream_queue_bytes = queue_bytes_for(events, self.stream_queue_divisor);
+        self
     }
 
     /// For tests of the report's shape: a second or two, figures meaningless.
@@ -112,6 +141,9 @@ impl EventsBudget {
             translation_ops: 3_000,
             ooo_queue_bytes: 64 << 10,
             ooo_queries: 10,
+            stream_events: 20_000,
+            stream_queue_bytes: 8 << 10,
+            stream_queue_divisor: 1,
             seed: 1,
         }
     }
@@ -124,6 +156,8 @@ impl EventsBudget {
         );
         anyhow::ensure!(self.translation_ops >= 100, "at least 100 translation operations");
         anyhow::ensure!(self.ooo_queue_bytes >= 16 << 10, "an OOO queue of at least 16 KiB");
+        anyhow::ensure!(self.stream_events >= 10_000, "at least 10000 events per Fig. 9 stream");
+        anyhow::ensure!(self.stream_queue_bytes >= 4 << 10, "a Fig. 9 queue of at least 4 KiB");
         anyhow::ensure!(
             self.point_queries >= 1
                 && self.aggregate_queries >= 1
@@ -269,11 +303,6 @@ impl EventsRun {
     }
 }
 
-/// Fig. 9 needs the event stream (tree + OOO queue with merges), which
-/// landed after this benchmark was written: not measured yet.
-pub const FIG9_NOT_YET: &str =
-    "Fig. 9 (total time for Stock with 1/5/10 % OOO per queue variant): not yet measured: not yet implemented over strata_events::stream::EventStream (the OOO generator is ready)";
-
 fn region_bytes(budget: &EventsBudget, figures: &[Fig]) -> anyhow::Result<u64> {
     let mut most = 1 << 20;
     for f in figures {
@@ -282,7 +311,7 @@ fn region_bytes(budget: &EventsBudget, figures: &[Fig]) -> anyhow::Result<u64> {
             Fig::Fig6 => fig6_placements::pmem_bytes_needed(budget)?,
             Fig::Fig7 => fig7_translation::pmem_bytes_needed(budget)?,
             Fig::Fig8 => fig8_ooo::pmem_bytes_needed(budget),
-            Fig::Fig9 => 0,
+            Fig::Fig9 => fig9_stream::pmem_bytes_needed(budget)?,
         };
         most = most.max(b);
     }
@@ -306,17 +335,13 @@ pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
         eprintln!("events bench: warning: {} is on tmpfs, not a disk file system", opts.ssd_dir.display());
     }
     let mut figures = Vec::new();
-    let mut missing = Vec::new();
     for f in &opts.figures {
         let fig = match f {
             Fig::Fig5 => fig5_flank::run(&mut media, budget, opts.print)?,
             Fig::Fig6 => fig6_placements::run(&mut media, budget, opts.print)?,
             Fig::Fig7 => fig7_translation::run(&mut media, budget, opts.print)?,
             Fig::Fig8 => fig8_ooo::run(&mut media, budget, opts.print)?,
-            Fig::Fig9 => {
-                missing.push(FIG9_NOT_YET.to_string());
-                continue;
-            }
+            Fig::Fig9 => fig9_stream::run(&mut media, budget, opts.print)?,
         };
         figures.push(fig);
     }
@@ -349,7 +374,7 @@ pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
         "spare_permille": 100,
         "load_average_1m": {"start": loads[0], "end": loads[1]},
         "figures": fig_config,
-        "not_measured": missing,
+        "not_measured": Vec::<String>::new(),
     });
     let mut report = BenchReport::new("events", machine, config);
     let mut columns: Vec<String> = Vec::new();
@@ -373,7 +398,6 @@ pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
         loads[1].map_or("?".into(), |l| format!("{l:.2}")),
         report.machine.cores,
     )];
-    report.notes.extend(missing.iter().cloned());
     let fig5_ratio = |variant: &str| {
         figures
             .iter()

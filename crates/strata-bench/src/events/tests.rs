@@ -103,21 +103,101 @@ fn fig7_and_fig8_have_every_variant() {
 }
 
 #[test]
-fn report_json_has_the_shared_shape_and_fig9_is_reported_missing() {
-    let run = tiny_run(vec![Fig::Fig7, Fig::Fig9]);
+fn report_json_has_the_shared_shape() {
+    let run = tiny_run(vec![Fig::Fig7]);
     let v: Value = serde_json::from_str(&run.report.to_json()).unwrap();
     assert_eq!(v["benchmark"], "events");
     assert_eq!(v["machine"]["pmem_mode"], "emulated");
     assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
     assert_eq!(v["config"]["rounds"], 1);
-    assert_eq!(v["config"]["not_measured"][0], FIG9_NOT_YET);
+    assert_eq!(v["config"]["not_measured"].as_array().map(Vec::len), Some(0), "every figure is measured");
     let names: Vec<&str> =
         v["results"].as_array().unwrap().iter().map(|r| r["variant"].as_str().unwrap()).collect();
     assert_eq!(names, ["fig7/dram", "fig7/pmem-array", "fig7/flash-att"]);
     let text = run.render();
     assert!(text.contains("PMem emulated on a mapped file in"), "{text}");
-    assert!(text.contains("Fig. 9") && text.contains("not yet"), "{text}");
+    assert!(!text.contains("not yet"), "{text}");
     assert!(run.acceptance_line().is_none(), "no Fig. 5, no acceptance line");
+}
+
+#[test]
+fn fig9_every_variant_holds_every_event_and_merges() {
+    let run = tiny_run(vec![Fig::Fig9]);
+    let fig = &run.figures[0];
+    let mut expect = Vec::new();
+    for pct in OOO_FRACTIONS_PCT {
+        for v in ["pmem-indexed", "pmem-pure", "flash-indexed", "flash-pure", "dram"] {
+            expect.push(format!("ooo{pct}pct/{v}"));
+        }
+    }
+    assert_eq!(variants(fig), expect);
+    assert_finite(fig, &["total_s", "throughput_events_per_s", "ratio_to_pmem_indexed", "events"]);
+    let tiny = EventsBudget::tiny();
+    for r in &fig.rows {
+        let name = r["variant"].as_str().unwrap();
+        let m = |k: &str| r[k].as_f64().unwrap();
+        assert_eq!(m("events"), tiny.stream_events as f64, "{name}");
+        // Every late event went somewhere; queued ones were merged or are still queued.
+        assert!(m("late_to_flank_leaf") + m("late_to_queue") > 0.0, "{name}: late events");
+        assert!(m("queue_events_at_end") <= m("late_to_queue"), "{name}");
+        if name.ends_with("/pmem-indexed") {
+            assert_eq!(m("ratio_to_pmem_indexed"), 1.0, "{name} is the reference");
+        }
+        if name.starts_with("ooo10pct/") {
+            assert!(m("merges") >= 2.0, "{name}: a 10 % run merges an 8 KiB queue several times");
+            assert!(m("leaves_rewritten") > 0.0, "{name}: merges rewrite leaves");
+        }
+        if name.contains("/flash-") && m("merges") > 0.0 {
+            assert!(m("queue_page_reads") > 0.0, "{name}: a flash merge reads pages");
+        }
+    }
+    let late = |name: &str| fig.rows.iter().find(|r| r["variant"] == name).unwrap()["late_to_queue"].clone();
+    assert!(
+        late("ooo1pct/pmem-indexed").as_f64() < late("ooo10pct/pmem-indexed").as_f64(),
+        "more OOO, more queued events"
+    );
+    let v: Value = serde_json::from_str(&run.report.to_json()).unwrap();
+    assert_eq!(v["config"]["figures"]["fig9"]["queue_bytes"], tiny.stream_queue_bytes);
+    assert_eq!(v["config"]["figures"]["fig9"]["workloads"].as_array().unwrap().len(), 3);
+    let first = &v["results"][0];
+    assert_eq!(first["variant"], "fig9/ooo1pct/pmem-indexed");
+    for key in COLUMNS_FIG9 {
+        assert!(first[key].as_f64().is_some(), "JSON row lacks {key}: {first}");
+    }
+    let svgs = figures::svgs(&run);
+    assert_eq!(svgs.len(), 1);
+    crate::ycsb_ts::svg::check_well_formed(&svgs[0].1).unwrap();
+    assert!(svgs[0].1.contains("flash-pure") && svgs[0].1.contains("10 %"), "bars name variant and fraction");
+}
+
+/// The metrics every Fig. 9 row has.
+const COLUMNS_FIG9: [&str; 11] = [
+    "total_s",
+    "ratio_to_pmem_indexed",
+    "throughput_events_per_s",
+    "merges",
+    "merge_s",
+    "late_to_flank_leaf",
+    "late_to_queue",
+    "queue_events_at_end",
+    "queue_records_read_per_late_event",
+    "queue_page_reads",
+    "leaves_rewritten",
+];
+
+#[test]
+fn fig9_queue_capacity_scales_with_the_stream() {
+    assert_eq!(queue_bytes_for(PAPER_SCALE_EVENTS, 1), PAPER_QUEUE_BYTES, "100 MiB at paper scale");
+    assert_eq!(queue_bytes_for(DEFAULT_EVENTS, 1), PAPER_QUEUE_BYTES / 10);
+    assert_eq!(queue_bytes_for(1_000, 1), 16 << 10, "at least 16 KiB");
+    let quick = EventsBudget::quick();
+    assert_eq!(quick.stream_queue_bytes, queue_bytes_for(QUICK_STREAM_EVENTS, QUICK_QUEUE_DIVISOR));
+    let more = EventsBudget::quick().with_stream_events(3_000_000);
+    assert_eq!(more.stream_queue_bytes, queue_bytes_for(3_000_000, QUICK_QUEUE_DIVISOR));
+    assert_eq!(EventsBudget::full(DEFAULT_EVENTS).stream_events, DEFAULT_EVENTS);
+    let mut b = EventsBudget::tiny();
+    b.stream_events = 10;
+    assert!(b.check().unwrap_err().to_string().contains("Fig. 9"));
 }
 
 #[test]

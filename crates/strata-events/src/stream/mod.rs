@@ -303,7 +303,12 @@ impl EventStream {
                 merged: None,
             });
         };
-        if !self.queue_may_hold(ts)? && self.tree.insert_late_in_flank(event)?.is_some() {
+        // The flank check first: it is O(1), while `queue_may_hold` is a
+        // point query (a scan of a pure queue).
+        if self.tree.flank_takes_late(ts)
+            && !self.queue_may_hold(ts)?
+            && self.tree.insert_late_in_flank(event)?.is_some()
+        {
             self.stats.late_to_flank_leaf += 1;
             return Ok(StreamAppend {
                 placed: Placed::FlankLeaf,

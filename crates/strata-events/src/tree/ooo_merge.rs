@@ -100,16 +100,19 @@ impl TabTree {
         Ok(())
     }
 
+    /// Whether [`TabTree::insert_late_in_flank`] would take a late event of
+    /// timestamp `ts` (a DRAM flank whose leaf holds events not newer than it).
+    pub fn flank_takes_late(&self, ts: i64) -> bool {
+        !self.flank.is_pmem() && self.flank.count(0) > 0 && ts >= self.flank.leaf().ts_min()
+    }
+
     /// Section 4.3's spare room for a late event: with a DRAM flank, an event
     /// inside the flank leaf's time range is inserted there in order.
     /// `None`: not taken (PMem flank, empty leaf, or older than the leaf).
     pub fn insert_late_in_flank(&mut self, event: &[u8]) -> Result<Option<AppendOutcome>, EventError> {
         self.check_event_len(event)?;
-        if self.flank.is_pmem() || self.flank.count(0) == 0 {
-            return Ok(None);
-        }
         let ts = timestamp_of(event);
-        if ts < self.flank.leaf().ts_min() {
+        if !self.flank_takes_late(ts) {
             return Ok(None);
         }
         let full = self.flank.insert_event_ordered(event)?;
