@@ -15,6 +15,7 @@
 
 pub mod events;
 pub mod ingest;
+pub mod logging;
 pub mod machine;
 pub mod measure;
 pub mod peers;
@@ -23,6 +24,7 @@ pub mod report;
 pub mod ycsb_ts;
 
 pub use ingest::{run_ingest_bench, IngestOptions};
+pub use logging::{run_logging_bench, LoggingOptions};
 pub use machine::Machine;
 pub use peers::PeerKind;
 pub use persist::{run_persist_bench, PersistBenchOptions, PersistBudget};

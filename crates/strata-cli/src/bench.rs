@@ -40,6 +40,11 @@ enum Benchmark {
     /// placements of aggregates and index nodes, address translation,
     /// out-of-order queues.
     Events(crate::bench_events::EventsArgs),
+    /// Strata's log devices (SSD log with group commit on ext4 and tmpfs,
+    /// serial PMem log on emulated PMem) against RocksDB db_bench
+    /// fillrandom --sync=1 and SQLite WAL (synchronous=FULL and NORMAL), one
+    /// record per commit: commits/s, commit latency p50/p99, durability.
+    Logging(crate::bench_logging::LoggingArgs),
     /// Internal: the child process of `bench ycsb-ts` (job in $STRATA_YCSB_TS_JOB).
     #[command(hide = true)]
     YcsbTsChild,
@@ -332,6 +337,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Benchmark::Events(a) => crate::bench_events::run(a),
+        Benchmark::Logging(a) => crate::bench_logging::run(a),
         Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }
 }

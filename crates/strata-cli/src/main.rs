@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_events;
+mod bench_logging;
 mod crashtest;
 mod engine_hooks;
 mod inspect;

@@ -67,8 +67,8 @@ pub fn tail(text: &str, lines: usize) -> String {
 }
 
 /// `apt-get install -y <package>` (after an `apt-get update` if the first
-/// try fails); refuses without root.
-fn apt_install(package: &str) -> anyhow::Result<()> {
+/// try fails); refuses without root. Also used by `bench logging` (RocksDB).
+pub fn apt_install(package: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         is_root(),
         "{package} is not installed and installing needs root: run `sudo apt-get install -y {package}`"
@@ -84,13 +84,13 @@ fn apt_install(package: &str) -> anyhow::Result<()> {
         install()?;
     }
     eprintln!(
-        "peers: installed {package} (its system service, if the package started one, is left alone; the benchmark runs its own instance)"
+        "bench: installed {package} (its system service, if the package started one, is left alone; the benchmark runs its own instance)"
     );
     Ok(())
 }
 
 /// `dpkg-query`'s version of an installed Debian package.
-fn debian_version(package: &str) -> Option<String> {
+pub fn debian_version(package: &str) -> Option<String> {
     let out = Command::new("dpkg-query")
         .args(["-W", "-f=${Version}", package])
         .stderr(Stdio::null())
