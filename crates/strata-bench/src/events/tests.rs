@@ -194,7 +194,10 @@ fn fig9_queue_capacity_scales_with_the_stream() {
     assert_eq!(quick.stream_queue_bytes, queue_bytes_for(QUICK_STREAM_EVENTS, QUICK_QUEUE_DIVISOR));
     let more = EventsBudget::quick().with_stream_events(3_000_000);
     assert_eq!(more.stream_queue_bytes, queue_bytes_for(3_000_000, QUICK_QUEUE_DIVISOR));
-    assert_eq!(EventsBudget::full(DEFAULT_EVENTS).stream_events, DEFAULT_EVENTS);
+    let full = EventsBudget::full(DEFAULT_EVENTS);
+    assert_eq!(full.stream_events, MAX_STREAM_EVENTS, "full runs cap Fig. 9 (merges cost O(leaves))");
+    assert_eq!(full.stream_queue_bytes, queue_bytes_for(MAX_STREAM_EVENTS, 1));
+    assert_eq!(EventsBudget::full(50_000).stream_events, 50_000, "smaller runs keep their size");
     let mut b = EventsBudget::tiny();
     b.stream_events = 10;
     assert!(b.check().unwrap_err().to_string().contains("Fig. 9"));
