@@ -17,7 +17,10 @@ fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
 impl EngineHooks for DbHooks {
     fn checkpoint(&self) -> Result<String, String> {
         self.0.stop_background_checkpoints();
-        self.0.engine().checkpoint().map(|r| r.to_string()).map_err(|e| e.to_string())
+        let report = self.0.engine().checkpoint().map(|r| r.to_string()).map_err(|e| e.to_string())?;
+        let streams =
+            self.0.streams().sync_to_media().map_err(|e| format!("syncing the event streams: {e}"))?;
+        Ok(if streams == 0 { report } else { format!("{report}; {streams} event streams synced to media") })
     }
 
     fn health(&self) -> Result<(), String> {

@@ -351,6 +351,7 @@ impl Db {
     /// log passed its size threshold or the interval passed with new writes.
     pub fn start_background_checkpoints(&self) {
         let engine = self.engine.clone();
+        let streams = self.streams().clone();
         let stop = self.stop.clone();
         let by_bytes = engine.options().checkpoint_log_bytes;
         let interval = engine.options().checkpoint_interval;
@@ -366,6 +367,9 @@ impl Db {
                         match engine.checkpoint() {
                             Ok(r) => eprintln!("strata: {r}"),
                             Err(e) => eprintln!("strata: background checkpoint failed: {e}"),
+                        }
+                        if let Err(e) = streams.sync_to_media() {
+                            eprintln!("strata: syncing the event streams to media failed: {e}");
                         }
                         last = Instant::now();
                     }

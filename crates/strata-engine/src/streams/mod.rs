@@ -38,6 +38,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -72,9 +73,17 @@ pub struct OpenStream {
     /// Series ids of its attributes start here ([`router`] documents the range).
     pub id_base: u64,
     placement_name: String,
+    /// Set (under the stream's lock) once the stream is dropped: a writer or
+    /// query that got this handle before the drop finds it gone.
+    dropped: AtomicBool,
 }
 
 impl OpenStream {
+    /// Whether the stream was dropped (check it under the stream's lock).
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
     pub fn info(&self) -> StreamInfo {
         StreamInfo {
             db: self.catalog.db.clone(),
@@ -199,7 +208,12 @@ impl Streams {
         pmem: PmemSettings,
     ) -> Result<(Streams, StreamsRecovery), EngineError> {
         let started = Instant::now();
-        std::fs::create_dir_all(root)?;
+        if !root.exists() {
+            std::fs::create_dir_all(root)?;
+            if let Some(parent) = root.parent() {
+                catalog::sync_dir(parent)?;
+            }
+        }
         let streams = Streams {
             root: root.to_path_buf(),
             settings,
@@ -259,9 +273,29 @@ impl Streams {
         };
         let placement_name = format!("{} ({})", stream.config().name(), catalog.placement.name());
         let key = (catalog.db.clone(), catalog.name.clone());
-        let open = Arc::new(OpenStream { catalog, stream: Mutex::new(stream), id_base, placement_name });
+        let open = Arc::new(OpenStream {
+            catalog,
+            stream: Mutex::new(stream),
+            id_base,
+            placement_name,
+            dropped: AtomicBool::new(false),
+        });
         self.open.write().insert(key, Arc::clone(&open));
         open
+    }
+
+    /// [`EventStream::sync_to_media`] of every open stream (the engine's
+    /// checkpoints and graceful shutdown call it); returns how many.
+    pub fn sync_to_media(&self) -> Result<usize, EngineError> {
+        let mut synced = 0;
+        for open in self.all() {
+            let mut stream = open.stream.lock();
+            if !open.is_dropped() {
+                stream.sync_to_media().map_err(placement::from_event_error)?;
+                synced += 1;
+            }
+        }
+        Ok(synced)
     }
 
     /// The open stream `db`/`name`.
@@ -332,6 +366,8 @@ impl Streams {
             .map_err(|e| StreamError::Engine(placement::from_event_error(e)))?;
         stream.sync().map_err(|e| StreamError::Engine(placement::from_event_error(e)))?;
         drop(stream);
+        // The entries the stream created in it (its data directory, region).
+        catalog::sync_dir(&tmp)?;
         let dir = db_dir.join(name);
         std::fs::rename(&tmp, &dir).map_err(io)?;
         catalog::sync_dir(&db_dir)?;
@@ -343,11 +379,12 @@ impl Streams {
         Ok(self.insert(catalog, stream))
     }
 
-    /// Drops a stream durably (see the module comment).
+    /// Drops a stream durably (see the module comment). If the rename fails
+    /// nothing changed: the stream stays open and listed.
     pub fn drop_stream(&self, db: &str, name: &str) -> Result<(), StreamError> {
         let _ddl = self.ddl.lock();
         let key = (db.to_string(), name.to_string());
-        let Some(open) = self.open.write().remove(&key) else {
+        let Some(open) = self.get(db, name) else {
             return Err(StreamError::NotFound(format!("stream {db}/{name} not found")));
         };
         // Wait for in-flight writes and queries of the stream.
@@ -358,6 +395,8 @@ impl Streams {
             std::fs::remove_dir_all(&tomb).map_err(io)?;
         }
         std::fs::rename(db_dir.join(name), &tomb).map_err(io)?;
+        open.dropped.store(true, Ordering::Release);
+        self.open.write().remove(&key);
         catalog::sync_dir(&db_dir)?;
         std::fs::remove_dir_all(&tomb).map_err(io)?;
         catalog::sync_dir(&db_dir)?;

@@ -88,7 +88,13 @@ fn compile(stream: &str, schema: &StreamSchema, f: &EventFilter) -> Result<Compi
     if !fits {
         return Err(invalid(
             stream,
-            format!("cannot compare attribute '{}' ({}) {} {:?}", f.attr, ty.name(), f.op.symbol(), f.value),
+            format!(
+                "cannot compare attribute '{}' ({}) {} {}",
+                f.attr,
+                ty.name(),
+                f.op.symbol(),
+                literal(&f.value)
+            ),
         ));
     }
     Ok(Compiled { attr, op: f.op, value: f.value.clone() })
@@ -112,6 +118,17 @@ fn as_i128(v: &FieldValue) -> Option<i128> {
 }
 
 /// Whether `value` (an attribute value) satisfies `op constant`.
+/// A constant as InfluxQL writes it.
+fn literal(value: &FieldValue) -> String {
+    match value {
+        FieldValue::Integer(x) => x.to_string(),
+        FieldValue::Unsigned(x) => x.to_string(),
+        FieldValue::Float(x) => x.to_string(),
+        FieldValue::Boolean(x) => x.to_string(),
+        FieldValue::String(s) => format!("'{}'", s.replace('\'', "\\'")),
+    }
+}
+
 fn holds(op: EventCmp, value: &Value, constant: &FieldValue) -> bool {
     use std::cmp::Ordering;
     let ordering: Option<Ordering> = match (value, constant) {
@@ -125,6 +142,9 @@ fn holds(op: EventCmp, value: &Value, constant: &FieldValue) -> bool {
             };
             Some(v.cmp(&as_i128(c).unwrap_or(0)))
         }
+        // An f32 attribute compares with the constant rounded to f32, so
+        // `x = 0.1` finds the f32 0.1 the line protocol stored.
+        (Value::F32(x), c) => as_f64(c).and_then(|b| x.partial_cmp(&(b as f32))),
         (v, c) => {
             let x = field_value(v);
             match (as_f64(&x), as_f64(c)) {
@@ -153,9 +173,13 @@ fn prune_interval(schema: &StreamSchema, c: &Compiled) -> Option<(f64, f64)> {
     if !is_number(schema.attrs()[c.attr].ty) {
         return None;
     }
-    let v = as_f64(&c.value)?;
+    let mut v = as_f64(&c.value)?;
     if v.is_nan() {
         return None;
+    }
+    if schema.attrs()[c.attr].ty == AttrType::F32 {
+        // `holds` compares f32 attributes with the constant rounded to f32.
+        v = f64::from(v as f32);
     }
     match c.op {
         EventCmp::Eq => Some((v, v)),
@@ -445,5 +469,27 @@ impl PipeF64 for FieldValue {
             FieldValue::Boolean(b) => Some(if *b { 1.0 } else { 0.0 }),
             other => as_f64(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_f32_attribute_equals_the_constant_rounded_to_f32() {
+        let stored = Value::F32(0.1);
+        assert!(holds(EventCmp::Eq, &stored, &FieldValue::Float(0.1)), "x = 0.1 finds the f32 0.1");
+        assert!(!holds(EventCmp::Neq, &stored, &FieldValue::Float(0.1)));
+        assert!(holds(EventCmp::Lt, &stored, &FieldValue::Float(0.2)));
+        assert!(!holds(EventCmp::Gt, &stored, &FieldValue::Float(0.1)));
+        assert!(holds(EventCmp::Eq, &Value::F64(0.1), &FieldValue::Float(0.1)));
+    }
+
+    #[test]
+    fn constants_print_as_influxql_literals() {
+        assert_eq!(literal(&FieldValue::Integer(5)), "5");
+        assert_eq!(literal(&FieldValue::String("it's".into())), "'it\\'s'");
+        assert_eq!(literal(&FieldValue::Boolean(true)), "true");
     }
 }

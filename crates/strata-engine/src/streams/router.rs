@@ -6,9 +6,13 @@
 //!   (first), then each stream's events are appended and the stream synced
 //!   before the write returns. A request mixing stream and series lines is
 //!   therefore *not* one atomic transaction across both: after a crash the
-//!   series part may be present without the stream part (never the reverse,
-//!   and each part on its own is all-or-nothing per stream sync). Lines that
-//!   do not fit a stream's schema are rejected one by one.
+//!   series part may be present without the stream part (never the reverse).
+//!   Within a stream the events reach PMem in batches of `k` while they are
+//!   appended, so after a crash a prefix of a request's events may be present
+//!   (none of them was acknowledged). Lines that do not fit a stream's schema
+//!   are rejected one by one; if appending fails midway (an I/O error), the
+//!   lines before are synced and reported written, that line and the rest
+//!   rejected.
 //! - Listing: `measurements` includes the streams; `series` of a stream
 //!   shows one series per attribute (no tags) with its InfluxDB field type,
 //!   so `SHOW FIELD KEYS` and `SHOW SERIES` work unchanged. Their ids lie in
@@ -71,9 +75,20 @@ impl RoutingStore {
             return Ok((0, 0));
         };
         let mut stream = open.stream.lock();
+        if open.is_dropped() {
+            for (i, _) in points {
+                rejected.push((*i, format!("stream '{name}' was dropped during the write")));
+            }
+            return Ok((0, 0));
+        }
         let schema = stream.config().tree.schema.clone();
         let mut written = 0;
+        let mut failed: Option<String> = None;
         for (index, point) in points {
+            if let Some(why) = &failed {
+                rejected.push((*index, why.clone()));
+                continue;
+            }
             let encoded = point_to_event(name, &schema, point)
                 .and_then(|e| event::encode(&schema, &e).map_err(|e| e.to_string()));
             match encoded {
@@ -83,7 +98,16 @@ impl RoutingStore {
                     Err(e @ strata_events::EventError::Full { .. }) => {
                         rejected.push((*index, format!("stream '{name}': {e}")))
                     }
-                    Err(e) => return Err(from_event_error(e)),
+                    Err(e) => {
+                        // The events before this one are in the stream: report
+                        // them written (after the sync below) and this one and
+                        // the rest rejected, so a retry of the rejected lines
+                        // does not duplicate the written ones.
+                        let why =
+                            format!("stream '{name}': {e} (this line and the following were not written)");
+                        rejected.push((*index, why.clone()));
+                        failed = Some(why);
+                    }
                 },
             }
         }
@@ -245,6 +269,9 @@ impl EventStreams for RoutingStore {
             .get(db, name)
             .ok_or_else(|| StreamError::NotFound(format!("stream {db}/{name} not found")))?;
         let stream = open.stream.lock();
+        if open.is_dropped() {
+            return Err(StreamError::NotFound(format!("stream {db}/{name} not found")));
+        }
         query::select(name, &stream, select)
     }
 }

@@ -33,6 +33,14 @@ impl DramOooQueue {
             counters: QueryCounters::default(),
         })
     }
+
+    /// The queue starting at `generation` instead of 1 (a stream recovering
+    /// with a DRAM queue starts past the tree's merged generation, so a new
+    /// merge never reuses a generation the tree recorded as merged).
+    pub fn starting_at(mut self, generation: u64) -> DramOooQueue {
+        self.generation = generation.max(1);
+        self
+    }
 }
 
 impl OooQueue for DramOooQueue {

@@ -116,15 +116,20 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// Opens the queue; a DRAM queue (empty after any restart) starts at
+    /// generation `merged + 1`.
     fn open_queue(
         config: &StreamConfig,
         media: &StreamMedia,
         create: bool,
+        merged: u64,
     ) -> Result<(Box<dyn OooQueue>, OooRecovery), EventError> {
         let event_bytes = config.tree.schema.event_bytes();
         Ok(match config.queue {
             QueuePlacement::Dram => (
-                Box::new(DramOooQueue::new(event_bytes, config.queue_capacity_bytes)?),
+                Box::new(
+                    DramOooQueue::new(event_bytes, config.queue_capacity_bytes)?.starting_at(merged + 1),
+                ),
                 OooRecovery::default(),
             ),
             QueuePlacement::Pmem(indexing) => {
@@ -191,7 +196,7 @@ impl EventStream {
         if !tree_keeps_generation(&config) {
             merged_generation::write(media.fs.as_ref(), &media.dir, 0)?;
         }
-        let (queue, _) = Self::open_queue(&config, &media, true)?;
+        let (queue, _) = Self::open_queue(&config, &media, true, 0)?;
         Ok(Self::new(config, media, tree, queue))
     }
 
@@ -210,7 +215,7 @@ impl EventStream {
             merged_generation::read(media.fs.as_ref(), &media.dir)?
         };
         let queue_started = Instant::now();
-        let (mut queue, queue_report) = Self::open_queue(&config, &media, false)?;
+        let (mut queue, queue_report) = Self::open_queue(&config, &media, false, merged)?;
         let mut tree = tree;
         let mut merged = merged;
         let merge_resumed = match tree.pending_ooo_merge() {
@@ -379,6 +384,18 @@ impl EventStream {
     pub fn sync(&mut self) -> Result<u64, EventError> {
         self.queue.sync()?;
         self.tree.sync()
+    }
+
+    /// [`EventStream::sync`], then `msync` of the stream's PMem region: with
+    /// PMem emulated on a file the point at which the flank, translation and
+    /// queue survive power loss as well as a process crash (a no-op on real
+    /// PMem and in the simulator).
+    pub fn sync_to_media(&mut self) -> Result<u64, EventError> {
+        let durable = self.sync()?;
+        if let Some(region) = &self.media.region {
+            region.sync_to_media()?;
+        }
+        Ok(durable)
     }
 
     /// Called after every block-store sync of the tree (crash tests take

@@ -142,3 +142,32 @@ fn a_restart_after_merges_keeps_every_event_once() {
         s.verify().unwrap();
     }
 }
+
+/// A DRAM queue restarts empty: after a restart it must not reuse the
+/// generation the tree recorded as merged (a merge interrupted under that
+/// generation would look finished), so it starts one past it.
+#[test]
+fn a_recovered_dram_queue_starts_past_the_merged_generation() {
+    let placement = crate::tree::test_support::Placement {
+        flank: crate::tree::FlankPlacement::Pmem { batch_events: 5 },
+        ..all_placements()[0]
+    };
+    let config = stream_config(wide_config(placement, 300, 200), QueuePlacement::Dram, 3);
+    let m = media(&config);
+    let schema = config.tree.schema.clone();
+    let events = events_from_deltas(&schema, 7, &[2; 40]);
+    let mut s = EventStream::create(config.clone(), m.clone()).unwrap();
+    for e in &events[10..] {
+        s.append(e).unwrap();
+    }
+    for e in &events[..3] {
+        s.append(e).unwrap();
+    }
+    assert_eq!(s.stats().merges, 1, "three late events fill the queue of 3: one merge");
+    s.sync().unwrap();
+    drop(s);
+    let (s, report) = EventStream::recover(config, m).unwrap();
+    assert_eq!(report.merged_generation, 1);
+    assert_eq!(s.queue().generation(), 2, "one past the merged generation");
+    assert_eq!(s.len(), 33, "every event of the tree survived");
+}

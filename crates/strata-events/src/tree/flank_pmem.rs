@@ -349,6 +349,12 @@ impl PmemFlankArea {
         if crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]) != stored_crc {
             return Err(corrupt("header CRC mismatch".into()));
         }
+        let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+        if version != FLANK_VERSION {
+            return Err(corrupt(format!(
+                "flank format version {version}; this build reads version {FLANK_VERSION} (recreate the tree)"
+            )));
+        }
         if h[..CACHE_LINE_BYTES as usize] != expected[..] {
             return Err(corrupt(format!(
                 "formatted for another tree configuration (stored {:?}, expected {:?})",
@@ -413,7 +419,14 @@ impl PmemFlankArea {
             slots.push(slot);
         }
         let leaf_commit = LeafCommit::from_word(word(FLANK_OFFSET_LEAF_COMMIT));
-        area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(corrupt)?;
+        let durable = area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(corrupt)?;
+        if durable != leaf_commit.count {
+            // A torn batch: rewrite the word to describe what the leaf holds,
+            // so a later torn batch can never make the stale CRC match again.
+            let settled = LeafCommit { count: durable, from: durable, crc: 0 };
+            area.store_word(FLANK_OFFSET_LEAF_COMMIT, settled.word());
+            area.persist(FLANK_OFFSET_LEAF_COMMIT, 8);
+        }
         let image = FlankImage {
             height: height as u32,
             slots,
@@ -428,8 +441,9 @@ impl PmemFlankArea {
 
     /// Sets the leaf slot's header count from the commit word: its count if
     /// the CRC matches the batch's bytes, else the count before the batch
-    /// (a torn batch). `Err` names a word that cannot describe the slot.
-    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<(), String> {
+    /// (a torn batch); returns that count. `Err` names a word that cannot
+    /// describe the slot.
+    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<u16, String> {
         let (from, count) = (usize::from(commit.from), usize::from(commit.count));
         let batch = NODE_HEADER_BYTES + from * self.event_bytes..NODE_HEADER_BYTES + count * self.event_bytes;
         if from > count || batch.end > slot.len() {
@@ -439,9 +453,10 @@ impl PmemFlankArea {
         let checked = !super::flank::planted(super::flank::PlantedBug::UncheckedLeafCommit);
         #[cfg(not(test))]
         let checked = true;
-        let durable = if !checked || crc32c::crc32c(&slot[batch]) == commit.crc { count } else { from };
-        slot[OFFSET_COUNT..OFFSET_COUNT + 4].copy_from_slice(&(durable as u32).to_le_bytes());
-        Ok(())
+        let durable =
+            if !checked || crc32c::crc32c(&slot[batch]) == commit.crc { commit.count } else { commit.from };
+        slot[OFFSET_COUNT..OFFSET_COUNT + 4].copy_from_slice(&u32::from(durable).to_le_bytes());
+        Ok(durable)
     }
 
     pub fn stats(&self) -> FlankPmemStats {

@@ -371,6 +371,11 @@ fn the_leaf_commit_word_sits_where_the_doc_says_and_a_torn_batch_falls_back_to_f
     region.write(RegionOffset(torn), &[0xEE]);
     let (_, image) = open().unwrap();
     assert_eq!(super::flank::header_count(&image.slots[0]), 3, "a torn batch: the leaf holds `from` events");
+    assert_eq!(
+        region.load_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT)),
+        LeafCommit { count: 3, from: 3, crc: 0 }.word(),
+        "open settles a torn word on what the leaf holds"
+    );
     region.store_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT), LeafCommit { count: 9000, from: 3, crc }.word());
     let err = open().map(|_| ()).unwrap_err();
     assert!(err.is_corruption() && err.to_string().contains("leaf commit word"), "{err}");

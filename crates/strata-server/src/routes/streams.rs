@@ -113,12 +113,24 @@ pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body
 
 /// `GET /api/v1/streams[?db=]`.
 pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery) -> Response {
-    let Some(streams) = state.store.streams() else {
+    if state.store.streams().is_none() {
         return not_enabled().into_response();
-    };
+    }
     let params = Params::from_query(query.as_deref());
-    let list: Vec<Value> = streams.list_streams(params.get_nonblank("db")).iter().map(stream_json).collect();
-    json_response(StatusCode::OK, &json!({ "streams": list }))
+    let db = params.get_nonblank("db").map(str::to_string);
+    // Off the async workers: the event counts take each stream's lock, which a
+    // long merge or query may hold.
+    let task_state = Arc::clone(&state);
+    let listed = tokio::task::spawn_blocking(move || {
+        task_state.store.streams().map(|s| s.list_streams(db.as_deref()).iter().map(stream_json).collect())
+    })
+    .await;
+    match listed {
+        Ok(Some(list)) => json_response(StatusCode::OK, &json!({ "streams": Value::Array(list) })),
+        Ok(None) => not_enabled().into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("listing streams failed: {e}"))
+            .into_response(),
+    }
 }
 
 /// `DELETE /api/v1/streams/{db}/{name}`.
