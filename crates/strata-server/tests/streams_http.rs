@@ -13,12 +13,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use common::{encode, request, Response};
+use common::{encode, request, spawn_server, Response};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use strata_engine::{Config, Db};
-use strata_server::{serve, NoopHooks, ServerConfig};
+use strata_server::{NoopHooks, ServerConfig};
 
 const SEED: u64 = 0x0057_4EA3;
 const BASE_NS: i64 = 1_600_000_000_000_000_000;
@@ -41,25 +41,8 @@ impl Server {
         config.streams.max_leaf_nodes = 4096;
         config.streams.max_index_nodes = 256;
         let db = Arc::new(Db::open(&config, &|_, _, _| {}).expect("open the data directory"));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("addr");
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let store = db.store().clone();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener)?;
-                let shutdown = async move {
-                    let _ = rx.await;
-                };
-                serve(listener, store, Arc::new(NoopHooks), ServerConfig::default(), shutdown).await
-            })
-        });
+        let (addr, tx, thread) =
+            spawn_server(db.store().clone(), Arc::new(NoopHooks), ServerConfig::default());
         Server { addr, db, stop: Some(tx), thread: Some(thread) }
     }
 

@@ -65,7 +65,7 @@ pub const VARIANTS: [(&str, QueuePlacement); 5] = [
     ("dram", QueuePlacement::Dram),
 ];
 
-const COLUMNS: [&str; 12] = [
+pub(super) const COLUMNS: [&str; 12] = [
     "total_s",
     "ratio_to_pmem_indexed",
     "throughput_events_per_s",

@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use strata_media::fs::RealFs;
-use strata_pmem::{PmemMode, Region, RegionOffset, RegionOptions};
+use strata_pmem::Region;
 use tempfile::TempDir;
 
 use crate::machine::fs_type;
-
-const TOUCH_CHUNK_BYTES: usize = 1 << 20;
 
 /// The PMem region and the SSD directory of one run.
 pub(super) struct EventsMedia {
@@ -43,10 +41,7 @@ impl EventsMedia {
             .with_context(|| format!("creating a scratch directory in {}", ssd_dir.display()))?;
         let region_path = pmem_scratch.path().join("pmem-region");
         let len = region_bytes.div_ceil(4096) * 4096;
-        let region = Region::open(&region_path, &RegionOptions::new(PmemMode::Emulated, len))
-            .with_context(|| format!("opening an emulated region at {}", region_path.display()))?;
-        touch_all(&region);
-        region.sync_to_media().with_context(|| format!("msync of {}", region_path.display()))?;
+        let region = crate::emulated_region::open_touched(&region_path, len)?;
         Ok(EventsMedia {
             region: Arc::new(region),
             pmem_dir: pmem_dir.to_path_buf(),
@@ -87,16 +82,5 @@ impl EventsMedia {
     /// [`EventsMedia::fresh_ssd_dir`].
     pub fn ssd_scratch_root(&self) -> &Path {
         self.ssd_scratch.path()
-    }
-}
-
-/// Writes every byte once so the file system allocates the pages now.
-fn touch_all(region: &Region) {
-    let zeros = vec![0u8; TOUCH_CHUNK_BYTES];
-    let mut at = 0;
-    while at < region.len() {
-        let n = (region.len() - at).min(TOUCH_CHUNK_BYTES as u64) as usize;
-        region.write(RegionOffset(at), &zeros[..n]);
-        at += n as u64;
     }
 }

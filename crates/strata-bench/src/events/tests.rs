@@ -161,7 +161,7 @@ fn fig9_every_variant_holds_every_event_and_merges() {
     assert_eq!(v["config"]["figures"]["fig9"]["workloads"].as_array().unwrap().len(), 3);
     let first = &v["results"][0];
     assert_eq!(first["variant"], "fig9/ooo1pct/pmem-indexed");
-    for key in COLUMNS_FIG9 {
+    for key in super::fig9_stream::COLUMNS {
         assert!(first[key].as_f64().is_some(), "JSON row lacks {key}: {first}");
     }
     let svgs = figures::svgs(&run);
@@ -169,21 +169,6 @@ fn fig9_every_variant_holds_every_event_and_merges() {
     crate::ycsb_ts::svg::check_well_formed(&svgs[0].1).unwrap();
     assert!(svgs[0].1.contains("flash-pure") && svgs[0].1.contains("10 %"), "bars name variant and fraction");
 }
-
-/// The metrics every Fig. 9 row has.
-const COLUMNS_FIG9: [&str; 11] = [
-    "total_s",
-    "ratio_to_pmem_indexed",
-    "throughput_events_per_s",
-    "merges",
-    "merge_s",
-    "late_to_flank_leaf",
-    "late_to_queue",
-    "queue_events_at_end",
-    "queue_records_read_per_late_event",
-    "queue_page_reads",
-    "leaves_rewritten",
-];
 
 #[test]
 fn fig9_queue_capacity_scales_with_the_stream() {

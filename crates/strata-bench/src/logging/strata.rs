@@ -21,7 +21,7 @@ use strata_log::pmem_log::PmemLog;
 use strata_log::ssd_log::{SsdLog, SsdLogOptions};
 use strata_log::{CommitLog, LogError, RecordKind, SerialLog, TxnId};
 use strata_media::fs::{FileSystem, RealFs};
-use strata_pmem::{FlushInstruction, PmemMode, Region, RegionOffset, RegionOptions};
+use strata_pmem::{FlushInstruction, Region, RegionOffset};
 
 use super::record::{key_of, payload_buffer, set_key};
 use super::window::{run_window, WindowOutcome};
@@ -30,7 +30,6 @@ use super::window::{run_window, WindowOutcome};
 pub const SSD_MAX_BATCH_BYTES: u64 = 1 << 20;
 /// Packed entries, as the serial baseline writes them.
 pub const PMEM_ALIGN_BYTES: u64 = 8;
-const TOUCH_CHUNK_BYTES: usize = 1 << 20;
 
 fn txn_id(thread: usize, seq: u64) -> TxnId {
     TxnId(((thread as u64) << 40) | seq)
@@ -87,16 +86,7 @@ impl PmemLogBench {
     /// page touched and msynced first so no window pays for first touch.
     pub fn create(path: &Path, capacity_bytes: u64) -> anyhow::Result<PmemLogBench> {
         let len = PmemLog::footprint_bytes(capacity_bytes);
-        let region = Region::open(path, &RegionOptions::new(PmemMode::Emulated, len))
-            .with_context(|| format!("opening an emulated PMem region at {}", path.display()))?;
-        let zeros = vec![0u8; TOUCH_CHUNK_BYTES];
-        let mut at = 0;
-        while at < region.len() {
-            let n = (region.len() - at).min(TOUCH_CHUNK_BYTES as u64) as usize;
-            region.write(RegionOffset(at), &zeros[..n]);
-            at += n as u64;
-        }
-        region.sync_to_media().with_context(|| format!("msync of {}", path.display()))?;
+        let region = crate::emulated_region::open_touched(path, len)?;
         let region = Arc::new(region);
         let log = SerialLog::create_pmem(region.clone(), RegionOffset(0), capacity_bytes, PMEM_ALIGN_BYTES)?;
         Ok(PmemLogBench { region, log, path: path.to_path_buf(), truncations: AtomicU64::new(0) })

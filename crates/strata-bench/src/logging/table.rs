@@ -33,17 +33,7 @@ fn cell(row: &Map<String, Value>, key: &str) -> String {
 
 /// The table as text.
 pub fn render(report: &BenchReport) -> String {
-    let keys = [
-        "system",
-        "medium",
-        "threads",
-        "throughput_commits_per_s",
-        "latency_us_p50",
-        "latency_us_p99",
-        "ratio_to_strata_ssd",
-        "group_commit_across_threads",
-        "survives",
-    ];
+    let keys = &super::COLUMNS[..HEADER.len()];
     let mut rows: Vec<Vec<String>> = vec![HEADER.iter().map(|h| h.to_string()).collect()];
     for r in &report.results {
         rows.push(keys.iter().map(|k| cell(r, k)).collect());

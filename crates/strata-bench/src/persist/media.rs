@@ -17,7 +17,7 @@ use strata_log::pmem_log::PmemLog;
 use strata_log::ssd_log::{SsdLog, SsdLogOptions};
 use strata_log::SerialLog;
 use strata_media::fs::{FileSystem, RealFs};
-use strata_pmem::{PmemMode, Region, RegionOffset, RegionOptions};
+use strata_pmem::{Region, RegionOffset};
 use tempfile::TempDir;
 
 use super::PersistBudget;
@@ -27,7 +27,6 @@ use crate::machine::fs_type;
 pub(super) const SSD_MAX_BATCH_BYTES: u64 = 1 << 20;
 /// Packed entries, as the serial baseline writes them.
 pub(super) const SERIAL_ALIGN_BYTES: u64 = 8;
-const TOUCH_CHUNK_BYTES: usize = 1 << 20;
 
 /// One medium and everything the benchmark measures on it.
 pub(super) struct Medium {
@@ -61,13 +60,7 @@ impl Medium {
         let log_footprint = PmemLog::footprint_bytes(budget.log_capacity_bytes);
         let region_len = budget.raw_area_bytes + log_footprint * entry_sizes.len() as u64;
         let region_path = scratch.path().join("pmem-region");
-        let region = Region::open(&region_path, &RegionOptions::new(PmemMode::Emulated, region_len))
-            .with_context(|| format!("opening an emulated region at {}", region_path.display()))?;
-        touch_all(&region);
-        // Start clean: the touch's dirty pages must not be written back to a
-        // disk file system in the middle of a measurement.
-        region.sync_to_media().with_context(|| format!("msync of {}", region_path.display()))?;
-        let region = Arc::new(region);
+        let region = Arc::new(crate::emulated_region::open_touched(&region_path, region_len)?);
         let mut serial_logs = Vec::new();
         for (i, &entry_bytes) in entry_sizes.iter().enumerate() {
             let base = RegionOffset(budget.raw_area_bytes + i as u64 * log_footprint);
@@ -103,16 +96,5 @@ impl Medium {
         let at = RegionOffset(self.cursor);
         self.cursor += len;
         at
-    }
-}
-
-/// Writes every byte once so the file system allocates the pages now.
-fn touch_all(region: &Region) {
-    let zeros = vec![0u8; TOUCH_CHUNK_BYTES];
-    let mut at = 0;
-    while at < region.len() {
-        let n = (region.len() - at).min(TOUCH_CHUNK_BYTES as u64) as usize;
-        region.write(RegionOffset(at), &zeros[..n]);
-        at += n as u64;
     }
 }

@@ -43,6 +43,34 @@ impl EngineHooks for TestHooks {
     }
 }
 
+/// Binds 127.0.0.1:0 and runs [`serve`] over `store` in a thread with its
+/// own 2-worker runtime until the returned sender fires (or is dropped).
+pub fn spawn_server(
+    store: Arc<dyn SeriesStore>,
+    hooks: Arc<dyn EngineHooks>,
+    config: ServerConfig,
+) -> (SocketAddr, tokio::sync::oneshot::Sender<()>, JoinHandle<std::io::Result<()>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let shutdown = async move {
+                let _ = rx.await;
+            };
+            serve(listener, store, hooks, config, shutdown).await
+        })
+    });
+    (addr, tx, thread)
+}
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub store: Arc<MemStore>,
@@ -61,25 +89,7 @@ impl TestServer {
         let store = Arc::new(store);
         store.create_database("db").expect("create db");
         let hooks = Arc::new(TestHooks::default());
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("addr");
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let (serve_store, serve_hooks) = (Arc::clone(&store), Arc::clone(&hooks));
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener)?;
-                let shutdown = async move {
-                    let _ = rx.await;
-                };
-                serve(listener, serve_store, serve_hooks, config, shutdown).await
-            })
-        });
+        let (addr, tx, thread) = spawn_server(store.clone(), hooks.clone(), config);
         TestServer { addr, store, hooks, shutdown: Some(tx), thread: Some(thread) }
     }
 
