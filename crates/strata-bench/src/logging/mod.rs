@@ -390,7 +390,7 @@ pub fn run_logging_bench(opts: &LoggingOptions) -> anyhow::Result<BenchReport> {
     Ok(report)
 }
 
-/// The `db_bench` command line of the report, with placeholders.
+/// The `db_bench` command line of the report, N, T, DIR and ROUND standing for the values of each run.
 pub fn db_bench_command_template(value_bytes: u64) -> String {
     let run = DbBenchRun {
         dir: Path::new("<dir on the medium>"),
