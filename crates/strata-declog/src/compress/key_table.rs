@@ -9,8 +9,9 @@
 //! and the log metadata of the key's first entry (an opaque u64 the caller
 //! gives, e.g. the entry's stream position).
 //!
-//! The PMem area is a 256-byte header and `slot_count` 256-byte slots
-//! (one media block each), open addressing by the key's FNV-1a hash with
+//! The PMem area is a 256-byte header and `slot_count` 512-byte slots
+//! (two media blocks each; a key's state, updated at every entry, lies in
+//! the first), open addressing by the key's FNV-1a hash with
 //! linear probing. A slot has an identity part (hash, id, key) and a state
 //! part, each with its own CRC32C. Keys longer than [`KEY_TABLE_MAX_KEY_BYTES`]
 //! are rejected (`InvalidInput`); there is no overflow area.
@@ -37,7 +38,9 @@ use crate::error::DeclogError;
 
 /// "DLKEYTAB" as a little-endian u64.
 pub const KEY_TABLE_MAGIC: u64 = u64::from_le_bytes(*b"DLKEYTAB");
-pub const KEY_TABLE_FORMAT_VERSION: u32 = 1;
+/// Version 2: 512-byte slots holding keys of up to 448 bytes (version 1:
+/// 256-byte slots, 192-byte keys, too short for TSBS-like series keys).
+pub const KEY_TABLE_FORMAT_VERSION: u32 = 2;
 /// Bytes reserved for the header; slots start here (relative to the base).
 pub const KEY_TABLE_HEADER_BYTES: u64 = 256;
 pub const KT_OFFSET_MAGIC: u64 = 0;
@@ -48,8 +51,8 @@ pub const KT_OFFSET_MAX_KEY_BYTES: u64 = 20;
 pub const KT_OFFSET_CRC: u64 = 24;
 /// The header CRC32C covers bytes 0..24.
 pub const KT_CRC_COVERED_BYTES: u64 = 24;
-/// One slot per key: one 256-byte media block.
-pub const KEY_TABLE_SLOT_BYTES: u64 = 256;
+/// One slot per key: two 256-byte media blocks.
+pub const KEY_TABLE_SLOT_BYTES: u64 = 512;
 pub const SLOT_OFFSET_KEY_HASH: usize = 0;
 pub const SLOT_OFFSET_KEY_ID: usize = 8;
 pub const SLOT_OFFSET_KEY_LEN: usize = 12;
@@ -65,7 +68,7 @@ pub const SLOT_OFFSET_XOR_LEADING: usize = 57;
 pub const SLOT_OFFSET_XOR_TRAILING: usize = 58;
 pub const SLOT_OFFSET_KEY: usize = 64;
 /// Longest key a slot holds.
-pub const KEY_TABLE_MAX_KEY_BYTES: usize = 192;
+pub const KEY_TABLE_MAX_KEY_BYTES: usize = 448;
 /// `xor_leading` of a key whose XOR window is not open yet.
 pub const XOR_NO_WINDOW: u8 = 0xFF;
 /// Most slots a table may have (ids and slot indexes fit u32).
@@ -263,6 +266,17 @@ impl KeyTable {
         }
         if crc32c::crc32c(&h[..KT_CRC_COVERED_BYTES as usize]) != u32_at(&h, KT_OFFSET_CRC as usize) {
             return Err(corruption(base.0, "key table header CRC mismatch"));
+        }
+        let version = u32_at(&h, KT_OFFSET_VERSION as usize);
+        if version != KEY_TABLE_FORMAT_VERSION {
+            return Err(corruption(
+                base.0,
+                format!(
+                    "key table format version {version}; this build reads version {KEY_TABLE_FORMAT_VERSION} \
+                     (stop the build that wrote it gracefully, so a checkpoint covers the log, then remove \
+                     the DecLog file)"
+                ),
+            ));
         }
         let slot_count = u32_at(&h, KT_OFFSET_SLOT_COUNT as usize);
         if h != header_bytes(slot_count) || slot_count == 0 || slot_count > KEY_TABLE_MAX_SLOTS {

@@ -261,7 +261,9 @@ fn torn_slot_identity_reads_empty_and_the_raw_entry_reinserts_it() {
     let p = LogPoint { key: b"k1", timestamp: 5, value: 1.0, rest: b"" };
     let first = compress(&p, 0, &mut enc).unwrap();
     let slot = enc.get(b"k1").unwrap().slot as u64;
-    let at = RegionOffset(super::key_table::KEY_TABLE_HEADER_BYTES + slot * 256 + 64);
+    let at = RegionOffset(
+        super::key_table::KEY_TABLE_HEADER_BYTES + slot * super::key_table::KEY_TABLE_SLOT_BYTES + 64,
+    );
     region.write(at, b"Z");
     let mut dec = KeyTable::open(region, RegionOffset(0)).unwrap();
     assert!(dec.is_empty(), "a slot with a bad identity CRC is empty");

@@ -38,7 +38,7 @@ pub const PMEM_LOG_BYTES: u64 = 1 << 20;
 pub const DECLOG_BYTES: u64 = 2 << 20;
 
 fn declog_config() -> DeclogConfig {
-    DeclogConfig { queue_len: 16, ..DeclogConfig::default() }
+    DeclogConfig { queue_len: 16, key_slots: 256, ..DeclogConfig::default() }
 }
 
 fn open_log(
