@@ -45,13 +45,13 @@ use strata_pmem::crash::PmemCrashProtocol;
 use strata_pmem::Region;
 
 use crate::aggregate::Aggregates;
-use crate::event::{self, timestamp_of, Event, Value};
+use crate::event::timestamp_of;
 use crate::ooo::crash_protocol::SplitMix64;
 use crate::ooo::OooIndexing;
 use crate::pmem_arrays::SlotLayout;
 use crate::schema::StreamSchema;
 use crate::translation::TranslationKind;
-use crate::tree::crash_protocol::{crash_schema, CRASH_NUMERIC_ATTRS};
+use crate::tree::crash_protocol::{crash_event_shaped, crash_schema, seq_of, CrashValues};
 use crate::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
 
 use super::{EventStream, Placed, QueuePlacement, StreamConfig, StreamMedia};
@@ -62,18 +62,8 @@ const RESUME_SEQ_BASE: u64 = 1 << 20;
 /// The event with number `seq` and timestamp `ts` (small integral values:
 /// exact sums).
 pub fn stream_crash_event(schema: &StreamSchema, seed: u64, seq: u64, ts: i64) -> Vec<u8> {
-    let mut values = vec![Value::I64(seq as i64)];
-    values.extend(
-        (1..CRASH_NUMERIC_ATTRS as u64)
-            .map(|i| Value::F64(((seq.wrapping_mul(37) + i * 11 + seed) % 1000) as f64 - 500.0)),
-    );
-    values.push(Value::Str(format!("event {seq} of seed {seed}")));
-    values.push(Value::Str("y".repeat((seq % 97) as usize)));
-    event::encode(schema, &Event::new(ts, values)).expect("crash events fit the schema")
-}
-
-fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
-    event::attr_as_f64(schema, bytes, 0).map(|v| v as u64)
+    let shape = CrashValues { mul: 37, step: 11, pad: 'y', pad_mod: 97 };
+    crash_event_shaped(schema, seed, seq, ts, shape)
 }
 
 /// The in-order timestamp of event `i`: pairs of equal values, 10 apart.

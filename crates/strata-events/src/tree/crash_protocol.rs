@@ -60,18 +60,41 @@ pub fn crash_schema() -> StreamSchema {
 /// three equal values, small integral values (exact sums).
 pub fn crash_event(schema: &StreamSchema, seed: u64, seq: u64) -> Vec<u8> {
     let ts = 1_000 + (seq / 3) as i64 * 10 + ((seq % 3 == 2) as i64);
+    let shape = CrashValues { mul: 31, step: 7, pad: 'x', pad_mod: 200 };
+    crash_event_shaped(schema, seed, seq, ts, shape)
+}
+
+/// How the attribute values of a crash event vary with its number.
+#[derive(Copy, Clone)]
+pub(crate) struct CrashValues {
+    pub mul: u64,
+    pub step: u64,
+    pub pad: char,
+    pub pad_mod: u64,
+}
+
+/// Event `seq` at `ts`: its number, numeric attributes that are small
+/// integers (exact sums), a text naming it and a padding of varying length.
+pub(crate) fn crash_event_shaped(
+    schema: &StreamSchema,
+    seed: u64,
+    seq: u64,
+    ts: i64,
+    shape: CrashValues,
+) -> Vec<u8> {
     let mut values = vec![Value::I64(seq as i64)];
     values.extend(
-        (1..CRASH_NUMERIC_ATTRS as u64)
-            .map(|i| Value::F64(((seq.wrapping_mul(31) + i * 7 + seed) % 1000) as f64 - 500.0)),
+        (1..CRASH_NUMERIC_ATTRS as u64).map(|i| {
+            Value::F64(((seq.wrapping_mul(shape.mul) + i * shape.step + seed) % 1000) as f64 - 500.0)
+        }),
     );
     values.push(Value::Str(format!("event {seq} of seed {seed}")));
-    values.push(Value::Str("x".repeat((seq % 200) as usize)));
+    values.push(Value::Str(shape.pad.to_string().repeat((seq % shape.pad_mod) as usize)));
     event::encode(schema, &Event::new(ts, values)).expect("crash events fit the schema")
 }
 
 /// The sequence number an event of the crash workload carries.
-fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
+pub(crate) fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
     event::attr_as_f64(schema, bytes, 0).map(|v| v as u64)
 }
 
