@@ -49,6 +49,41 @@ pub fn table_value(doc: &str, heading: &str, name: &str) -> String {
         .unwrap_or_else(|| panic!("{heading}: constant {name} missing from the document"))
 }
 
+/// Checks a field table against the code's fields `(name, offset, size)`,
+/// given in layout order. The table's `offset`, `size` and `name` (or
+/// `field`) columns are found by its header row. Every field has its row with that offset
+/// and size (`usize::MAX`: a variable size, not checked), each field starts
+/// where the one before ends, the table has no other rows, and with `total`
+/// the fields end there. Panics naming the heading and field (a test helper).
+pub fn check_field_table(doc: &str, heading: &str, fields: &[(&str, usize, usize)], total: Option<usize>) {
+    let rows = markdown_table(doc, heading);
+    let column = |titles: &[&str]| {
+        rows[0]
+            .iter()
+            .position(|c| titles.contains(&c.as_str()))
+            .unwrap_or_else(|| panic!("{heading}: no {titles:?} column"))
+    };
+    let (offset_col, size_col) = (column(&["offset"]), column(&["size"]));
+    let name_col = column(&["name", "field"]);
+    assert_eq!(rows.len() - 1, fields.len(), "{heading}: the doc has exactly these fields");
+    let mut end = 0usize;
+    for &(name, offset, size) in fields {
+        let row = rows[1..]
+            .iter()
+            .find(|r| r.get(name_col).map(String::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("{heading}: field {name} missing from the doc"));
+        assert_eq!(row[offset_col], offset.to_string(), "{heading}: offset of {name}");
+        if size != usize::MAX {
+            assert_eq!(row[size_col], size.to_string(), "{heading}: size of {name}");
+        }
+        assert_eq!(offset, end, "{heading}: {name} does not follow the previous field");
+        end = offset.saturating_add(size);
+    }
+    if let Some(total) = total {
+        assert_eq!(end, total, "{heading}: the fields do not fill {total} bytes");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +93,12 @@ mod tests {
         let doc = "# T\n\n## A\n\n| k | v |\n|---|---|\n| `x` | 1 |\n\n## B\n\n| k |\n| - |\n| y |\n";
         assert_eq!(markdown_table(doc, "## A"), vec![vec!["k", "v"], vec!["x", "1"]]);
         assert_eq!(markdown_table(doc, "## B"), vec![vec!["k"], vec!["y"]]);
+        let fields = "## F\n\n| offset | size | name |\n|---|---|---|\n| 0 | 8 | a |\n| 8 | 4 | b |\n";
+        check_field_table(fields, "## F", &[("a", 0, 8), ("b", 8, 4)], Some(12));
+        check_field_table(fields, "## F", &[("a", 0, 8), ("b", 8, usize::MAX)], None);
+        let gap =
+            std::panic::catch_unwind(|| check_field_table(fields, "## F", &[("a", 0, 4), ("b", 8, 4)], None));
+        assert!(gap.is_err(), "a gap between fields is reported");
         assert_eq!(markdown_table(doc, "B"), vec![vec!["k"], vec!["y"]], "part of a heading finds it");
         assert!(
             std::panic::catch_unwind(|| markdown_table(doc, "## C")).is_err(),

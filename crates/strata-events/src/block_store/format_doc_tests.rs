@@ -8,7 +8,6 @@ use super::*;
 /// with the code's value, and every field row has the code's offset.
 #[test]
 fn format_doc_agrees_with_code() {
-    use strata_media::doc_table::markdown_table;
     let doc = include_str!("../../../../docs/format/events-blocks.md");
     let value_of = |name: &str| strata_media::doc_table::table_value(doc, "## Constants", name);
     assert_eq!(value_of("BLOCK_MAGIC"), format!("{BLOCK_MAGIC:#018x}"));
@@ -32,20 +31,7 @@ fn format_doc_agrees_with_code() {
         assert_eq!(value_of(name), value.to_string(), "{name}");
     }
     let check_fields = |heading: &str, fields: &[(&str, usize, usize)], total: usize| {
-        let rows = markdown_table(doc, heading);
-        let mut end = 0;
-        for &(name, offset, size) in fields {
-            let row = rows
-                .iter()
-                .find(|r| r.get(3).map(String::as_str) == Some(name))
-                .unwrap_or_else(|| panic!("{heading}: field {name} missing"));
-            assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
-            assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
-            assert_eq!(offset, end, "{heading}: {name} does not follow the previous field");
-            end = offset + size;
-        }
-        assert_eq!(end, total, "{heading}: fields do not fill it");
-        assert_eq!(rows.len() - 1, fields.len(), "{heading}: rows without a field in the code");
+        strata_media::doc_table::check_field_table(doc, heading, fields, Some(total))
     };
     check_fields(
         "### Block header",

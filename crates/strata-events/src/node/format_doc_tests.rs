@@ -18,25 +18,10 @@ fn table(heading: &str) -> Vec<Vec<String>> {
     markdown_table(DOC, heading)
 }
 
-/// Checks a field table: each `(name, offset, size)` has its row, in this
-/// order, without gaps, covering `total` bytes (`None`: variable).
+/// Checks a field table (column layout, then the shared check).
 fn check_fields(heading: &str, fields: &[(&str, usize, usize)], total: Option<usize>) {
-    let rows = table(heading);
-    assert_eq!(rows[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
-    assert_eq!(rows.len() - 1, fields.len(), "{heading}: the doc has exactly these fields");
-    let mut next = 0;
-    for (row, &(name, offset, size)) in rows[1..].iter().zip(fields) {
-        assert_eq!(row[3], name, "{heading}: field order");
-        assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
-        if size != usize::MAX {
-            assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
-        }
-        assert_eq!(offset, next, "{heading}: {name} leaves no gap");
-        next = offset.saturating_add(size);
-    }
-    if let Some(total) = total {
-        assert_eq!(next, total, "{heading}: fields cover the structure");
-    }
+    assert_eq!(table(heading)[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
+    strata_media::doc_table::check_field_table(DOC, heading, fields, total);
 }
 
 #[test]

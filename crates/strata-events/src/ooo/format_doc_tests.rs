@@ -37,22 +37,12 @@ fn format_doc_lists_every_constant() {
     assert_eq!(markdown_table(DOC, "## Constants").len() - 1, 18, "the doc lists exactly these constants");
 }
 
-/// Checks a field table: each named field at the code's offset with the
-/// code's size, no other rows, the fields covering `total` bytes.
+/// Checks a field table in layout order, covering `total` bytes (the
+/// shared check of `strata_media::doc_table`).
 fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: u64) {
-    let rows = markdown_table(DOC, heading);
-    let mut covered = 0;
-    for &(name, offset, size) in fields {
-        let row = rows
-            .iter()
-            .find(|r| r.get(2).map(String::as_str) == Some(name))
-            .unwrap_or_else(|| panic!("{heading}: field {name} missing from the doc"));
-        assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
-        assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
-        covered += size;
-    }
-    assert_eq!(rows.len() - 1, fields.len(), "{heading}: the doc has exactly these fields");
-    assert_eq!(covered, total, "{heading}: the fields cover the structure");
+    let fields: Vec<(&str, usize, usize)> =
+        fields.iter().map(|&(name, offset, size)| (name, offset as usize, size as usize)).collect();
+    strata_media::doc_table::check_field_table(DOC, heading, &fields, Some(total as usize));
 }
 
 #[test]

@@ -13,22 +13,14 @@ fn value_of(heading: &str, name: &str) -> String {
     strata_media::doc_table::table_value(DOC, heading, name)
 }
 
-/// Rows `offset | size | type | name | meaning` named like `fields`, in
-/// order, tiling `[0, total)`.
-fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: u64) {
-    let rows = markdown_table(DOC, heading);
-    let mut end = 0;
-    for &(name, offset, size) in fields {
-        let row = rows
-            .iter()
-            .find(|r| r.get(3).map(String::as_str) == Some(name))
-            .unwrap_or_else(|| panic!("{heading}: field {name} missing"));
-        assert_eq!(row[0], offset.to_string(), "{heading}: offset of {name}");
-        assert_eq!(row[1], size.to_string(), "{heading}: size of {name}");
-        assert_eq!(offset, end, "{heading}: {name} does not follow the previous field");
-        end = offset + size;
-    }
-    assert_eq!(end, total, "{heading}: the fields do not fill {total} bytes");
+/// Checks a field table in layout order, covering `total` bytes if given
+/// (the shared check of `strata_media::doc_table`; size `u64::MAX`:
+/// variable).
+fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: Option<u64>) {
+    let size = |s: u64| if s == u64::MAX { usize::MAX } else { s as usize };
+    let fields: Vec<(&str, usize, usize)> =
+        fields.iter().map(|&(name, offset, s)| (name, offset as usize, size(s))).collect();
+    strata_media::doc_table::check_field_table(DOC, heading, &fields, total.map(|t| t as usize));
 }
 
 #[test]
@@ -67,7 +59,7 @@ fn pmem_array_constants_and_header_agree_with_the_doc() {
                 PMEM_HEADER_BYTES - PMEM_HDR_OFFSET_REPLAY_FROM - 8,
             ),
         ],
-        PMEM_HEADER_BYTES,
+        Some(PMEM_HEADER_BYTES),
     );
     assert_eq!(PMEM_HDR_OFFSET_HEADER_CRC, PMEM_HEADER_CRC_COVERED_BYTES, "the CRC follows what it covers");
 }
@@ -101,8 +93,9 @@ fn att_constants_and_node_layout_agree_with_the_doc() {
             ("index_root", header(ATT_OFFSET_INDEX_ROOT), 8),
             ("leaf_next_id", header(ATT_OFFSET_LEAF_NEXT_ID), 8),
             ("index_next_id", header(ATT_OFFSET_INDEX_NEXT_ID), 8),
+            ("entries", ATT_NODE_HEADER_BYTES as u64, u64::MAX),
         ],
-        ATT_NODE_HEADER_BYTES as u64,
+        None,
     );
     let entries =
         markdown_table(DOC, "### ATT node").into_iter().find(|r| r[3] == "entries").expect("entries row");
