@@ -186,6 +186,26 @@ pub struct Aggregates {
 }
 
 impl Aggregates {
+    /// Equality that treats NaN as equal to NaN (sums may be NaN): how the
+    /// tree's checks and tests compare a stored aggregate with its
+    /// recomputation.
+    pub fn same_as(&self, other: &Aggregates) -> bool {
+        let eq = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => x == y || (x.is_nan() && y.is_nan()),
+            (None, None) => true,
+            _ => false,
+        };
+        self.count == other.count
+            && self.ts_min == other.ts_min
+            && self.ts_max == other.ts_max
+            && self.attrs.len() == other.attrs.len()
+            && self
+                .attrs
+                .iter()
+                .zip(&other.attrs)
+                .all(|(x, y)| eq(x.min, y.min) && eq(x.max, y.max) && eq(x.sum, y.sum))
+    }
+
     /// The aggregates of no events.
     pub fn empty(spec: &AggregateSpec) -> Aggregates {
         Aggregates {
@@ -341,23 +361,6 @@ mod tests {
         encode(&StreamSchema::stock(), &event).unwrap()
     }
 
-    /// Equality that treats NaN as equal to NaN (sums may be NaN).
-    fn same(a: &Aggregates, b: &Aggregates) -> bool {
-        let eq = |x: Option<f64>, y: Option<f64>| match (x, y) {
-            (Some(x), Some(y)) => x == y || (x.is_nan() && y.is_nan()),
-            (None, None) => true,
-            _ => false,
-        };
-        a.count == b.count
-            && a.ts_min == b.ts_min
-            && a.ts_max == b.ts_max
-            && a.attrs.len() == b.attrs.len()
-            && a.attrs
-                .iter()
-                .zip(&b.attrs)
-                .all(|(x, y)| eq(x.min, y.min) && eq(x.max, y.max) && eq(x.sum, y.sum))
-    }
-
     #[test]
     fn default_spec_keeps_all_three_for_numeric_attributes_only() {
         let sine = StreamSchema::sine();
@@ -503,7 +506,7 @@ mod tests {
                 prop_assert_eq!(&back, &part, "record round trip");
                 merged.merge(&part);
             }
-            prop_assert!(same(&merged, &whole), "merged {:?}\nwhole {:?}", merged, whole);
+            prop_assert!(merged.same_as(&whole), "merged {:?}\nwhole {:?}", merged, whole);
             prop_assert_eq!(whole.count, encoded.len() as u64);
         }
 
@@ -535,7 +538,7 @@ mod tests {
             let whole = Aggregates::of_events(&spec, encoded.iter().map(Vec::as_slice)).unwrap();
             let mut merged = Aggregates::of_events(&spec, encoded[cut..].iter().map(Vec::as_slice)).unwrap();
             merged.merge(&Aggregates::of_events(&spec, encoded[..cut].iter().map(Vec::as_slice)).unwrap());
-            prop_assert!(same(&merged, &whole), "merged {:?}\nwhole {:?}", merged, whole);
+            prop_assert!(merged.same_as(&whole), "merged {:?}\nwhole {:?}", merged, whole);
             let finite: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
             let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
             prop_assert_eq!(whole.attrs[0].min, Some(min), "NaN is skipped by min");

@@ -25,20 +25,6 @@ pub struct TreeCheck {
     pub events: u64,
 }
 
-/// Equality of aggregates that treats NaN sums as equal.
-fn same(a: &Aggregates, b: &Aggregates) -> bool {
-    let eq = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(x), Some(y)) => x == y || (x.is_nan() && y.is_nan()),
-        (None, None) => true,
-        _ => false,
-    };
-    a.count == b.count
-        && a.ts_min == b.ts_min
-        && a.ts_max == b.ts_max
-        && a.attrs.len() == b.attrs.len()
-        && a.attrs.iter().zip(&b.attrs).all(|(x, y)| eq(x.min, y.min) && eq(x.max, y.max) && eq(x.sum, y.sum))
-}
-
 /// One node as the walk saw it.
 struct Seen {
     id: NodeId,
@@ -142,7 +128,7 @@ impl TabTree {
             }
             let recomputed = self.verify_node(&child, walk, stats)?;
             let stored = self.aggs.of_entry(spec, &view, i)?;
-            if !same(&stored, &recomputed) {
+            if !stored.same_as(&recomputed) {
                 return Err(bad(
                     id,
                     format!("entry {i} ({child_id}): stored {stored:?}, recomputed {recomputed:?}"),
@@ -162,7 +148,7 @@ impl TabTree {
         }
         all.merge(&entries);
         if node.flank {
-            if !same(&self.running[node.level], &entries) {
+            if !self.running[node.level].same_as(&entries) {
                 return Err(bad(
                     id,
                     format!(
