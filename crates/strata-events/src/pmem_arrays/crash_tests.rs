@@ -21,6 +21,7 @@ use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol}
 use strata_pmem::{Region, RegionOffset};
 
 use super::{AggregateArray, IndexNodeArray, SlotLayout};
+use crate::ids::EventError;
 
 const BASE: RegionOffset = RegionOffset(256);
 /// Write number 0 is the format.
@@ -149,13 +150,9 @@ impl PmemCrashProtocol for AggregatesCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
     ) -> Result<(OracleCounts, Option<String>), String> {
-        let array = match AggregateArray::open(region.clone(), BASE, self.area_bytes()) {
-            Ok(a) => a,
-            // An interrupted format reads as unformatted.
-            Err(e) if !acked.contains(&FORMAT) && e.is_corruption() => {
-                return Ok((OracleCounts::default(), None))
-            }
-            Err(e) => return Err(format!("open after a completed format: {e}")),
+        let Some(array) = opened(AggregateArray::open(region.clone(), BASE, self.area_bytes()), acked)?
+        else {
+            return Ok((OracleCounts::default(), None));
         };
         let mut counts = OracleCounts::default();
         let mut first = None;
@@ -325,13 +322,9 @@ impl PmemCrashProtocol for IndexNodesCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
     ) -> Result<(OracleCounts, Option<String>), String> {
-        let array = match IndexNodeArray::open(region.clone(), BASE, Self::area_bytes()) {
-            Ok(a) => a,
-            // An interrupted format reads as unformatted.
-            Err(e) if !acked.contains(&FORMAT) && e.is_corruption() => {
-                return Ok((OracleCounts::default(), None))
-            }
-            Err(e) => return Err(format!("open after a completed format: {e}")),
+        let Some(array) = opened(IndexNodeArray::open(region.clone(), BASE, Self::area_bytes()), acked)?
+        else {
+            return Ok((OracleCounts::default(), None));
         };
         let mut counts = OracleCounts::default();
         let mut first = None;
@@ -388,5 +381,16 @@ fn index_node_array_survives_a_crash_at_every_persist_point() {
             report.first_failure
         );
         assert!(report.crash_points > 60, "{}: only {} crash points", report.line(), report.crash_points);
+    }
+}
+
+/// An array as recovery opens it: `None` if the format was interrupted (an
+/// unacknowledged format reads as unformatted), an error if a completed
+/// format does not open.
+fn opened<T>(open: Result<T, EventError>, acked: &BTreeSet<TxnId>) -> Result<Option<T>, String> {
+    match open {
+        Ok(a) => Ok(Some(a)),
+        Err(e) if !acked.contains(&FORMAT) && e.is_corruption() => Ok(None),
+        Err(e) => Err(format!("open after a completed format: {e}")),
     }
 }
