@@ -18,6 +18,8 @@
 //! - [`ycsb_ts`]: YCSB-TS transactions per commit protocol (DecLog, Fig. 10-12);
 //! - [`events`]: the event store's micro-benchmarks (ChronicleDB, Fig. 5-9).
 
+#![forbid(unsafe_code)]
+
 pub mod emulated_region;
 pub mod events;
 pub mod ingest;

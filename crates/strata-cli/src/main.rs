@@ -1,6 +1,8 @@
 //! The `strata` binary: one subcommand per job. Each subcommand lives in its
 //! own module; this file only parses arguments and dispatches.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod bench_events;
 mod bench_logging;

@@ -6,6 +6,8 @@
 //! One module per protocol and medium; [`suite`] runs them all with a budget
 //! and is what `strata crashtest` and the test suite call.
 
+#![forbid(unsafe_code)]
+
 pub mod halloc_pmem;
 mod recording_fs;
 pub mod serial_pmem;

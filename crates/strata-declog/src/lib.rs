@@ -65,6 +65,8 @@
 //!
 //! Format: `docs/format/declog-stream.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod compress;
 mod config;

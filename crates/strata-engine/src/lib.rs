@@ -3,6 +3,8 @@
 //! recovers the series engine and the event streams ([`streams`]), and runs
 //! background checkpoints.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod db;
 pub mod pool;

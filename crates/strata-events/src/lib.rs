@@ -23,6 +23,8 @@
 //!   events go to the flank leaf's spare room or the queue, the queue is
 //!   merged into the tree when full, queries include queued events.
 
+#![forbid(unsafe_code)]
+
 pub mod aggregate;
 pub mod block_store;
 pub mod event;

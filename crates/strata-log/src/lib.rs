@@ -9,6 +9,8 @@
 //! Formats: `docs/format/log-record.md`, `docs/format/pmem-log.md`,
 //! `docs/format/ssd-log.md`.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod lsn;
 pub mod pmem_log;

@@ -3,6 +3,8 @@
 //! blocks in DRAM compressed with Gorilla, sealed blocks in immutable block
 //! files on SSD, and durability through a commit log from `strata-log`.
 
+#![forbid(unsafe_code)]
+
 pub mod block_file;
 mod bytes;
 pub mod checkpoint;

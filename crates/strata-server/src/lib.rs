@@ -4,6 +4,8 @@
 //! limits and graceful shutdown. Endpoints, limits and status codes:
 //! `docs/http-api.md`.
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
 pub mod config;
 pub mod errors;
