@@ -51,7 +51,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ..ServerConfig::default()
     };
     // Series through the engine, event streams through the stream catalog.
-    let store = db.store().clone();
+    let store = db.tables().clone();
     strata_server::run(store, Arc::new(DbHooks(db.clone())), server)?;
     Ok(())
 }

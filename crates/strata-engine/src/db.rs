@@ -32,8 +32,8 @@ use thiserror::Error;
 
 use crate::config::{Config, ConfigError, Protocol};
 use crate::protocols::{self, OpenedLog, Survives};
-use crate::streams::router::RoutingStore;
 use crate::streams::{NewStreamSettings, PmemSettings, Streams, StreamsRecovery};
+use crate::tables::catalog::TableCatalog;
 
 #[derive(Debug, Error)]
 pub enum DbError {
@@ -63,7 +63,7 @@ pub struct Db {
     engine: Arc<SeriesEngine>,
     region: Option<Arc<Region>>,
     recovery: RecoveryReport,
-    store: Arc<RoutingStore>,
+    store: Arc<TableCatalog>,
     streams_recovery: StreamsRecovery,
     stop: Arc<AtomicBool>,
     checkpointer: Mutex<Option<JoinHandle<()>>>,
@@ -97,7 +97,7 @@ impl Db {
             engine.create_database(&config.storage.default_database)?;
         }
         let (streams, streams_recovery) = Self::open_streams(config, &engine)?;
-        let store = Arc::new(RoutingStore::new(engine.clone(), Arc::new(streams)));
+        let store = Arc::new(TableCatalog::new(engine.clone(), Arc::new(streams)));
         Ok(Db {
             _lock: lock,
             config: config.clone(),
@@ -223,15 +223,15 @@ impl Db {
         &self.engine
     }
 
-    /// The store `strata serve` uses: series through [`Db::engine`], event
-    /// streams through the stream catalog.
-    pub fn store(&self) -> &Arc<RoutingStore> {
+    /// The tables `strata serve` serves: series through [`Db::engine`],
+    /// event streams through [`Db::streams`].
+    pub fn tables(&self) -> &Arc<TableCatalog> {
         &self.store
     }
 
     /// The stream catalog of the data directory.
     pub fn streams(&self) -> &Arc<Streams> {
-        self.store.catalog()
+        self.store.stream_set()
     }
 
     /// What opening the event streams found (one line per stream, with its time).

@@ -11,7 +11,6 @@ pub mod core;
 pub mod declog;
 pub mod engine;
 pub mod error;
-pub mod event_streams;
 mod fuzz_recipe;
 pub mod gorilla;
 pub mod index;

@@ -1,9 +1,10 @@
-//! The interface the query and write paths use: one trait, implemented by
-//! the durable [`crate::SeriesEngine`] and by simple in-memory models in
-//! tests. Each call is one consistent snapshot or one transaction.
+//! The series table kind's trait: implemented by the durable
+//! [`crate::SeriesEngine`] and by the reference model
+//! ([`crate::reference::MemStore`]); the engine facade's table catalog
+//! (`strata_engine::Tables::series`) hands it to the query and write paths.
+//! Each call is one consistent snapshot or one transaction.
 
 use crate::error::EngineError;
-use crate::event_streams::EventStreams;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 
 /// One series as the index knows it.
@@ -90,11 +91,4 @@ pub trait SeriesStore: Send + Sync {
     fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError>;
     /// Removes a measurement, its series and their data (one transaction).
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError>;
-    /// The event streams of this store, if it has any
-    /// ([`crate::event_streams`]). A measurement that names a stream is
-    /// queried through [`EventStreams::select_events`], never through
-    /// [`SeriesStore::read`]. `None` by default (a store of series only).
-    fn streams(&self) -> Option<&dyn EventStreams> {
-        None
-    }
 }

@@ -1,6 +1,6 @@
 //! The HTTP server behind `strata serve` (DESIGN.md section 7): InfluxDB 1.x
 //! `/write`, 2.x `/api/v2/write`, `/query`, `/ping`, `/health` and
-//! `/metrics` over any [`SeriesStore`], with optional token auth, request
+//! `/metrics` over the engine facade's table catalog ([`Tables`]), with optional token auth, request
 //! limits and graceful shutdown. Endpoints, limits and status codes:
 //! `docs/http-api.md`.
 
@@ -22,7 +22,7 @@ mod state;
 use std::future::Future;
 use std::sync::Arc;
 
-use strata_series::SeriesStore;
+use strata_engine::Tables;
 
 pub use config::ServerConfig;
 pub use errors::ServerError;
@@ -36,7 +36,7 @@ use state::AppState;
 /// `hooks.checkpoint()`, logging its summary. A failed checkpoint is an error.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    store: Arc<dyn SeriesStore>,
+    store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -49,7 +49,7 @@ pub async fn serve(
 
 async fn serve_until(
     listener: tokio::net::TcpListener,
-    store: Arc<dyn SeriesStore>,
+    store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -81,7 +81,7 @@ async fn serve_until(
 /// http://ADDR` to stderr, serves until SIGINT or SIGTERM, then checkpoints
 /// through `hooks`.
 pub fn run(
-    store: Arc<dyn SeriesStore>,
+    store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
 ) -> Result<(), ServerError> {

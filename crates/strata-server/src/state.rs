@@ -1,16 +1,17 @@
-//! What every handler shares: the store, the engine hooks, the configuration
+//! What every handler shares: the table catalog, the engine hooks, the configuration
 //! and the metrics.
 
 use std::sync::Arc;
 
-use strata_series::SeriesStore;
+use strata_engine::Tables;
 
 use crate::config::ServerConfig;
 use crate::hooks::EngineHooks;
 use crate::metrics::Metrics;
 
 pub struct AppState {
-    pub store: Arc<dyn SeriesStore>,
+    /// The engine facade's table catalog (series, event streams).
+    pub store: Arc<dyn Tables>,
     pub hooks: Arc<dyn EngineHooks>,
     pub config: ServerConfig,
     pub metrics: Metrics,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestHooks;
+use strata_engine::Tables;
 use strata_series::reference::MemStore;
 use strata_series::SeriesStore;
 use strata_server::{run, ServerConfig};
@@ -21,7 +22,7 @@ fn sigterm_stops_run_after_a_checkpoint() {
     store.create_database("db").unwrap();
     let hooks = Arc::new(TestHooks::default());
     let config = ServerConfig { bind: addr, ..Default::default() };
-    let (run_store, run_hooks) = (Arc::clone(&store) as Arc<dyn SeriesStore>, Arc::clone(&hooks));
+    let (run_store, run_hooks) = (Arc::clone(&store) as Arc<dyn Tables>, Arc::clone(&hooks));
     let server = std::thread::spawn(move || run(run_store, run_hooks, config));
 
     // Once /ping answers, the signal handlers are installed (they are set up before listening).

@@ -42,7 +42,7 @@ impl Server {
         config.streams.max_index_nodes = 256;
         let db = Arc::new(Db::open(&config, &|_, _, _| {}).expect("open the data directory"));
         let (addr, tx, thread) =
-            spawn_server(db.store().clone(), Arc::new(NoopHooks), ServerConfig::default());
+            spawn_server(db.tables().clone(), Arc::new(NoopHooks), ServerConfig::default());
         Server { addr, db, stop: Some(tx), thread: Some(thread) }
     }
 

@@ -8,21 +8,21 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+use strata_engine::Tables;
 use strata_influx::influxql::{execute, QueryParams};
 use strata_influx::line_protocol::{parse_lines, LineLimits, Precision};
-use strata_series::SeriesStore;
 
 use super::generator::Batch;
 use super::load::{count_in_influx_response, count_query, IngestEndpoint};
 
 pub struct InProcessTarget {
-    pub store: Arc<dyn SeriesStore>,
+    pub store: Arc<dyn Tables>,
     pub db: String,
     limits: LineLimits,
 }
 
 impl InProcessTarget {
-    pub fn new(store: Arc<dyn SeriesStore>, db: &str) -> InProcessTarget {
+    pub fn new(store: Arc<dyn Tables>, db: &str) -> InProcessTarget {
         InProcessTarget { store, db: db.to_string(), limits: LineLimits::default() }
     }
 }
@@ -40,7 +40,7 @@ impl IngestEndpoint for InProcessTarget {
     }
 
     fn prepare(&self) -> anyhow::Result<()> {
-        self.store.create_database(&self.db).with_context(|| format!("creating database {}", self.db))
+        self.store.add_database(&self.db).with_context(|| format!("creating database {}", self.db))
     }
 
     fn connect(&self) -> anyhow::Result<()> {
@@ -52,7 +52,7 @@ impl IngestEndpoint for InProcessTarget {
         if let Some(e) = parsed.errors.first() {
             anyhow::bail!("{} of {} lines do not parse; first: {e}", parsed.errors.len(), batch.lines);
         }
-        let outcome = self.store.write(&self.db, &parsed.points)?;
+        let outcome = self.store.write_request(&self.db, &parsed.points)?;
         if let Some((i, why)) = outcome.rejected.first() {
             anyhow::bail!("{} points rejected; first, line {}: {why}", outcome.rejected.len(), i + 1);
         }

@@ -119,6 +119,11 @@ impl LocalDb {
         self.db.engine()
     }
 
+    /// The table catalog `strata serve` would serve.
+    pub fn tables(&self) -> Arc<dyn strata_engine::Tables> {
+        self.db.tables().clone()
+    }
+
     /// Closes the database and returns the allocated bytes of its data
     /// directory at rest, before the directories are removed.
     pub fn close(self) -> anyhow::Result<u64> {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use strata_series::SeriesStore;
+use strata_engine::Tables;
 use strata_server::{NoopHooks, ServerConfig};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -34,7 +34,7 @@ pub struct LocalServer {
 impl LocalServer {
     /// Starts serving `store`; accepts bodies up to `max_body_bytes` (at
     /// least the server's default).
-    pub fn start(store: Arc<dyn SeriesStore>, max_body_bytes: usize) -> anyhow::Result<LocalServer> {
+    pub fn start(store: Arc<dyn Tables>, max_body_bytes: usize) -> anyhow::Result<LocalServer> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(SERVER_WORKER_THREADS)
             .thread_name("strata-bench-http")

@@ -4,12 +4,11 @@
 //! answers computed here from the generated data itself.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::json;
 use strata_engine::Protocol;
 use strata_influx::line_protocol::{parse_lines, LineLimits, Precision};
-use strata_series::{FieldValue, SeriesStore};
+use strata_series::FieldValue;
 
 use super::generator::{CpuSpec, Dataset, FIELD_NAMES};
 use super::http_loader::HttpTarget;
@@ -176,7 +175,7 @@ fn strata_answers_the_five_queries_as_computed_from_the_data() {
     assert_eq!(expected[&QueryKind::SingleGroupby].rows.len(), 60);
     assert_eq!(expected[&QueryKind::DoubleGroupby].rows.len(), 24);
     let local = LocalDb::open(Protocol::None, &BenchDirs::detect(), "q", 192 << 20).unwrap();
-    let store: Arc<dyn SeriesStore> = local.engine().clone();
+    let store = local.tables();
     let server = LocalServer::start(store, 1 << 20).unwrap();
     let target = HttpTarget::new(server.url(), "q");
     target.prepare().unwrap();

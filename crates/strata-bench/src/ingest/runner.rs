@@ -9,14 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use strata_engine::Protocol;
 use strata_pmem::PersistStats;
-use strata_series::SeriesStore;
 
 use super::generator::{CpuSpec, Dataset, INTERVAL_NS};
 use super::http_client::HttpUrl;
@@ -275,7 +273,7 @@ fn run_local(
     let local = LocalDb::open(protocol, &opts.dirs, &opts.db, log_bytes)?;
     let empty_disk_bytes = allocated_bytes(&local.data_dir_path)?;
     let engine = local.engine().clone();
-    let store: Arc<dyn SeriesStore> = engine.clone();
+    let store = local.tables();
     let server = if opts.in_process {
         None
     } else {

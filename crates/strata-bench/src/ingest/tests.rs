@@ -7,7 +7,6 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
@@ -322,7 +321,7 @@ fn tiny_http_run_against_the_in_process_server() {
 fn tiny_run_against_a_target_url_loads_and_counts_there() {
     let dirs = BenchDirs::detect();
     let local = LocalDb::open(Protocol::SerialSsd, &dirs, "other", 192 << 20).unwrap();
-    let store: Arc<dyn SeriesStore> = local.engine().clone();
+    let store = local.tables();
     let server = LocalServer::start(store, 1 << 20).unwrap();
     let mut opts = tiny_options(None);
     opts.in_process = false;

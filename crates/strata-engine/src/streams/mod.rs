@@ -1,13 +1,13 @@
 //! Event streams in the engine (chronicledb-pmem.txt; DESIGN.md section 4,
-//! "Events"): the stream catalog of a data directory and the store that
-//! routes the HTTP and InfluxQL surface between streams and series.
+//! "Events"): the streams of a data directory, each an `EventStream` of
+//! `strata-events` with its catalog file. The facade's table catalog
+//! (`crate::tables::catalog`) serves them as the event-stream table kind.
 //!
 //! Module map:
 //! - [`catalog`]: the per-stream catalog file (`docs/format/events-catalog.md`).
 //! - [`placement`]: catalog to the event store's configuration and media.
 //! - [`write`]: line protocol points to events.
-//! - [`query`]: answering an [`strata_series::event_streams::EventSelect`].
-//! - [`router`]: [`router::RoutingStore`], the `SeriesStore` `strata serve` uses.
+//! - [`query`]: answering an [`crate::tables::streams::EventSelect`].
 //!
 //! Layout: `<data_dir>/streams/<db>/<stream>/` holds `stream.catalog`,
 //! `region.pmem` (the mapped PMem file) and `data/` (block file, flash
@@ -25,7 +25,6 @@
 pub mod catalog;
 pub mod placement;
 pub mod query;
-pub mod router;
 pub mod write;
 
 #[cfg(test)]
@@ -42,10 +41,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::tables::streams::{StreamAttr, StreamAttrType, StreamError, StreamInfo};
 use parking_lot::{Mutex, RwLock};
 use strata_events::schema::{Attr, AttrType, StreamSchema};
 use strata_events::stream::EventStream;
-use strata_series::event_streams::{StreamAttr, StreamAttrType, StreamError, StreamInfo};
 use strata_series::EngineError;
 
 pub use catalog::{Catalog, Placement};
@@ -70,8 +69,6 @@ pub struct NewStreamSettings {
 pub struct OpenStream {
     pub catalog: Catalog,
     pub stream: Mutex<EventStream>,
-    /// Series ids of its attributes start here ([`router`] documents the range).
-    pub id_base: u64,
     placement_name: String,
     /// Set (under the stream's lock) once the stream is dropped: a writer or
     /// query that got this handle before the drop finds it gone.
@@ -182,12 +179,6 @@ fn io(e: std::io::Error) -> StreamError {
     StreamError::Engine(EngineError::Io(e))
 }
 
-/// Series ids of stream attributes start at 2^62 (the series engine assigns
-/// ids from 0 in creation order); each stream gets 2^8 of them.
-pub const STREAM_SERIES_ID_BASE: u64 = 1 << 62;
-/// Ids per stream (at least [`strata_events::schema::MAX_ATTRS`]).
-pub const STREAM_SERIES_IDS_PER_STREAM: u64 = 1 << 8;
-
 /// The streams of one data directory.
 pub struct Streams {
     root: PathBuf,
@@ -196,7 +187,6 @@ pub struct Streams {
     open: RwLock<BTreeMap<(String, String), Arc<OpenStream>>>,
     /// Serializes create and drop.
     ddl: Mutex<()>,
-    next_id_base: Mutex<u64>,
 }
 
 impl Streams {
@@ -220,7 +210,6 @@ impl Streams {
             pmem,
             open: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
-            next_id_base: Mutex::new(STREAM_SERIES_ID_BASE),
         };
         let mut report = StreamsRecovery::default();
         for db_dir in sorted_dirs(root)? {
@@ -266,18 +255,11 @@ impl Streams {
     }
 
     fn insert(&self, catalog: Catalog, stream: EventStream) -> Arc<OpenStream> {
-        let id_base = {
-            let mut next = self.next_id_base.lock();
-            let base = *next;
-            *next += STREAM_SERIES_IDS_PER_STREAM;
-            base
-        };
         let placement_name = format!("{} ({})", stream.config().name(), catalog.placement.name());
         let key = (catalog.db.clone(), catalog.name.clone());
         let open = Arc::new(OpenStream {
             catalog,
             stream: Mutex::new(stream),
-            id_base,
             placement_name,
             dropped: AtomicBool::new(false),
         });
@@ -312,18 +294,6 @@ impl Streams {
     /// Names of the streams of `db`, sorted.
     pub fn names(&self, db: &str) -> Vec<String> {
         self.open.read().keys().filter(|(d, _)| d == db).map(|(_, n)| n.clone()).collect()
-    }
-
-    /// The stream whose attribute ids contain `id`.
-    pub fn by_series_id(&self, id: u64) -> Option<Arc<OpenStream>> {
-        if id < STREAM_SERIES_ID_BASE {
-            return None;
-        }
-        self.open
-            .read()
-            .values()
-            .find(|s| (s.id_base..s.id_base + STREAM_SERIES_IDS_PER_STREAM).contains(&id))
-            .cloned()
     }
 
     /// Creates a stream (crash-atomic: see the module comment).

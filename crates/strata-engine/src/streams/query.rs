@@ -17,13 +17,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::tables::streams::{
+    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventWindow, StreamError,
+};
 use strata_events::aggregate::Aggregates;
 use strata_events::event::{self, Value};
 use strata_events::schema::{AttrType, StreamSchema};
 use strata_events::stream::EventStream;
-use strata_series::event_streams::{
-    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventWindow, StreamError,
-};
 use strata_series::FieldValue;
 
 use super::placement::from_event_error;

@@ -1,19 +1,19 @@
-//! Event streams through [`crate::Db`] and its routing store: create, write
+//! Event streams through [`crate::Db`] and its table catalog: create, write
 //! (mixed with series, with misfit lines), query (range, windows, filters,
 //! equal timestamps, late events) against a naive model, restart, drop,
 //! leftovers of interrupted creates/drops, and a damaged catalog.
 
 use std::path::Path;
 
+use crate::tables::streams::{
+    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventWindow, StreamAttr,
+    StreamAttrType, StreamError, StreamTables,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_series::event_streams::{
-    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventStreams, EventWindow,
-    StreamAttr, StreamAttrType, StreamError,
-};
-use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+use strata_series::{FieldValue, Point, TimeRange};
 
-use crate::{Config, Db};
+use crate::{Config, Db, TableKind, Tables};
 
 const SEED: u64 = 0x57_2EA7;
 
@@ -87,11 +87,11 @@ fn sorted(model: &[Ev]) -> Vec<Ev> {
     m
 }
 
-fn select(store: &dyn SeriesStore, s: EventSelect) -> EventRows {
-    store.streams().unwrap().select_events("mydb", "stock", &s).expect("select")
+fn select(store: &dyn Tables, s: EventSelect) -> EventRows {
+    store.stream_tables().unwrap().select_events("mydb", "stock", &s).expect("select")
 }
 
-fn check_queries(store: &dyn SeriesStore, model: &[Ev], rng: &mut ChaCha8Rng) {
+fn check_queries(store: &dyn Tables, model: &[Ev], rng: &mut ChaCha8Rng) {
     let all = sorted(model);
     let (first, last) = (all[0].0, all[all.len() - 1].0);
     for round in 0..6 {
@@ -210,7 +210,7 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
         let dir = tempfile::tempdir().unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED);
         let db = open(dir.path(), placement);
-        let info = db.store().create_stream("mydb", "stock", &attrs()).expect("create");
+        let info = db.tables().create_stream("mydb", "stock", &attrs()).expect("create");
         assert_eq!((info.events, info.attributes.len()), (0, 5));
         assert!(info.placement.contains("flank=pmem-k25"), "{}", info.placement);
         let model = events(&mut rng, 3000);
@@ -228,7 +228,7 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
             let mut bad = point(&chunk[0]);
             bad.fields.pop();
             points.push(bad);
-            let out = db.store().write("mydb", &points).expect("write");
+            let out = db.tables().write_request("mydb", &points).expect("write");
             assert_eq!(out.points_written, chunk.len() + 1, "{placement}: events and the series point");
             assert_eq!(out.rejected.len(), 1, "{placement}: {:?}", out.rejected);
             assert_eq!(out.rejected[0].0, points.len() - 1);
@@ -238,8 +238,11 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
                 out.rejected[0].1
             );
         }
-        assert_eq!(db.store().measurements("mydb").unwrap(), vec!["cpu".to_string(), "stock".to_string()]);
-        check_queries(db.store().as_ref(), &model, &mut rng);
+        assert_eq!(
+            db.tables().tables("mydb").unwrap(),
+            vec![("cpu".to_string(), TableKind::Series), ("stock".to_string(), TableKind::EventStream)]
+        );
+        check_queries(db.tables().as_ref(), &model, &mut rng);
         drop(db);
 
         let db = open(dir.path(), placement);
@@ -250,28 +253,20 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
             model.len() as u64,
             "{placement}: every acknowledged event recovered"
         );
-        check_queries(db.store().as_ref(), &model, &mut rng);
-        let fields: Vec<(String, &str)> = db
-            .store()
-            .series("mydb", "stock")
-            .unwrap()
-            .iter()
-            .map(|s| (s.field.clone(), s.field_type.influx_name()))
-            .collect();
-        assert_eq!(fields[0], ("ok".to_string(), "boolean"));
-        assert!(db
-            .store()
-            .series("mydb", "stock")
-            .unwrap()
-            .iter()
-            .all(|s| s.id.0 >= super::STREAM_SERIES_ID_BASE));
-        db.store().drop_measurement("mydb", "stock").expect("drop through DROP MEASUREMENT");
-        assert!(matches!(db.store().drop_stream("mydb", "stock"), Err(StreamError::NotFound(_))));
+        check_queries(db.tables().as_ref(), &model, &mut rng);
+        let schema = db.tables().stream_schema("mydb", "stock").expect("a stream has a schema");
+        assert_eq!(schema, attrs(), "{placement}: the schema survives a restart");
+        assert!(
+            db.tables().series_store().series("mydb", "stock").unwrap().is_empty(),
+            "{placement}: a stream's attributes are not series"
+        );
+        db.tables().drop_table("mydb", "stock").expect("drop through DROP MEASUREMENT");
+        assert!(matches!(db.tables().drop_stream("mydb", "stock"), Err(StreamError::NotFound(_))));
         drop(db);
 
         let db = open(dir.path(), placement);
-        assert!(db.store().list_streams(None).is_empty(), "{placement}: a dropped stream stays dropped");
-        assert_eq!(db.store().measurements("mydb").unwrap(), vec!["cpu".to_string()]);
+        assert!(db.tables().list_streams(None).is_empty(), "{placement}: a dropped stream stays dropped");
+        assert_eq!(db.tables().tables("mydb").unwrap(), vec![("cpu".to_string(), TableKind::Series)]);
         assert!(std::fs::read_dir(dir.path().join("streams/mydb")).unwrap().next().is_none());
     }
 }
@@ -280,7 +275,7 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
 fn creation_checks_names_schemas_and_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), "ssd");
-    let store = db.store();
+    let store = db.tables();
     let invalid = |r: Result<_, StreamError>| matches!(r, Err(StreamError::Invalid(_)));
     assert!(invalid(store.create_stream("mydb", "../x", &attrs())));
     assert!(invalid(store.create_stream("my db", "x", &attrs())));
@@ -295,7 +290,7 @@ fn creation_checks_names_schemas_and_conflicts() {
         fields: vec![("v".into(), FieldValue::Float(1.0))],
         timestamp_ns: 1,
     };
-    store.write("mydb", &[p]).unwrap();
+    store.write_request("mydb", &[p]).unwrap();
     let Err(StreamError::AlreadyExists(m)) = store.create_stream("mydb", "cpu", &attrs()) else {
         panic!("a stream over a series measurement must be refused")
     };
@@ -308,14 +303,14 @@ fn creation_checks_names_schemas_and_conflicts() {
 fn leftovers_are_removed_and_a_damaged_catalog_fails_open() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), "pmem");
-    db.store().create_stream("mydb", "stock", &attrs()).unwrap();
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
     drop(db);
     let db_dir = dir.path().join("streams/mydb");
     std::fs::create_dir_all(db_dir.join(".creating-half")).unwrap();
     std::fs::create_dir_all(db_dir.join(".dropped-old/data")).unwrap();
     let db = open(dir.path(), "pmem");
     assert_eq!(db.streams_recovery().leftovers_removed, 2);
-    assert_eq!(db.store().list_streams(None).len(), 1);
+    assert_eq!(db.tables().list_streams(None).len(), 1);
     assert!(db.streams_recovery().to_string().contains("stream mydb/stock: 0 events"));
     drop(db);
     let catalog = db_dir.join("stock/stream.catalog");
@@ -333,9 +328,9 @@ fn leftovers_are_removed_and_a_damaged_catalog_fails_open() {
 fn unsupported_queries_are_errors_not_answers() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), "ssd");
-    db.store().create_stream("mydb", "stock", &attrs()).unwrap();
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
     let q = |filters: Vec<EventFilter>, query| {
-        db.store().select_events("mydb", "stock", &EventSelect { range: TimeRange::ALL, filters, query })
+        db.tables().select_events("mydb", "stock", &EventSelect { range: TimeRange::ALL, filters, query })
     };
     let raw = |a: &str| EventQuery::Raw { attrs: vec![a.to_string()] };
     assert!(q(vec![], raw("nope")).unwrap_err().to_string().contains("no attribute 'nope'"));
@@ -343,7 +338,9 @@ fn unsupported_queries_are_errors_not_answers() {
     assert!(q(vec![f], raw("seq")).unwrap_err().to_string().contains("cannot compare attribute 'ok'"));
     let agg = EventQuery::Aggregate { columns: vec![(EventAgg::Sum, "sym".into())], window: None };
     assert!(q(vec![], agg).unwrap_err().to_string().contains("unsupported sum() on attribute 'sym'"));
-    let ids = db.store().series("mydb", "stock").unwrap().iter().map(|s| s.id).collect::<Vec<_>>();
-    assert!(db.store().read("mydb", &ids, TimeRange::ALL).is_err());
-    assert!(db.store().delete("mydb", &ids, TimeRange::ALL).unwrap_err().to_string().contains("DELETE"));
+    assert_eq!(db.tables().kind_of("mydb", "stock"), Some(TableKind::EventStream));
+    assert!(
+        db.tables().series_store().series("mydb", "stock").unwrap().is_empty(),
+        "no series behind a stream"
+    );
 }

@@ -1,5 +1,5 @@
 //! The InfluxQL subset: scanner ([`lexer`]), syntax tree ([`ast`]),
-//! parser ([`parser`]), executor over any [`SeriesStore`] ([`exec`]) and
+//! parser ([`parser`]), executor over the facade's table catalog ([`Tables`], [`exec`]) and
 //! InfluxDB 1.x-shaped JSON ([`response`]).
 //!
 //! Supported: `SELECT` (raw fields, `*`, count/sum/min/max/mean/first/last
@@ -26,7 +26,7 @@ mod parser_tests;
 #[cfg(test)]
 mod property_tests;
 
-use strata_series::SeriesStore;
+use strata_engine::Tables;
 use thiserror::Error;
 
 pub use ast::Statement;
@@ -66,11 +66,11 @@ pub fn parse_query(text: &str) -> Result<Vec<Statement>, QueryError> {
 /// Parses and runs `text` against `store` and returns the InfluxDB 1.x
 /// response body `{"results":[...]}`.
 pub fn execute(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     text: &str,
     params: &QueryParams,
 ) -> Result<serde_json::Value, QueryError> {
     let epoch = Epoch::parse(params.epoch.as_deref())?;
     let statements = parse_query(text)?;
-    Ok(exec::execute_statements(store, &statements, params, epoch))
+    Ok(exec::execute_statements(tables, &statements, params, epoch))
 }

@@ -17,7 +17,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use strata_series::event_streams::{StreamAttr, StreamAttrType, StreamError, StreamInfo};
+use strata_engine::tables::streams::{StreamAttr, StreamAttrType, StreamError, StreamInfo};
 
 use crate::errors::ApiError;
 use crate::limits;
@@ -91,14 +91,14 @@ pub fn parse_create(body: &[u8]) -> Result<(String, String, Vec<StreamAttr>), St
 /// `POST /api/v1/streams`.
 pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        if state.store.streams().is_none() {
+        if state.store.stream_tables().is_none() {
             return Err(not_enabled());
         }
         let raw = limits::read_body(&headers, body, state.config.max_body_bytes).await?;
         let (db, name, attrs) = parse_create(&raw).map_err(ApiError::bad_request)?;
         let task_state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || {
-            let streams = task_state.store.streams().ok_or_else(not_enabled)?;
+            let streams = task_state.store.stream_tables().ok_or_else(not_enabled)?;
             streams.create_stream(&db, &name, &attrs).map_err(api_error)
         })
         .await
@@ -113,7 +113,7 @@ pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body
 
 /// `GET /api/v1/streams[?db=]`.
 pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery) -> Response {
-    if state.store.streams().is_none() {
+    if state.store.stream_tables().is_none() {
         return not_enabled().into_response();
     }
     let params = Params::from_query(query.as_deref());
@@ -122,7 +122,10 @@ pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
     // long merge or query may hold.
     let task_state = Arc::clone(&state);
     let listed = tokio::task::spawn_blocking(move || {
-        task_state.store.streams().map(|s| s.list_streams(db.as_deref()).iter().map(stream_json).collect())
+        task_state
+            .store
+            .stream_tables()
+            .map(|s| s.list_streams(db.as_deref()).iter().map(stream_json).collect())
     })
     .await;
     match listed {
@@ -135,12 +138,12 @@ pub async fn list(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
 
 /// `DELETE /api/v1/streams/{db}/{name}`.
 pub async fn drop(State(state): State<Arc<AppState>>, Path((db, name)): Path<(String, String)>) -> Response {
-    if state.store.streams().is_none() {
+    if state.store.stream_tables().is_none() {
         return not_enabled().into_response();
     }
     let task_state = Arc::clone(&state);
     let dropped = tokio::task::spawn_blocking(move || {
-        let streams = task_state.store.streams().ok_or_else(not_enabled)?;
+        let streams = task_state.store.stream_tables().ok_or_else(not_enabled)?;
         streams.drop_stream(&db, &name).map_err(api_error)
     })
     .await;

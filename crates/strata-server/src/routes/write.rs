@@ -100,7 +100,7 @@ async fn write_lines(
 ) -> Result<(), ApiError> {
     let result = async {
         let encoding = limits::content_encoding(headers)?;
-        if !state.store.databases().iter().any(|name| name == db) {
+        if !state.store.list_databases().iter().any(|name| name == db) {
             return Err(database_not_found(db, flavor));
         }
         let raw = limits::read_body(headers, body, state.config.max_body_bytes).await?;
@@ -126,7 +126,7 @@ fn database_not_found(db: &str, flavor: ApiFlavor) -> ApiError {
 }
 
 /// Decodes, parses and commits one body; runs on a blocking thread because
-/// `SeriesStore::write` waits until the transaction is durable.
+/// `Tables::write_request` waits until the transaction is durable.
 fn parse_and_commit(
     state: &AppState,
     db: &str,
@@ -151,7 +151,7 @@ fn parse_and_commit(
     state.metrics.record_rejected(RejectReason::Parse, batch.errors.len());
     if !batch.points.is_empty() {
         let started = Instant::now();
-        let written = state.store.write(db, &batch.points);
+        let written = state.store.write_request(db, &batch.points);
         state.metrics.write_commit.observe(started.elapsed());
         match written {
             Ok(outcome) => {

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use strata_engine::Tables;
 use strata_series::reference::MemStore;
 use strata_series::SeriesStore;
 use strata_server::{serve, EngineHooks, ServerConfig};
@@ -43,7 +44,7 @@ impl EngineHooks for TestHooks {
 /// Binds 127.0.0.1:0 and runs [`serve`] over `store` in a thread with its
 /// own 2-worker runtime until the returned sender fires (or is dropped).
 pub fn spawn_server(
-    store: Arc<dyn SeriesStore>,
+    store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
 ) -> (SocketAddr, tokio::sync::oneshot::Sender<()>, JoinHandle<std::io::Result<()>>) {

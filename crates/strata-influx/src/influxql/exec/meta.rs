@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::Regex;
 use serde_json::Value;
-use strata_series::{FieldType, SeriesInfo, SeriesStore};
+use strata_engine::{TableKind, Tables};
+use strata_series::{FieldType, SeriesId};
 
 use super::condition::{compile, mentions_time, referenced_names, split_time, Cond, TagsOnly, Val};
 use super::resolve_db;
@@ -80,21 +81,49 @@ fn show_db(
     resolve_db(explicit, params)
 }
 
-/// The measurements a SHOW looks at, with their series.
+/// One (tag set, field) of a table as the SHOWs list it: a series of a
+/// series measurement (with its id), or an attribute of an event stream
+/// (no tags, no id: a stream's attributes are not series).
+struct Listed {
+    id: Option<SeriesId>,
+    tags: Vec<(String, String)>,
+    field: String,
+    field_type: FieldType,
+}
+
+/// What one table lists, by its kind.
+fn listed(tables: &dyn Tables, db: &str, name: &str) -> Result<Vec<Listed>, String> {
+    if tables.kind_of(db, name) == Some(TableKind::EventStream) {
+        let attrs = tables.stream_tables().and_then(|s| s.stream_schema(db, name)).unwrap_or_default();
+        let mut out: Vec<Listed> = attrs
+            .into_iter()
+            .map(|a| Listed { id: None, tags: Vec::new(), field: a.name, field_type: a.ty.field_type() })
+            .collect();
+        out.sort_by(|a, b| a.field.cmp(&b.field));
+        return Ok(out);
+    }
+    let series = tables.series_store().series(db, name).map_err(engine)?;
+    Ok(series
+        .into_iter()
+        .map(|s| Listed { id: Some(s.id), tags: s.tags, field: s.field, field_type: s.field_type })
+        .collect())
+}
+
+/// The tables a SHOW looks at, with what each lists.
 fn measurement_series(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     db: &str,
     from: &Option<MeasurementRef>,
-) -> Result<Vec<(String, Vec<SeriesInfo>)>, String> {
+) -> Result<Vec<(String, Vec<Listed>)>, String> {
     let names = match from {
         Some(m) => vec![m.name.clone()],
-        None => store.measurements(db).map_err(engine)?,
+        None => tables.tables(db).map_err(engine)?.into_iter().map(|(name, _)| name).collect(),
     };
     let mut out = Vec::new();
     for name in names {
-        let series = store.series(db, &name).map_err(engine)?;
-        if !series.is_empty() {
-            out.push((name, series));
+        let listed = listed(tables, db, &name)?;
+        if !listed.is_empty() {
+            out.push((name, listed));
         }
     }
     Ok(out)
@@ -103,16 +132,16 @@ fn measurement_series(
 /// The series a SHOW's `ON`, `FROM` and tags-only `WHERE` select, by
 /// measurement; `statement` names the SHOW in errors.
 fn selected_series(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     on: &Option<String>,
     from: &Option<MeasurementRef>,
     condition: &Option<Expr>,
     statement: &str,
     params: &QueryParams,
-) -> Result<Vec<(String, Vec<SeriesInfo>)>, String> {
+) -> Result<Vec<(String, Vec<Listed>)>, String> {
     let db = show_db(from, on, params)?;
     let condition = tag_condition(condition, statement, params.now_ns)?;
-    let mut out = measurement_series(store, &db, from)?;
+    let mut out = measurement_series(tables, &db, from)?;
     for (_, series) in &mut out {
         series.retain(|s| passes(&condition, &s.tags));
     }
@@ -120,7 +149,7 @@ fn selected_series(
 }
 
 /// The distinct tag sets of `series`.
-fn tagsets(series: &[SeriesInfo]) -> BTreeSet<&Vec<(String, String)>> {
+fn tagsets(series: &[Listed]) -> BTreeSet<&Vec<(String, String)>> {
     series.iter().map(|s| &s.tags).collect()
 }
 
@@ -142,13 +171,13 @@ fn limited_series<T>(
     (!rows.is_empty()).then(|| SeriesOut::new(name, columns, rows.into_iter().map(to_row).collect()))
 }
 
-pub fn show_databases(store: &dyn SeriesStore) -> Vec<SeriesOut> {
-    let rows = store.databases().into_iter().map(string_row).collect();
+pub fn show_databases(tables: &dyn Tables) -> Vec<SeriesOut> {
+    let rows = tables.list_databases().into_iter().map(string_row).collect();
     vec![SeriesOut::new(Some("databases"), &["name"], rows)]
 }
 
 pub fn show_measurements(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     s: &ShowMeasurements,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
@@ -156,12 +185,12 @@ pub fn show_measurements(
     let filter = s.with_measurement.as_ref().map(NameFilter::new).transpose()?;
     let condition = tag_condition(&s.condition, "SHOW MEASUREMENTS", params.now_ns)?;
     let mut names = Vec::new();
-    for name in store.measurements(&db).map_err(engine)? {
+    for (name, _) in tables.tables(&db).map_err(engine)? {
         if filter.as_ref().is_some_and(|f| !f.matches(&name)) {
             continue;
         }
         if condition.is_some() {
-            let series = store.series(&db, &name).map_err(engine)?;
+            let series = listed(tables, &db, &name)?;
             if !series.iter().any(|s| passes(&condition, &s.tags)) {
                 continue;
             }
@@ -173,12 +202,12 @@ pub fn show_measurements(
 }
 
 pub fn show_tag_keys(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     s: &ShowTagKeys,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
     let mut out = Vec::new();
-    for (name, series) in selected_series(store, &s.on, &s.from, &s.condition, "SHOW TAG KEYS", params)? {
+    for (name, series) in selected_series(tables, &s.on, &s.from, &s.condition, "SHOW TAG KEYS", params)? {
         let keys: BTreeSet<String> =
             tagsets(&series).into_iter().flat_map(|tags| tags.iter().map(|(k, _)| k.clone())).collect();
         let keys = keys.into_iter().collect();
@@ -188,11 +217,11 @@ pub fn show_tag_keys(
 }
 
 pub fn show_tag_values(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     s: &ShowTagValues,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
-    let selected = selected_series(store, &s.on, &s.from, &s.condition, "SHOW TAG VALUES", params)?;
+    let selected = selected_series(tables, &s.on, &s.from, &s.condition, "SHOW TAG VALUES", params)?;
     let filter = NameFilter::new(&s.key)?;
     let mut out = Vec::new();
     for (name, series) in selected {
@@ -208,12 +237,12 @@ pub fn show_tag_values(
 }
 
 pub fn show_field_keys(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     s: &ShowFieldKeys,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
     let mut out = Vec::new();
-    for (name, series) in selected_series(store, &s.on, &s.from, &None, "SHOW FIELD KEYS", params)? {
+    for (name, series) in selected_series(tables, &s.on, &s.from, &None, "SHOW FIELD KEYS", params)? {
         let fields: BTreeMap<String, FieldType> =
             series.iter().map(|s| (s.field.clone(), s.field_type)).collect();
         let fields = fields.into_iter().collect();
@@ -239,12 +268,12 @@ pub fn series_key(measurement: &str, tags: &[(String, String)]) -> String {
 }
 
 pub fn show_series(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     s: &ShowSeries,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
     let mut keys = BTreeSet::new();
-    for (name, series) in selected_series(store, &s.on, &s.from, &s.condition, "SHOW SERIES", params)? {
+    for (name, series) in selected_series(tables, &s.on, &s.from, &s.condition, "SHOW SERIES", params)? {
         keys.extend(tagsets(&series).into_iter().map(|tags| series_key(&name, tags)));
     }
     let out = limited_series(None, &["key"], keys.into_iter().collect(), s.limit, s.offset, string_row);
@@ -254,12 +283,12 @@ pub fn show_series(
 /// Strata has one implicit retention policy per database: `autogen`,
 /// infinite, the default.
 pub fn show_retention_policies(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     on: &Option<String>,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
     let db = resolve_db(on.as_deref(), params)?;
-    if !store.databases().contains(&db) {
+    if !tables.list_databases().contains(&db) {
         return Err(format!("database not found: {db}"));
     }
     let row = vec![
@@ -277,19 +306,19 @@ pub fn show_retention_policies(
 }
 
 pub fn drop_measurement(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     name: &str,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
     let db = resolve_db(None, params)?;
-    store.drop_measurement(&db, name).map_err(engine)?;
+    tables.drop_table(&db, name).map_err(engine)?;
     Ok(Vec::new())
 }
 
 /// `DELETE [FROM m] [WHERE tag predicates AND time range]`: removes the
 /// points in range of every matching series (the series stay in the index).
 pub fn delete(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     d: &DeleteStatement,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, String> {
@@ -310,8 +339,18 @@ pub fn delete(
         }
         None => None,
     };
+    if let Some(m) = &d.from {
+        if tables.kind_of(&db, &m.name) == Some(TableKind::EventStream) {
+            return Err(
+                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".into()
+            );
+        }
+    }
     let mut ids = Vec::new();
-    for (_, series) in measurement_series(store, &db, &d.from)? {
+    for (name, series) in measurement_series(tables, &db, &d.from)? {
+        if tables.kind_of(&db, &name) == Some(TableKind::EventStream) {
+            continue;
+        }
         let tag_keys: BTreeSet<&str> =
             series.iter().flat_map(|s| s.tags.iter().map(|(k, _)| k.as_str())).collect();
         let field_keys: BTreeSet<&str> = series.iter().map(|s| s.field.as_str()).collect();
@@ -322,10 +361,10 @@ pub fn delete(
         if uses_field {
             return Err("fields not supported in WHERE clause during deletion".to_string());
         }
-        ids.extend(series.iter().filter(|s| passes(&condition, &s.tags)).map(|s| s.id));
+        ids.extend(series.iter().filter(|s| passes(&condition, &s.tags)).filter_map(|s| s.id));
     }
     if !ids.is_empty() && !range.is_empty() {
-        store.delete(&db, &ids, range).map_err(engine)?;
+        tables.series_store().delete(&db, &ids, range).map_err(engine)?;
     }
     Ok(Vec::new())
 }

@@ -1,10 +1,11 @@
-//! The InfluxQL executor over a [`SeriesStore`]: runs statements in order
+//! The InfluxQL executor over a table catalog ([`Tables`]): runs statements in order
 //! and shapes each result. Split by concern: [`plan`] (which series, time
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
 //! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
-//! [`stream`] (SELECT on an event stream, through
-//! [`strata_series::SeriesStore::streams`]).
+//! [`stream`] (SELECT on an event stream). It asks the engine facade's
+//! table catalog ([`strata_engine::Tables`]): series through
+//! `Tables::series_store`, event streams through `Tables::stream_tables`.
 //!
 //! Behaviour chosen to match InfluxDB 1.x (see the module docs for details):
 //! - an error stops the query: later statements report `not executed`;
@@ -32,7 +33,7 @@ pub mod select;
 pub mod stream;
 
 use serde_json::Value;
-use strata_series::SeriesStore;
+use strata_engine::Tables;
 
 use super::ast::Statement;
 use super::response::{statement_result, Epoch, SeriesOut};
@@ -48,32 +49,32 @@ pub fn resolve_db(explicit: Option<&str>, params: &QueryParams) -> Result<String
 
 /// Runs one statement.
 pub fn execute_statement(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     statement: &Statement,
     params: &QueryParams,
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, String> {
     match statement {
-        Statement::Select(s) => select::run_select(store, s, params, epoch),
-        Statement::ShowDatabases => Ok(meta::show_databases(store)),
-        Statement::ShowMeasurements(s) => meta::show_measurements(store, s, params),
-        Statement::ShowTagKeys(s) => meta::show_tag_keys(store, s, params),
-        Statement::ShowTagValues(s) => meta::show_tag_values(store, s, params),
-        Statement::ShowFieldKeys(s) => meta::show_field_keys(store, s, params),
-        Statement::ShowSeries(s) => meta::show_series(store, s, params),
-        Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(store, on, params),
+        Statement::Select(s) => select::run_select(tables, s, params, epoch),
+        Statement::ShowDatabases => Ok(meta::show_databases(tables)),
+        Statement::ShowMeasurements(s) => meta::show_measurements(tables, s, params),
+        Statement::ShowTagKeys(s) => meta::show_tag_keys(tables, s, params),
+        Statement::ShowTagValues(s) => meta::show_tag_values(tables, s, params),
+        Statement::ShowFieldKeys(s) => meta::show_field_keys(tables, s, params),
+        Statement::ShowSeries(s) => meta::show_series(tables, s, params),
+        Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(tables, on, params),
         Statement::CreateDatabase { name } => {
-            store.create_database(name).map_err(|e| e.to_string())?;
+            tables.add_database(name).map_err(|e| e.to_string())?;
             Ok(Vec::new())
         }
-        Statement::DropMeasurement { name } => meta::drop_measurement(store, name, params),
-        Statement::Delete(d) => meta::delete(store, d, params),
+        Statement::DropMeasurement { name } => meta::drop_measurement(tables, name, params),
+        Statement::Delete(d) => meta::delete(tables, d, params),
     }
 }
 
 /// Runs statements in order and builds `{"results": [...]}`.
 pub fn execute_statements(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     statements: &[Statement],
     params: &QueryParams,
     epoch: Epoch,
@@ -84,7 +85,7 @@ pub fn execute_statements(
         let outcome = if failed {
             Err("not executed".to_string())
         } else {
-            execute_statement(store, statement, params, epoch)
+            execute_statement(tables, statement, params, epoch)
         };
         failed |= outcome.is_err();
         results.push(statement_result(id, &outcome));

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use strata_engine::{TableKind, Tables};
 use strata_series::{FieldValue, SeriesId, SeriesStore};
 
 use super::aggregate::aggregate_rows;
@@ -34,7 +35,7 @@ impl RowView for Row<'_> {
 }
 
 pub fn run_select(
-    store: &dyn SeriesStore,
+    tables: &dyn Tables,
     stmt: &SelectStatement,
     params: &QueryParams,
     epoch: Epoch,
@@ -47,11 +48,14 @@ pub fn run_select(
     // its series listed (the engine publishes a request's new series before
     // applying its points). Otherwise plan and read again.
     let db = super::resolve_db(stmt.from.database.as_deref(), params)?;
-    if let Some(streams) = store.streams() {
-        if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
-            return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
+    if tables.kind_of(&db, &stmt.from.name) == Some(TableKind::EventStream) {
+        if let Some(streams) = tables.stream_tables() {
+            if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
+                return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
+            }
         }
     }
+    let store = tables.series_store();
     let listing = || -> Result<Vec<SeriesId>, String> {
         let mut ids: Vec<SeriesId> = match store.series(&db, &stmt.from.name) {
             Ok(series) => series.iter().map(|s| s.id).collect(),

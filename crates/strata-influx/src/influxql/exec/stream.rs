@@ -1,5 +1,5 @@
-//! SELECT on an event stream (a measurement for which
-//! [`EventStreams::stream_schema`] answers): the statement becomes one
+//! SELECT on an event stream (a table the catalog says is of kind
+//! [`strata_engine::TableKind::EventStream`]): the statement becomes one
 //! [`EventSelect`] that the store answers from the stream's TAB+-tree, so
 //! the series join (one value per timestamp) is never used and events with
 //! equal timestamps stay separate rows.
@@ -15,9 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use strata_series::event_streams::{
-    EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventStreams, EventWindow,
-    StreamAttr,
+use strata_engine::tables::streams::{
+    EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventWindow, StreamAttr,
+    StreamTables,
 };
 use strata_series::{FieldType, FieldValue};
 
@@ -134,7 +134,7 @@ impl Ctx<'_> {
 
 /// Runs a SELECT on stream `name` of `db` whose attributes are `attrs`.
 pub fn run_stream_select(
-    streams: &dyn EventStreams,
+    streams: &dyn StreamTables,
     db: &str,
     attrs: &[StreamAttr],
     stmt: &SelectStatement,
@@ -354,16 +354,15 @@ mod tests {
     use std::sync::Mutex;
 
     use serde_json::json;
-    use strata_series::event_streams::{AggRow, StreamError, StreamInfo};
+    use strata_engine::tables::streams::{AggRow, StreamError, StreamInfo};
+    use strata_engine::{TableKind, Tables};
     use strata_series::reference::MemStore;
-    use strata_series::{
-        EngineError, Point, SeriesId, SeriesInfo, SeriesStore, TimeRange, TimestampNs, WriteOutcome,
-    };
+    use strata_series::{EngineError, Point, SeriesStore, TimeRange, WriteOutcome};
 
     use super::*;
     use crate::influxql::execute;
 
-    /// A store with one stream `s` (price f64, n i32, sym string) that
+    /// A catalog with one stream `s` (price f64, n i32, sym string) that
     /// records the query it is asked and answers with canned rows.
     struct Fake {
         series: MemStore,
@@ -379,42 +378,34 @@ mod tests {
         }
     }
 
-    impl SeriesStore for Fake {
-        fn databases(&self) -> Vec<String> {
-            self.series.databases()
+    impl Tables for Fake {
+        fn series_store(&self) -> &dyn SeriesStore {
+            &self.series
         }
-        fn create_database(&self, name: &str) -> Result<(), EngineError> {
-            self.series.create_database(name)
+        fn stream_tables(&self) -> Option<&dyn StreamTables> {
+            Some(self)
         }
-        fn measurements(&self, db: &str) -> Result<Vec<String>, EngineError> {
-            self.series.measurements(db)
+        fn kind_of(&self, db: &str, name: &str) -> Option<TableKind> {
+            if self.stream_schema(db, name).is_some() {
+                return Some(TableKind::EventStream);
+            }
+            Tables::kind_of(&self.series, db, name)
         }
-        fn series(&self, db: &str, m: &str) -> Result<Vec<SeriesInfo>, EngineError> {
-            self.series.series(db, m)
+        fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError> {
+            let mut out = Tables::tables(&self.series, db)?;
+            out.push(("s".to_string(), TableKind::EventStream));
+            out.sort();
+            Ok(out)
         }
-        fn read(
-            &self,
-            db: &str,
-            ids: &[SeriesId],
-            r: TimeRange,
-        ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
-            self.series.read(db, ids, r)
-        }
-        fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
+        fn write_request(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
             self.series.write(db, points)
         }
-        fn delete(&self, db: &str, ids: &[SeriesId], r: TimeRange) -> Result<u64, EngineError> {
-            self.series.delete(db, ids, r)
-        }
-        fn drop_measurement(&self, db: &str, m: &str) -> Result<(), EngineError> {
+        fn drop_table(&self, db: &str, m: &str) -> Result<(), EngineError> {
             self.series.drop_measurement(db, m)
-        }
-        fn streams(&self) -> Option<&dyn EventStreams> {
-            Some(self)
         }
     }
 
-    impl EventStreams for Fake {
+    impl StreamTables for Fake {
         fn create_stream(&self, _: &str, _: &str, _: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
             Err(StreamError::Invalid("not in this fake".into()))
         }
@@ -422,7 +413,7 @@ mod tests {
             Vec::new()
         }
         fn stream_schema(&self, db: &str, m: &str) -> Option<Vec<StreamAttr>> {
-            use strata_series::event_streams::StreamAttrType as T;
+            use strata_engine::tables::streams::StreamAttrType as T;
             let a = |name: &str, ty| StreamAttr { name: name.into(), ty };
             (db == "db" && m == "s")
                 .then(|| vec![a("price", T::F64), a("n", T::I32), a("sym", T::Str { len_bytes: 4 })])

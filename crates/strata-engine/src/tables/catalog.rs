@@ -1,6 +1,6 @@
-//! [`RoutingStore`]: the [`SeriesStore`] of `strata serve`. Measurements
-//! that are event streams go to their stream, everything else to the series
-//! engine ([`crate::Db::engine`]).
+//! [`TableCatalog`]: the [`Tables`] of `strata serve`, over one data
+//! directory: measurements that are event streams go to their stream,
+//! everything else to the series engine ([`crate::Db::engine`]).
 //!
 //! - Writes are split: series points commit as one series transaction
 //!   (first), then each stream's events are appended and the stream synced
@@ -13,15 +13,9 @@
 //!   are rejected one by one; if appending fails midway (an I/O error), the
 //!   lines before are synced and reported written, that line and the rest
 //!   rejected.
-//! - Listing: `measurements` includes the streams; `series` of a stream
-//!   shows one series per attribute (no tags) with its InfluxDB field type,
-//!   so `SHOW FIELD KEYS` and `SHOW SERIES` work unchanged. Their ids lie in
-//!   a range disjoint from the engine's: from
-//!   [`super::STREAM_SERIES_ID_BASE`] = 2^62, 256 per stream, assigned
-//!   when the stream is opened (valid for the life of the process only).
-//!   `read` and `delete` refuse them: streams are queried through
-//!   [`EventStreams::select_events`] and removed whole.
-//! - `drop_measurement` of a stream drops the stream.
+//! - Kinds: a name that is a stream of the database is an event stream,
+//!   else a series measurement if the series engine has one.
+//! - `drop_table` of a stream drops the stream.
 //! - A stream cannot be created over a measurement that holds series
 //!   (checked at creation; a series write racing the creation can still
 //!   land in the series engine under the same name, and is then hidden
@@ -31,30 +25,27 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use strata_events::event;
-use strata_series::event_streams::{
-    EventRows, EventSelect, EventStreams, StreamAttr, StreamError, StreamInfo,
-};
-use strata_series::{
-    EngineError, FieldValue, LineRejection, Point, SeriesEngine, SeriesId, SeriesInfo, SeriesStore,
-    TimeRange, TimestampNs, WriteOutcome,
-};
+use strata_series::{EngineError, LineRejection, Point, SeriesEngine, SeriesStore, WriteOutcome};
 
-use super::placement::from_event_error;
-use super::write::point_to_event;
-use super::{attrs_of, query, Streams, STREAM_SERIES_ID_BASE};
+use super::streams::{EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables};
+use super::{TableKind, Tables};
+use crate::streams::placement::from_event_error;
+use crate::streams::write::point_to_event;
+use crate::streams::{attrs_of, query, Streams};
 
-/// Series through the engine, streams through the catalog.
-pub struct RoutingStore {
+/// Series through the engine, streams through the stream set.
+pub struct TableCatalog {
     engine: Arc<SeriesEngine>,
     streams: Arc<Streams>,
 }
 
-impl RoutingStore {
-    pub fn new(engine: Arc<SeriesEngine>, streams: Arc<Streams>) -> RoutingStore {
-        RoutingStore { engine, streams }
+impl TableCatalog {
+    pub fn new(engine: Arc<SeriesEngine>, streams: Arc<Streams>) -> TableCatalog {
+        TableCatalog { engine, streams }
     }
 
-    pub fn catalog(&self) -> &Arc<Streams> {
+    /// The event streams of the data directory.
+    pub fn stream_set(&self) -> &Arc<Streams> {
         &self.streams
     }
 
@@ -116,10 +107,6 @@ impl RoutingStore {
         }
         Ok((written, schema.attr_count()))
     }
-
-    fn series_id_in_streams(ids: &[SeriesId]) -> bool {
-        ids.iter().any(|id| id.0 >= STREAM_SERIES_ID_BASE)
-    }
 }
 
 fn stream_error(e: StreamError) -> EngineError {
@@ -131,57 +118,32 @@ fn stream_error(e: StreamError) -> EngineError {
     }
 }
 
-impl SeriesStore for RoutingStore {
-    fn databases(&self) -> Vec<String> {
-        self.engine.databases()
+impl Tables for TableCatalog {
+    fn series_store(&self) -> &dyn SeriesStore {
+        self.engine.as_ref()
     }
 
-    fn create_database(&self, name: &str) -> Result<(), EngineError> {
-        self.engine.create_database(name)
+    fn stream_tables(&self) -> Option<&dyn StreamTables> {
+        Some(self)
     }
 
-    fn measurements(&self, db: &str) -> Result<Vec<String>, EngineError> {
-        let mut names = self.engine.measurements(db)?;
-        names.extend(self.streams.names(db));
-        names.sort();
-        names.dedup();
-        Ok(names)
-    }
-
-    fn series(&self, db: &str, measurement: &str) -> Result<Vec<SeriesInfo>, EngineError> {
-        let Some(open) = self.streams.get(db, measurement) else {
-            return self.engine.series(db, measurement);
-        };
-        let mut out: Vec<SeriesInfo> = attrs_of(&open.catalog.schema)
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| SeriesInfo {
-                id: SeriesId(open.id_base + i as u64),
-                measurement: measurement.to_string(),
-                tags: Vec::new(),
-                field: a.name,
-                field_type: a.ty.field_type(),
-            })
-            .collect();
-        out.sort_by(|a, b| a.field.cmp(&b.field));
-        Ok(out)
-    }
-
-    fn read(
-        &self,
-        db: &str,
-        ids: &[SeriesId],
-        range: TimeRange,
-    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
-        if Self::series_id_in_streams(ids) {
-            return Err(EngineError::InvalidArgument(
-                "event stream attributes are not series: query the stream with SELECT".into(),
-            ));
+    fn kind_of(&self, db: &str, name: &str) -> Option<TableKind> {
+        if self.streams.get(db, name).is_some() {
+            return Some(TableKind::EventStream);
         }
-        self.engine.read(db, ids, range)
+        let series = self.engine.measurements(db).ok()?.iter().any(|m| m == name);
+        series.then_some(TableKind::Series)
     }
 
-    fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
+    fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError> {
+        let mut out: BTreeMap<String, TableKind> =
+            self.engine.measurements(db)?.into_iter().map(|m| (m, TableKind::Series)).collect();
+        // A stream hides series of the same name (see the module comment).
+        out.extend(self.streams.names(db).into_iter().map(|n| (n, TableKind::EventStream)));
+        Ok(out.into_iter().collect())
+    }
+
+    fn write_request(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
         let stream_names = self.streams.names(db);
         if stream_names.is_empty() {
             return self.engine.write(db, points);
@@ -214,31 +176,18 @@ impl SeriesStore for RoutingStore {
         Ok(outcome)
     }
 
-    fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError> {
-        if Self::series_id_in_streams(ids) {
-            return Err(EngineError::InvalidArgument(
-                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".into(),
-            ));
+    fn drop_table(&self, db: &str, name: &str) -> Result<(), EngineError> {
+        if self.streams.get(db, name).is_some() {
+            return self.streams.drop_stream(db, name).map_err(stream_error);
         }
-        self.engine.delete(db, ids, range)
-    }
-
-    fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError> {
-        if self.streams.get(db, measurement).is_some() {
-            return self.streams.drop_stream(db, measurement).map_err(stream_error);
-        }
-        self.engine.drop_measurement(db, measurement)
-    }
-
-    fn streams(&self) -> Option<&dyn EventStreams> {
-        Some(self)
+        self.engine.drop_measurement(db, name)
     }
 }
 
-impl EventStreams for RoutingStore {
+impl StreamTables for TableCatalog {
     fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
-        super::catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
-        super::catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
+        crate::streams::catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
+        crate::streams::catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
         self.engine.create_database(db).map_err(|e| match e {
             EngineError::InvalidDatabaseName(..) => StreamError::Invalid(e.to_string()),
             other => StreamError::Engine(other),

@@ -1,7 +1,8 @@
-//! Event streams as the query and HTTP layers see them (DESIGN.md section
-//! 4, "Events"; chronicledb-pmem.txt section 2.2): plain data and one trait,
-//! so that `strata-influx` and `strata-server` can reach the event store
-//! through [`crate::SeriesStore::streams`] without depending on it.
+//! The event-stream table kind as the query and HTTP layers see it
+//! (DESIGN.md section 4, "Events"; chronicledb-pmem.txt section 2.2): plain
+//! data and one trait, [`StreamTables`], reached through
+//! [`super::Tables::stream_tables`]. The facade implements it over the event
+//! store (`crate::streams`); the query layer never sees the TAB+-tree.
 //!
 //! - [`StreamAttr`] / [`StreamAttrType`]: a stream's schema (typed
 //!   attributes; the timestamp is implicit).
@@ -11,12 +12,11 @@
 //!   (count/sum/mean/min/max), optionally per time window.
 //! - [`EventRows`]: the answer: raw events in time order (equal timestamps
 //!   are kept, one row per event), or one aggregate row per non-empty window.
-//! - [`EventStreams`]: create, list, drop and query streams.
+//! - [`StreamTables`]: create, list, drop and query streams.
 
 use std::fmt;
 
-use crate::error::EngineError;
-use crate::model::{FieldType, FieldValue, TimeRange};
+use strata_series::{EngineError, FieldType, FieldValue, TimeRange};
 
 /// The type of one attribute (mirrors the event store's attribute types).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -57,7 +57,11 @@ impl StreamAttrType {
     }
 
     /// Parses an API type name; strings need `len_bytes`, the others must not have it.
-    pub fn parse(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, String> {
+    pub fn parse(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, StreamError> {
+        Self::parse_reason(name, len_bytes).map_err(StreamError::Invalid)
+    }
+
+    fn parse_reason(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, String> {
         let ty = match name {
             "i64" => StreamAttrType::I64,
             "f64" => StreamAttrType::F64,
@@ -243,8 +247,8 @@ pub enum StreamError {
 
 /// Event streams of a store: created with a schema, persistent, queried
 /// through [`EventSelect`]. Writes arrive through
-/// [`crate::SeriesStore::write`] (the measurement names the stream).
-pub trait EventStreams: Send + Sync {
+/// [`super::Tables::write_request`] (the measurement names the stream).
+pub trait StreamTables: Send + Sync {
     /// Creates stream `name` in database `db` (the database is created too).
     fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError>;
     /// Streams of `db` (every database when `None`), sorted by (db, name).
@@ -263,12 +267,13 @@ mod tests {
 
     #[test]
     fn type_names_parse_and_map_to_influx_types() {
-        assert_eq!(StreamAttrType::parse("i32", None), Ok(StreamAttrType::I32));
-        assert_eq!(StreamAttrType::parse("string", Some(8)), Ok(StreamAttrType::Str { len_bytes: 8 }));
-        assert!(StreamAttrType::parse("string", None).unwrap_err().contains("needs \"len\""));
-        assert!(StreamAttrType::parse("string", Some(256)).unwrap_err().contains("1..=255"));
-        assert!(StreamAttrType::parse("f64", Some(3)).unwrap_err().contains("string attributes only"));
-        assert!(StreamAttrType::parse("u8", None).unwrap_err().contains("unknown attribute type"));
+        assert_eq!(StreamAttrType::parse("i32", None).unwrap(), StreamAttrType::I32);
+        assert_eq!(StreamAttrType::parse("string", Some(8)).unwrap(), StreamAttrType::Str { len_bytes: 8 });
+        let reason = |name, len| StreamAttrType::parse(name, len).unwrap_err().to_string();
+        assert!(reason("string", None).contains("needs \"len\""));
+        assert!(reason("string", Some(256)).contains("1..=255"));
+        assert!(reason("f64", Some(3)).contains("string attributes only"));
+        assert!(reason("u8", None).contains("unknown attribute type"));
         assert_eq!(StreamAttrType::I32.field_type(), FieldType::Integer);
         assert_eq!(StreamAttrType::F32.field_type(), FieldType::Float);
         assert_eq!(StreamAttrType::Str { len_bytes: 3 }.name(), "string");
