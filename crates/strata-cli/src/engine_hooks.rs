@@ -7,22 +7,22 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use strata_engine::Db;
+use strata_series::EngineError;
 use strata_server::prometheus::{header, metric};
 use strata_server::EngineHooks;
 
 pub struct DbHooks(pub Arc<Db>);
 
 impl EngineHooks for DbHooks {
-    fn checkpoint(&self) -> Result<String, String> {
+    fn checkpoint(&self) -> Result<String, EngineError> {
         self.0.stop_background_checkpoints();
-        let report = self.0.engine().checkpoint().map(|r| r.to_string()).map_err(|e| e.to_string())?;
-        let streams =
-            self.0.streams().sync_to_media().map_err(|e| format!("syncing the event streams: {e}"))?;
+        let report = self.0.engine().checkpoint()?.to_string();
+        let streams = self.0.streams().sync_to_media()?;
         Ok(if streams == 0 { report } else { format!("{report}; {streams} event streams synced to media") })
     }
 
-    fn health(&self) -> Result<(), String> {
-        self.0.engine().health()
+    fn unhealthy_because(&self) -> Option<String> {
+        self.0.engine().writes_stopped().map(|why| format!("writes stopped after a log failure: {why}"))
     }
 
     fn metrics_text(&self, out: &mut String) {

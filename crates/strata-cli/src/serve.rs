@@ -38,6 +38,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.pmem.mode
     );
     let db = Arc::new(open_db(&config)?);
+    eprintln!("strata: an acknowledged write survives {}", db.survives().describe());
     eprintln!("strata: recovered in {:.3} s\n{}", db.recovery().total_s, db.recovery());
     eprintln!("strata: {}", db.streams_recovery());
     db.start_background_checkpoints();

@@ -47,7 +47,8 @@ impl Opener {
         recovered: Recovered,
     ) -> Result<Arc<SeriesEngine>, String> {
         let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new(ENGINE_DIR) };
-        SeriesEngine::open_declog(opts, log, recovered, self.engine, self.replay_threads, &|_, _, _| {})
+        let opener = strata_series::DeclogOpener::boxed(log, recovered, self.engine, self.replay_threads);
+        SeriesEngine::open(opts, opener, &|_, _, _| {})
             .map(|(engine, _)| engine)
             .map_err(|e| format!("open_declog: {e}"))
     }

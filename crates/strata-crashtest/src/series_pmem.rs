@@ -67,7 +67,12 @@ impl PmemCrashProtocol for SeriesPmemCrash {
             SerialLog::create_pmem(region.clone(), LOG_BASE, self.log_capacity_bytes, 8).expect("format");
         let mut opts = Self::options();
         opts.fs = Arc::new(fs.clone());
-        let (engine, _) = SeriesEngine::open(opts, Box::new(log), Vec::new(), &|_, _, _| {}).expect("open");
+        let (engine, _) = SeriesEngine::open(
+            opts,
+            strata_series::WalOpener::boxed(Box::new(log), Vec::new()),
+            &|_, _, _| {},
+        )
+        .expect("open");
         self.plan.run(&engine, acks, self.checkpoint_every, || {
             let began = sim.ops();
             engine.checkpoint().expect("checkpoint");
@@ -95,7 +100,9 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         let mut opts = Self::options();
         opts.fs = Arc::new(fs) as Arc<dyn FileSystem>;
         let log: Box<dyn CommitLog> = Box::new(log);
-        let (engine, _) = SeriesEngine::open(opts, log, records, &|_, _, _| {}).map_err(|e| e.to_string())?;
+        let (engine, _) =
+            SeriesEngine::open(opts, strata_series::WalOpener::boxed(log, records), &|_, _, _| {})
+                .map_err(|e| e.to_string())?;
         self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }
 }

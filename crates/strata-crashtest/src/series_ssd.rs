@@ -30,7 +30,7 @@ impl SeriesSsdCrash {
         let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
             .map_err(|e| e.to_string())?;
         let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new("/series") };
-        SeriesEngine::open(opts, Box::new(log), records, &|_, _, _| {})
+        SeriesEngine::open(opts, strata_series::WalOpener::boxed(Box::new(log), records), &|_, _, _| {})
             .map(|(e, _)| e)
             .map_err(|e| e.to_string())
     }

@@ -24,18 +24,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use strata_declog::{DecLog, FlushMode, Recovered};
-use strata_log::ssd_log::SsdLogOptions;
-use strata_log::{CommitLog, LogRecord, Lsn, NoLog, SerialLog};
 use strata_media::fs::{FileSystem, RealFs};
-use strata_pmem::{PmemMode, Region, RegionOffset, RegionOptions};
+use strata_pmem::Region;
 use strata_series::manifest::{read_manifest, Manifest};
-use strata_series::DeclogEngineOptions;
 use strata_series::{EngineError, EngineOptions, RecoveryPhase, RecoveryReport, SeriesEngine, SeriesStore};
 use thiserror::Error;
 
 use crate::config::{Config, ConfigError, Protocol};
-use crate::pool::open_pool_log;
+use crate::protocols::{self, OpenedLog, Survives};
 use crate::streams::router::RoutingStore;
 use crate::streams::{NewStreamSettings, PmemSettings, Streams, StreamsRecovery};
 
@@ -47,8 +43,16 @@ pub enum DbError {
     Engine(#[from] EngineError),
     #[error("PMem pool {path}: {message}")]
     Pool { path: String, message: String },
-    #[error("{0}")]
-    Other(String),
+    #[error("data directory {data_dir} is in use by another strata process (lock {lock} is held)")]
+    Locked { data_dir: String, lock: String },
+    #[error("cannot lock {path}: {source}")]
+    Lock { path: String, source: std::io::Error },
+    #[error(
+        "the {protocol} log in {data_dir} holds {pending} transactions that no checkpoint covers; start once \
+         with `--protocol {protocol}` and stop it gracefully (Ctrl-C checkpoints), or run \
+         `strata recover --protocol {protocol} --checkpoint`, then switch to {to}"
+    )]
+    UncoveredLog { data_dir: String, protocol: &'static str, pending: usize, to: &'static str },
 }
 
 pub struct Db {
@@ -66,93 +70,35 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens (creating if needed) the data directory of `config`.
+    /// Opens (creating if needed) the data directory of `config`: the
+    /// configured protocol's log (through its factory in
+    /// [`crate::protocols`]), the series engine with recovery, the default
+    /// database and the event streams.
     pub fn open(config: &Config, progress: &dyn Fn(RecoveryPhase, u64, u64)) -> Result<Db, DbError> {
         config.validate()?;
         let protocol = config.protocol()?;
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
         fs.create_dir_all(&config.data_dir).map_err(EngineError::from)?;
-        let series_dir = config.series_dir();
         let lock = Self::lock_data_dir(config)?;
-        let manifest = read_manifest(fs.as_ref(), &series_dir)?;
-        Self::drain_other_logs(config, protocol, manifest.as_ref())?;
-        let mut region = None;
-        let mut opts = EngineOptions::new(series_dir);
+        let manifest = read_manifest(fs.as_ref(), &config.series_dir())?;
+        Self::drain_other_logs(config, &fs, protocol, manifest.as_ref())?;
+        let factory = protocols::factory(protocol);
+        let mut opts = EngineOptions::new(config.series_dir());
         opts.fs = fs.clone();
         opts.max_series_per_database =
             (config.storage.max_series_per_database > 0).then_some(config.storage.max_series_per_database);
-        opts.checkpoint_log_bytes = match protocol {
-            // Leave room in the ring for the commits that arrive while a checkpoint runs.
-            Protocol::SerialPmem => config.storage.checkpoint_log_bytes.min(config.pmem.log_bytes / 2),
-            Protocol::DeclogPmem | Protocol::DeclogSsd => {
-                config.storage.checkpoint_log_bytes.min(config.declog.file_bytes / 4)
-            }
-            _ => config.storage.checkpoint_log_bytes,
-        };
-        opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0)
+        opts.checkpoint_log_bytes = factory.checkpoint_log_bytes(config);
+        opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0
+            && opts.checkpoint_log_bytes != u64::MAX)
             .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
-        if protocol.is_declog() {
-            if !config.declog.checkpoints {
-                opts.checkpoint_log_bytes = u64::MAX;
-                opts.checkpoint_interval = None;
-            }
-            let r = Self::open_declog_region(config, protocol)?;
-            let (log, recovered) = Self::open_declog(config, protocol, r.clone())?;
-            let options = DeclogEngineOptions {
-                name: protocol.name(),
-                data_driven_lsn: config.declog.data_driven_lsn,
-                checkpoints: config.declog.checkpoints,
-            };
-            let (engine, recovery) = SeriesEngine::open_declog(
-                opts,
-                log,
-                recovered,
-                options,
-                config.declog.replay_threads,
-                progress,
-            )?;
-            return Self::finish(config, lock, engine, Some(r), recovery);
-        }
-        let (log, replay): (Box<dyn CommitLog>, Vec<LogRecord>) = match protocol {
-            Protocol::None => {
-                let start = manifest.as_ref().map_or(0, |m| m.checkpoint_lsn);
-                (Box::new(NoLog::starting_at(Lsn(start))), Vec::new())
-            }
-            Protocol::SerialPmem => {
-                let r = Self::open_region(config)?;
-                let (log, records, _) =
-                    open_pool_log(r.clone(), config.pmem.log_bytes).map_err(|message| DbError::Pool {
-                        path: config.pool_path().display().to_string(),
-                        message,
-                    })?;
-                region = Some(r);
-                (Box::new(log), records)
-            }
-            Protocol::SerialSsd => {
-                let (log, records) =
-                    SerialLog::open_ssd(fs.clone(), &config.wal_dir(), Self::ssd_options(config))
-                        .map_err(EngineError::from)?;
-                (Box::new(log), records)
-            }
-            Protocol::DeclogPmem | Protocol::DeclogSsd => unreachable!("opened above"),
-        };
-        let (engine, recovery) = SeriesEngine::open(opts, log, replay, progress)?;
-        Self::finish(config, lock, engine, region, recovery)
-    }
-
-    fn finish(
-        config: &Config,
-        lock: std::fs::File,
-        engine: Arc<SeriesEngine>,
-        region: Option<Arc<Region>>,
-        recovery: RecoveryReport,
-    ) -> Result<Db, DbError> {
+        let OpenedLog { opener, region } = factory.open(config, &fs)?;
+        let (engine, recovery) = SeriesEngine::open(opts, opener, progress)?;
         if !config.storage.default_database.is_empty() {
             engine.create_database(&config.storage.default_database)?;
         }
         let (streams, streams_recovery) = Self::open_streams(config, &engine)?;
         let store = Arc::new(RoutingStore::new(engine.clone(), Arc::new(streams)));
-        let db = Db {
+        Ok(Db {
             _lock: lock,
             config: config.clone(),
             engine,
@@ -162,8 +108,12 @@ impl Db {
             streams_recovery,
             stop: Arc::new(AtomicBool::new(false)),
             checkpointer: Mutex::new(None),
-        };
-        Ok(db)
+        })
+    }
+
+    /// What an acknowledged write survives under this configuration.
+    pub fn survives(&self) -> Survives {
+        self.config.protocol().map_or(Survives::Nothing, |p| protocols::factory(p).survives(&self.config))
     }
 
     /// Recovers every event stream of the data directory (after the series
@@ -189,77 +139,24 @@ impl Db {
         Ok((streams, report))
     }
 
-    /// The DecLog file: emulated PMem (`declog-pmem`, the pool's mode) or an
-    /// msync-persisted file on the SSD (`declog-ssd`).
-    fn open_declog_region(config: &Config, protocol: Protocol) -> Result<Arc<Region>, DbError> {
-        let mode = match protocol {
-            Protocol::DeclogSsd => PmemMode::Msync,
-            _ => config.pmem_mode()?,
-        };
-        let mut ro = RegionOptions::new(mode, config.declog.file_bytes);
-        ro.flush_delay_ns_per_line = config.pmem.flush_delay_ns_per_line;
-        ro.fence_delay_ns = config.pmem.fence_delay_ns;
-        let path = config.declog_path(protocol);
-        Region::open(&path, &ro)
-            .map(Arc::new)
-            .map_err(|e| DbError::Pool { path: path.display().to_string(), message: e.to_string() })
-    }
-
-    /// Opens (formatting a new file) DecLog at the start of `region`.
-    fn open_declog(
-        config: &Config,
-        protocol: Protocol,
-        region: Arc<Region>,
-    ) -> Result<(DecLog, Recovered), DbError> {
-        let path = config.declog_path(protocol).display().to_string();
-        let fail =
-            |e: strata_declog::DeclogError| DbError::Pool { path: path.clone(), message: e.to_string() };
-        if region.load_u64(RegionOffset(0)) == 0 {
-            let len = region.len();
-            let log = DecLog::format(region, RegionOffset(0), len, config.declog_config()).map_err(fail)?;
-            return Ok((log, Recovered::default()));
-        }
-        DecLog::open_with_mode(region, RegionOffset(0), FlushMode::Threads).map_err(fail)
-    }
-
-    fn open_region(config: &Config) -> Result<Arc<Region>, DbError> {
-        let mut ro = RegionOptions::new(config.pmem_mode()?, config.pmem.pool_bytes);
-        ro.flush_delay_ns_per_line = config.pmem.flush_delay_ns_per_line;
-        ro.fence_delay_ns = config.pmem.fence_delay_ns;
-        let path = config.pool_path();
-        Region::open(&path, &ro)
-            .map(Arc::new)
-            .map_err(|e| DbError::Pool { path: path.display().to_string(), message: e.to_string() })
-    }
-
-    fn ssd_options(config: &Config) -> SsdLogOptions {
-        SsdLogOptions {
-            max_batch_bytes: config.ssd_log.max_batch_bytes,
-            max_wait: Duration::from_micros(config.ssd_log.max_wait_us),
-            ..SsdLogOptions::default()
-        }
-    }
-
     /// Takes the data directory's `LOCK` file (an exclusive advisory lock,
     /// released when the process exits, however it exits).
     fn lock_data_dir(config: &Config) -> Result<std::fs::File, DbError> {
         let path = config.data_dir.join("LOCK");
+        let lock_error = |source| DbError::Lock { path: path.display().to_string(), source };
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| DbError::Other(format!("cannot open {}: {e}", path.display())))?;
+            .map_err(lock_error)?;
         match file.try_lock() {
             Ok(()) => Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) => Err(DbError::Other(format!(
-                "data directory {} is in use by another strata process (lock {} is held)",
-                config.data_dir.display(),
-                path.display()
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(DbError::Other(format!("cannot lock {}: {e}", path.display())))
-            }
+            Err(std::fs::TryLockError::WouldBlock) => Err(DbError::Locked {
+                data_dir: config.data_dir.display().to_string(),
+                lock: path.display().to_string(),
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(lock_error(e)),
         }
     }
 
@@ -269,79 +166,14 @@ impl Db {
     /// erased now, so that switching back later never replays it.
     fn drain_other_logs(
         config: &Config,
+        fs: &Arc<dyn FileSystem>,
         protocol: Protocol,
         manifest: Option<&Manifest>,
     ) -> Result<(), DbError> {
-        for other in [Protocol::SerialPmem, Protocol::SerialSsd] {
-            let exists = match other {
-                Protocol::SerialPmem => config.pool_path().exists(),
-                _ => config.wal_dir().exists(),
-            };
-            if other == protocol || !exists {
-                continue;
-            }
-            let covered = manifest.filter(|m| m.protocol == other.name()).map_or(0, |m| m.checkpoint_lsn);
-            let (log, records): (Box<dyn CommitLog>, Vec<LogRecord>) = match other {
-                Protocol::SerialPmem => {
-                    let r = Self::open_region(config)?;
-                    let (log, records, _) = open_pool_log(r, config.pmem.log_bytes).map_err(|message| {
-                        DbError::Pool { path: config.pool_path().display().to_string(), message }
-                    })?;
-                    (Box::new(log), records)
-                }
-                _ => {
-                    let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
-                    let (log, records) =
-                        SerialLog::open_ssd(fs, &config.wal_dir(), Self::ssd_options(config))
-                            .map_err(EngineError::from)?;
-                    (Box::new(log), records)
-                }
-            };
-            let pending = records.iter().filter(|r| r.lsn.0 > covered).count();
+        for other in protocols::all().filter(|f| f.protocol() != protocol) {
+            let pending = other.drain_for_switch(config, fs, manifest)?;
             if pending > 0 {
-                let old = other.name();
-                return Err(DbError::Other(format!(
-                    "the {old} log in {} holds {pending} transactions that no checkpoint covers; start once \
-                     with `--protocol {old}` and stop it gracefully (Ctrl-C checkpoints), or run \
-                     `strata recover --protocol {old} --checkpoint`, then switch to {}",
-                    config.data_dir.display(),
-                    protocol.name()
-                )));
-            }
-            if !records.is_empty() {
-                log.truncate_all().map_err(EngineError::from)?;
-            }
-        }
-        for other in [Protocol::DeclogPmem, Protocol::DeclogSsd] {
-            if other == protocol || !config.declog_path(other).exists() {
-                continue;
-            }
-            let region = Self::open_declog_region(config, other)?;
-            if region.load_u64(RegionOffset(0)) == 0 {
-                continue;
-            }
-            let (log, recovered) = Self::open_declog(config, other, region)?;
-            let cut = manifest
-                .filter(|m| m.protocol == other.name() && m.declog_cut.len() == recovered.streams.len())
-                .map(|m| m.declog_cut.clone())
-                .unwrap_or_else(|| vec![0; recovered.streams.len()]);
-            let all = recovered.inserts.iter().chain(recovered.updates.values().flatten());
-            let pending: std::collections::BTreeSet<_> =
-                all.filter(|e| e.pos >= cut[e.stream]).map(|e| e.txn).collect();
-            if !pending.is_empty() {
-                let old = other.name();
-                return Err(DbError::Other(format!(
-                    "the {old} log in {} holds {} transactions that no checkpoint covers; start once \
-                     with `--protocol {old}` and stop it gracefully (Ctrl-C checkpoints), or run \
-                     `strata recover --protocol {old} --checkpoint`, then switch to {}",
-                    config.data_dir.display(),
-                    pending.len(),
-                    protocol.name()
-                )));
-            }
-            if recovered.entry_count() > 0 {
-                log.truncate_all()
-                    .map_err(|e| DbError::Other(format!("erasing the {} log: {e}", other.name())))?;
+                return Err(protocols::switch_refused(config, other.protocol(), pending, protocol));
             }
         }
         Ok(())

@@ -8,7 +8,9 @@
 pub mod config;
 pub mod db;
 pub mod pool;
+pub mod protocols;
 pub mod streams;
 
 pub use config::{Config, ConfigError, Protocol};
 pub use db::{Db, DbError};
+pub use protocols::Survives;

@@ -1,8 +1,13 @@
 //! Errors of the series engine. `Corruption` (bad bytes on media) is kept
 //! apart from `Io` (the device failed) and from caller mistakes.
 
+use std::sync::Arc;
+
+use strata_declog::DeclogError;
 use strata_log::LogError;
 use thiserror::Error;
+
+use crate::declog::{LsnError, ResetRefused};
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -22,8 +27,28 @@ pub enum EngineError {
     Io(#[from] std::io::Error),
     #[error("commit log: {0}")]
     Log(#[from] LogError),
-    #[error("{0}")]
-    Other(String),
+    #[error("declog: {0}")]
+    Declog(DeclogError),
+    #[error("the engine stopped accepting writes after a log failure ({why}); restart to recover")]
+    WritesStopped { why: String },
+    #[error("{what} need the declog protocol (this engine runs {protocol}); use DELETE")]
+    Unsupported { what: &'static str, protocol: &'static str },
+    #[error("transaction aborted {retries} times by conflicting updates: {last}")]
+    TxnAborted { retries: u32, last: LsnError },
+    #[error("LSN protocol: {0}")]
+    Lsn(LsnError),
+    #[error("checkpoint: {0}")]
+    CheckpointRefused(ResetRefused),
+    #[error("DecLog LSN era {era} exhausted; restart the engine (recovery continues with a checkpoint)")]
+    LsnEraExhausted { era: u32 },
+    #[error("{points} points in one series block (at most u32::MAX)")]
+    BlockTooLarge { points: usize },
+    #[error("encoding a series block: {0}")]
+    Encode(crate::gorilla::CodecError),
+    #[error("{what}: {source}")]
+    Storage { what: String, source: Box<dyn std::error::Error + Send + Sync> },
+    #[error("the group this transaction was submitted with failed: {0}")]
+    GroupFailed(Arc<EngineError>),
 }
 
 impl EngineError {

@@ -7,7 +7,7 @@
 
 pub mod block_file;
 mod bytes;
-pub mod checkpoint;
+pub mod core;
 pub mod declog;
 pub mod engine;
 pub mod error;
@@ -18,6 +18,7 @@ pub mod index;
 pub mod manifest;
 pub mod model;
 pub mod options;
+pub mod protocol;
 pub mod recovery;
 pub mod reference;
 pub mod series_data;
@@ -28,12 +29,15 @@ pub mod wal;
 #[cfg(test)]
 mod test_support;
 
-pub use checkpoint::CheckpointReport;
-pub use declog::{DeclogEngineOptions, DeclogSide};
+pub use crate::core::checkpoint::CheckpointReport;
+pub use crate::core::EngineCounters;
+pub use declog::{DeclogEngineOptions, DeclogOpener, DeclogProtocol, DeclogSide};
 pub use engine::{EngineStats, SeriesEngine};
 pub use error::EngineError;
 pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
 pub use options::EngineOptions;
+pub use protocol::wal::WalOpener;
+pub use protocol::{ProtocolOpener, SeriesProtocol};
 pub use recovery::{RecoveryPhase, RecoveryReport};
-pub use store::{SeriesInfo, SeriesStore, WriteOutcome};
+pub use store::{LineRejection, SeriesInfo, SeriesStore, WriteOutcome};
 pub use txn::{TxnOp, TxnOutcome, ValueRef};

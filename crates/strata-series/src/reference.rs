@@ -25,10 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use parking_lot::Mutex;
 
 use crate::error::EngineError;
-use crate::model::{
-    field_type_conflict_message, FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs,
-};
-use crate::store::{SeriesInfo, SeriesStore, WriteOutcome};
+use crate::model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
+use crate::store::{LineRejection, SeriesInfo, SeriesStore, WriteOutcome};
 
 /// One database: its series index, field types and points.
 #[derive(Default)]
@@ -144,9 +142,13 @@ impl SeriesStore for MemStore {
         let mut outcome = WriteOutcome::default();
         'points: for (index, point) in points.iter().enumerate() {
             if point.fields.is_empty() {
-                outcome
-                    .rejected
-                    .push((index, format!("point on measurement \"{}\" has no fields", point.measurement)));
+                outcome.rejected.push((
+                    index,
+                    LineRejection::Malformed(format!(
+                        "point on measurement \"{}\" has no fields",
+                        point.measurement
+                    )),
+                ));
                 continue;
             }
             let mut types_in_point: BTreeMap<(String, String), FieldType> = BTreeMap::new();
@@ -158,9 +160,15 @@ impl SeriesStore for MemStore {
                     .or_else(|| database.field_types.get(&slot));
                 match existing {
                     Some(&t) if t != value.field_type() => {
-                        let reason =
-                            field_type_conflict_message(field, &point.measurement, value.field_type(), t);
-                        outcome.rejected.push((index, reason));
+                        outcome.rejected.push((
+                            index,
+                            LineRejection::FieldTypeConflict {
+                                field: field.clone(),
+                                measurement: point.measurement.clone(),
+                                input: value.field_type(),
+                                existing: t,
+                            },
+                        ));
                         continue 'points;
                     }
                     _ => {
@@ -337,8 +345,10 @@ mod tests {
             .unwrap();
         assert_eq!(outcome.points_written, 1);
         assert_eq!(outcome.values_written, 1);
+        let rejected: Vec<(usize, String)> =
+            outcome.rejected.iter().map(|(i, r)| (*i, r.to_string())).collect();
         assert_eq!(
-            outcome.rejected,
+            rejected,
             vec![
                 (
                     0,

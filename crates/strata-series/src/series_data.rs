@@ -253,10 +253,9 @@ impl SeriesData {
         }
         let points: Vec<(TimestampNs, FieldValue)> = merged.into_iter().collect();
         let (min_ts, max_ts) = (points[0].0, points[points.len() - 1].0);
-        let point_count = u32::try_from(points.len())
-            .map_err(|_| EngineError::Other(format!("{} points in one series block", points.len())))?;
-        let block =
-            encode_points(self.field_type(), &points).map_err(|e| EngineError::Other(e.to_string()))?;
+        let point_count =
+            u32::try_from(points.len()).map_err(|_| EngineError::BlockTooLarge { points: points.len() })?;
+        let block = encode_points(self.field_type(), &points).map_err(EngineError::Encode)?;
         Ok(Some(SealInput { min_ts, max_ts, point_count, block }))
     }
 

@@ -26,7 +26,40 @@ pub struct WriteOutcome {
     pub values_written: usize,
     /// Points rejected, by index into the request, with the reason (e.g. a
     /// field type conflict). Rejected points are not part of the transaction.
-    pub rejected: Vec<(usize, String)>,
+    pub rejected: Vec<(usize, LineRejection)>,
+}
+
+/// Why one point (line) of a write was rejected.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LineRejection {
+    /// The point breaks the data model (no fields, a repeated field, ...).
+    Malformed(String),
+    /// A field's type differs from the type it has in the measurement.
+    FieldTypeConflict { field: String, measurement: String, input: FieldType, existing: FieldType },
+    /// The line does not fit the table it names (an event stream's schema).
+    Unfit(String),
+    /// The table has no room for it (an event stream is full).
+    TableFull(String),
+    /// The table went away (was dropped) during the write.
+    TableDropped(String),
+    /// An earlier line of the same table failed to be written (an I/O
+    /// error): this one was not written either, and may be retried.
+    NotAttempted(String),
+}
+
+impl std::fmt::Display for LineRejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineRejection::Malformed(why)
+            | LineRejection::Unfit(why)
+            | LineRejection::TableFull(why)
+            | LineRejection::NotAttempted(why) => f.write_str(why),
+            LineRejection::TableDropped(name) => write!(f, "stream '{name}' was dropped during the write"),
+            LineRejection::FieldTypeConflict { field, measurement, input, existing } => {
+                f.write_str(&crate::model::field_type_conflict_message(field, measurement, *input, *existing))
+            }
+        }
+    }
 }
 
 pub trait SeriesStore: Send + Sync {

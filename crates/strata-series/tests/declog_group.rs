@@ -109,7 +109,11 @@ fn a_member_with_a_rejected_point_leaves_the_others_alone() {
         assert_eq!(results[2].write.points_written, 10, "{kind:?}");
         let rejected = &results[1].write.rejected;
         assert_eq!(rejected.len(), 1, "{kind:?}: an integer into a float field is rejected");
-        assert!(rejected[0].1.contains("field type conflict"), "{kind:?}: a clear reason: {}", rejected[0].1);
+        assert!(
+            rejected[0].1.to_string().contains("field type conflict"),
+            "{kind:?}: a clear reason: {}",
+            rejected[0].1
+        );
         for (host, points) in dump(e.as_ref(), "db", "cpu") {
             assert_eq!(points, vec![(1, f(1.0)), (2, f(2.0))], "{kind:?} {host}");
         }

@@ -101,7 +101,7 @@ fn type_conflicts_reject_the_point_and_commit_the_rest() {
     let rejected: Vec<usize> = out.rejected.iter().map(|r| r.0).collect();
     assert_eq!(rejected, vec![0, 3], "{:?}", out.rejected);
     assert!(
-        out.rejected[0].1.contains("is type integer, already exists as type float"),
+        out.rejected[0].1.to_string().contains("is type integer, already exists as type float"),
         "{:?}",
         out.rejected
     );
@@ -172,7 +172,12 @@ fn the_series_limit_rejects_the_whole_request() {
     let mut opts = strata_series::EngineOptions::new(dir.path());
     opts.max_series_per_database = Some(2);
     let log = Box::new(strata_log::NoLog::default());
-    let (e, _) = strata_series::SeriesEngine::open(opts, log, Vec::new(), &|_, _, _| {}).unwrap();
+    let (e, _) = strata_series::SeriesEngine::open(
+        opts,
+        strata_series::WalOpener::boxed(log, Vec::new()),
+        &|_, _, _| {},
+    )
+    .unwrap();
     e.create_database("db").unwrap();
     e.write("db", &[point("cpu", "a", vec![("u", f(1.0)), ("v", f(1.0))], 1)]).unwrap();
     let err = e

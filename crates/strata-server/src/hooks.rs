@@ -1,17 +1,19 @@
 //! What the server asks of the engine beyond [`strata_series::SeriesStore`]:
 //! a checkpoint on graceful shutdown, extra metrics, and a health check.
 
+use strata_series::EngineError;
+
 /// Engine callbacks the server uses. Implemented by the engine facade; the
 /// server calls `checkpoint` and `health` off the async workers.
 pub trait EngineHooks: Send + Sync {
     /// Called once on graceful shutdown after in-flight requests finished;
     /// `Ok` carries a one-line summary that the server logs.
-    fn checkpoint(&self) -> Result<String, String>;
+    fn checkpoint(&self) -> Result<String, EngineError>;
     /// Appends engine metrics (log bytes, checkpoint and recovery times,
     /// persist counts) in Prometheus text format 0.0.4, with HELP/TYPE lines.
     fn metrics_text(&self, out: &mut String);
-    /// `Err(reason)` makes `GET /health` answer 503 with the reason.
-    fn health(&self) -> Result<(), String>;
+    /// `Some(reason)` makes `GET /health` answer 503 with the reason.
+    fn unhealthy_because(&self) -> Option<String>;
 }
 
 /// Hooks of an engine with nothing to checkpoint and no extra metrics
@@ -20,13 +22,13 @@ pub trait EngineHooks: Send + Sync {
 pub struct NoopHooks;
 
 impl EngineHooks for NoopHooks {
-    fn checkpoint(&self) -> Result<String, String> {
+    fn checkpoint(&self) -> Result<String, EngineError> {
         Ok("nothing to checkpoint".to_string())
     }
 
     fn metrics_text(&self, _out: &mut String) {}
 
-    fn health(&self) -> Result<(), String> {
-        Ok(())
+    fn unhealthy_because(&self) -> Option<String> {
+        None
     }
 }

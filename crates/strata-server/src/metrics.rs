@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use strata_series::LineRejection;
 
 use crate::prometheus::{escape_label, header, metric};
 
@@ -30,17 +31,52 @@ pub enum RejectReason {
     TypeConflict,
     /// The database's series limit.
     SeriesLimit,
+    /// A point the data model does not allow.
+    Malformed,
+    /// A line that does not fit its event stream's schema.
+    SchemaMismatch,
+    /// The event stream is full.
+    TableFull,
+    /// The event stream was dropped during the write.
+    TableDropped,
+    /// Not written after an earlier line of its stream failed.
+    NotAttempted,
 }
 
 impl RejectReason {
-    const ALL: [RejectReason; 3] =
-        [RejectReason::Parse, RejectReason::TypeConflict, RejectReason::SeriesLimit];
+    const ALL: [RejectReason; 8] = [
+        RejectReason::Parse,
+        RejectReason::TypeConflict,
+        RejectReason::SeriesLimit,
+        RejectReason::Malformed,
+        RejectReason::SchemaMismatch,
+        RejectReason::TableFull,
+        RejectReason::TableDropped,
+        RejectReason::NotAttempted,
+    ];
 
     fn label(self) -> &'static str {
         match self {
             RejectReason::Parse => "parse",
             RejectReason::TypeConflict => "type_conflict",
             RejectReason::SeriesLimit => "series_limit",
+            RejectReason::Malformed => "malformed",
+            RejectReason::SchemaMismatch => "schema_mismatch",
+            RejectReason::TableFull => "table_full",
+            RejectReason::TableDropped => "table_dropped",
+            RejectReason::NotAttempted => "not_attempted",
+        }
+    }
+
+    /// The counter of one rejected line.
+    pub fn of(rejection: &LineRejection) -> RejectReason {
+        match rejection {
+            LineRejection::Malformed(_) => RejectReason::Malformed,
+            LineRejection::FieldTypeConflict { .. } => RejectReason::TypeConflict,
+            LineRejection::Unfit(_) => RejectReason::SchemaMismatch,
+            LineRejection::TableFull(_) => RejectReason::TableFull,
+            LineRejection::TableDropped(_) => RejectReason::TableDropped,
+            LineRejection::NotAttempted(_) => RejectReason::NotAttempted,
         }
     }
 }
@@ -144,7 +180,7 @@ pub struct Metrics {
     write_body_bytes: AtomicU64,
     points_written: AtomicU64,
     values_written: AtomicU64,
-    lines_rejected: [AtomicU64; 3],
+    lines_rejected: [AtomicU64; RejectReason::ALL.len()],
     ingest: Mutex<RateWindow>,
     pub write_commit: LatencyHistogram,
     pub query: LatencyHistogram,

@@ -51,7 +51,7 @@ pub async fn checkpoint(hooks: Arc<dyn EngineHooks>) -> Result<String, ServerErr
         }
         Err(reason) => {
             eprintln!("strata serve: checkpoint on shutdown FAILED: {reason}");
-            Err(ServerError::Checkpoint(reason))
+            Err(ServerError::Checkpoint(reason.to_string()))
         }
     }
 }

@@ -244,8 +244,9 @@ impl Streams {
                 let one = Instant::now();
                 let config = placement::stream_config(&catalog);
                 let media = placement::open_media(&dir, &catalog, &pmem)?;
-                let (stream, r) = EventStream::recover(config, media).map_err(|e| {
-                    EngineError::Other(format!("recovering stream {}/{}: {e}", catalog.db, catalog.name))
+                let (stream, r) = EventStream::recover(config, media).map_err(|e| EngineError::Storage {
+                    what: format!("recovering stream {}/{}", catalog.db, catalog.name),
+                    source: Box::new(e),
                 })?;
                 report.streams.push(StreamRecovered {
                     db: catalog.db.clone(),

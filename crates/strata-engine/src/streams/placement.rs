@@ -41,7 +41,7 @@ fn event_error(e: strata_events::EventError) -> EngineError {
         strata_events::EventError::Io(io) => EngineError::Io(io),
         strata_events::EventError::Corruption { location, what } => EngineError::corruption(location, what),
         strata_events::EventError::InvalidInput(what) => EngineError::InvalidArgument(what),
-        other => EngineError::Other(other.to_string()),
+        other => EngineError::Storage { what: "event store".into(), source: Box::new(other) },
     }
 }
 
@@ -82,8 +82,10 @@ pub fn open_media(dir: &Path, catalog: &Catalog, pmem: &PmemSettings) -> Result<
     options.flush_delay_ns_per_line = pmem.flush_delay_ns_per_line;
     options.fence_delay_ns = pmem.fence_delay_ns;
     let path = dir.join(REGION_FILE);
-    let region = Region::open(&path, &options)
-        .map_err(|e| EngineError::Other(format!("stream region {}: {e}", path.display())))?;
+    let region = Region::open(&path, &options).map_err(|e| EngineError::Storage {
+        what: format!("stream region {}", path.display()),
+        source: Box::new(e),
+    })?;
     if region.len() < catalog.region_bytes {
         return Err(EngineError::corruption(
             path.display().to_string(),

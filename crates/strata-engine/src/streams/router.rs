@@ -35,8 +35,8 @@ use strata_series::event_streams::{
     EventRows, EventSelect, EventStreams, StreamAttr, StreamError, StreamInfo,
 };
 use strata_series::{
-    EngineError, FieldValue, Point, SeriesEngine, SeriesId, SeriesInfo, SeriesStore, TimeRange, TimestampNs,
-    WriteOutcome,
+    EngineError, FieldValue, LineRejection, Point, SeriesEngine, SeriesId, SeriesInfo, SeriesStore,
+    TimeRange, TimestampNs, WriteOutcome,
 };
 
 use super::placement::from_event_error;
@@ -65,19 +65,19 @@ impl RoutingStore {
         db: &str,
         name: &str,
         points: &[(usize, &Point)],
-        rejected: &mut Vec<(usize, String)>,
+        rejected: &mut Vec<(usize, LineRejection)>,
     ) -> Result<(usize, usize), EngineError> {
         let Some(open) = self.streams.get(db, name) else {
             // Dropped since the split: the points are not written.
             for (i, _) in points {
-                rejected.push((*i, format!("stream '{name}' was dropped during the write")));
+                rejected.push((*i, LineRejection::TableDropped(name.to_string())));
             }
             return Ok((0, 0));
         };
         let mut stream = open.stream.lock();
         if open.is_dropped() {
             for (i, _) in points {
-                rejected.push((*i, format!("stream '{name}' was dropped during the write")));
+                rejected.push((*i, LineRejection::TableDropped(name.to_string())));
             }
             return Ok((0, 0));
         }
@@ -86,17 +86,17 @@ impl RoutingStore {
         let mut failed: Option<String> = None;
         for (index, point) in points {
             if let Some(why) = &failed {
-                rejected.push((*index, why.clone()));
+                rejected.push((*index, LineRejection::NotAttempted(why.clone())));
                 continue;
             }
             let encoded = point_to_event(name, &schema, point)
                 .and_then(|e| event::encode(&schema, &e).map_err(|e| e.to_string()));
             match encoded {
-                Err(reason) => rejected.push((*index, reason)),
+                Err(reason) => rejected.push((*index, LineRejection::Unfit(reason))),
                 Ok(bytes) => match stream.append(&bytes) {
                     Ok(_) => written += 1,
                     Err(e @ strata_events::EventError::Full { .. }) => {
-                        rejected.push((*index, format!("stream '{name}': {e}")))
+                        rejected.push((*index, LineRejection::TableFull(format!("stream '{name}': {e}"))))
                     }
                     Err(e) => {
                         // The events before this one are in the stream: report
@@ -105,7 +105,7 @@ impl RoutingStore {
                         // does not duplicate the written ones.
                         let why =
                             format!("stream '{name}': {e} (this line and the following were not written)");
-                        rejected.push((*index, why.clone()));
+                        rejected.push((*index, LineRejection::NotAttempted(why.clone())));
                         failed = Some(why);
                     }
                 },

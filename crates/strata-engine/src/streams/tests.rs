@@ -232,7 +232,11 @@ fn streams_answer_like_the_model_and_survive_restart_and_drop() {
             assert_eq!(out.points_written, chunk.len() + 1, "{placement}: events and the series point");
             assert_eq!(out.rejected.len(), 1, "{placement}: {:?}", out.rejected);
             assert_eq!(out.rejected[0].0, points.len() - 1);
-            assert!(out.rejected[0].1.contains("missing attribute 'ok'"), "{}", out.rejected[0].1);
+            assert!(
+                out.rejected[0].1.to_string().contains("missing attribute 'ok'"),
+                "{}",
+                out.rejected[0].1
+            );
         }
         assert_eq!(db.store().measurements("mydb").unwrap(), vec!["cpu".to_string(), "stock".to_string()]);
         check_queries(db.store().as_ref(), &model, &mut rng);

@@ -147,10 +147,10 @@ impl BlockFileWriter {
 
     fn check_usable(&self) -> Result<(), EngineError> {
         match &self.failed {
-            Some(why) => Err(EngineError::Other(format!(
+            Some(why) => Err(EngineError::Io(std::io::Error::other(format!(
                 "block file writer for {} failed earlier: {why}",
                 self.path.display()
-            ))),
+            )))),
             None => Ok(()),
         }
     }

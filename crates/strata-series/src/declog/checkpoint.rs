@@ -29,32 +29,32 @@
 
 use std::time::Instant;
 
-use strata_log::Lsn;
-
-use super::side::{DeclogSide, MAX_ERA};
-use crate::checkpoint::CheckpointReport;
-use crate::engine::SeriesEngine;
+use super::protocol::DeclogProtocol;
+use super::side::MAX_ERA;
+use crate::core::checkpoint::{CheckpointReport, LogPosition};
+use crate::core::SeriesCore;
 use crate::error::EngineError;
 use crate::wal::WalRecord;
 
-impl SeriesEngine {
+impl DeclogProtocol {
     /// A DecLog checkpoint (see the module comment).
-    pub(crate) fn checkpoint_declog(&self, dl: &DeclogSide) -> Result<CheckpointReport, EngineError> {
-        self.declog_checkpoint_with(dl, None)
+    pub(crate) fn checkpoint_declog(&self, core: &SeriesCore) -> Result<CheckpointReport, EngineError> {
+        self.declog_checkpoint_with(core, None)
     }
 
     /// Applies `rec` and makes it durable by a checkpoint, with every
     /// transaction held back meanwhile.
-    pub(crate) fn declog_barrier(&self, dl: &DeclogSide, rec: &WalRecord) -> Result<(), EngineError> {
-        self.check_poisoned()?;
-        self.declog_checkpoint_with(dl, Some(rec)).map(|_| ())
+    pub(crate) fn declog_barrier(&self, core: &SeriesCore, rec: &WalRecord) -> Result<(), EngineError> {
+        core.health().check()?;
+        self.declog_checkpoint_with(core, Some(rec)).map(|_| ())
     }
 
     fn declog_checkpoint_with(
         &self,
-        dl: &DeclogSide,
+        core: &SeriesCore,
         barrier: Option<&WalRecord>,
     ) -> Result<CheckpointReport, EngineError> {
+        let dl = &self.side;
         let _running = dl.checkpoint_running.lock();
         let started = Instant::now();
         let mut report = CheckpointReport::default();
@@ -63,34 +63,38 @@ impl SeriesEngine {
         // 1.-3. The cut, with nothing in flight.
         let cut_lock = dl.cut.write();
         if let Some(rec) = barrier {
-            self.apply_record(rec, false);
-            self.counters.txns_committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            core.apply_record(rec, false);
+            core.count_commit(0, 0, 0);
         }
-        let cut = dl.log.cut().map_err(|e| self.declog_cut_failed(e))?;
-        self.freeze_all();
-        dl.control.reset().map_err(|e| EngineError::Other(format!("checkpoint: {e}")))?;
+        let cut = dl.log.cut().map_err(|e| cut_failed(core, e))?;
+        core.data().freeze_all();
+        dl.control.reset().map_err(EngineError::CheckpointRefused)?;
         let era = dl.era();
         if era >= MAX_ERA {
-            return Err(EngineError::Other(format!(
-                "DecLog LSN era {era} exhausted; restart the engine (recovery continues with a checkpoint)"
-            )));
+            return Err(EngineError::LsnEraExhausted { era });
         }
         dl.era.store(era + 1, std::sync::atomic::Ordering::Relaxed);
         let cut_lock = if barrier.is_some() { Some(cut_lock) } else { None };
 
         // 4. Seal, manifest, purge.
-        self.seal_frozen(&mut report)?;
-        *dl.last_cut.lock() = cut.ends.clone();
-        let checkpoint_seq = self.write_checkpoint_manifest(Lsn(0))?;
-        dl.log.truncate_to(&cut.ends).map_err(|e| self.declog_cut_failed(e))?;
+        core.seal_frozen(&mut report)?;
+        let position = LogPosition {
+            protocol: self.side.options.name.to_string(),
+            checkpoint_lsn: 0,
+            declog_cut: cut.ends.clone(),
+        };
+        let checkpoint_seq = core.write_checkpoint_manifest(position)?;
+        dl.log.truncate_to(&cut.ends).map_err(|e| cut_failed(core, e))?;
         drop(cut_lock);
         report.log_bytes_freed = before.saturating_sub(dl.log_bytes());
-        self.finish_checkpoint(&mut report, checkpoint_seq, started);
+        core.finish_checkpoint(&mut report, checkpoint_seq, started);
         Ok(report)
     }
+}
 
-    fn declog_cut_failed(&self, e: strata_declog::DeclogError) -> EngineError {
-        self.poison(&strata_log::LogError::Poisoned(format!("declog checkpoint: {e}")));
-        EngineError::Other(format!("declog checkpoint: {e}"))
-    }
+/// A failed cut or purge leaves the streams in a state no later commit
+/// may build on: writes stop until a restart recovers.
+fn cut_failed(core: &SeriesCore, e: strata_declog::DeclogError) -> EngineError {
+    core.health().poison(format_args!("declog checkpoint: {e}"));
+    EngineError::Declog(e)
 }

@@ -13,6 +13,8 @@
 //!
 //! - [`entry_key`]: what one log entry holds (4.3.1: the key, the point);
 //! - [`side`]: the engine's DecLog state (log, side table, cut lock, LSN era);
+//! - [`protocol`]: [`DeclogProtocol`], DecLog behind the series engine's
+//!   commit-protocol trait;
 //! - `write_path`: transactions under DecLog (4.1-4.3);
 //! - `checkpoint`: the non-blocking checkpoint (4.5) and the barrier for
 //!   whole-database operations;
@@ -23,10 +25,10 @@ pub mod control_table;
 pub mod entry_key;
 pub mod ext_ts;
 pub mod lsn;
+pub mod protocol;
 pub mod replay;
 pub mod side;
 mod write_path;
-pub(crate) use write_path::GroupTxn;
 
 #[cfg(test)]
 mod tests;
@@ -34,4 +36,6 @@ mod tests;
 pub use control_table::{ControlTable, PointRef, ResetRefused};
 pub use ext_ts::{ExtTimestamp, ExtTimestampError, UTS_MAX};
 pub use lsn::{acquire, DataLsn, LsnError, LsnGuard, TxnAccess};
+pub use protocol::DeclogProtocol;
+pub use replay::DeclogOpener;
 pub use side::{DeclogEngineOptions, DeclogSide, ERA_SHIFT};

@@ -22,38 +22,59 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use strata_declog::compress::point_payload;
-use strata_declog::{DecLog, Recovered, RecoveredEntry};
-use strata_log::{Lsn, NoLog};
+use strata_declog::{DecLog, Recovered as ParsedLog, RecoveredEntry};
 
 use super::entry_key::{decode_op, decode_payload, EntryOp};
+use super::protocol::DeclogProtocol;
 use super::side::{resume_after, DeclogEngineOptions, DeclogSide};
-use crate::engine::SeriesEngine;
+use crate::core::data::PointChange;
+use crate::core::SeriesCore;
 use crate::error::EngineError;
+use crate::manifest::Manifest;
 use crate::model::{FieldType, SeriesId, TimestampNs};
-use crate::options::EngineOptions;
-use crate::recovery::{Loaded, RecoveryPhase, RecoveryReport};
-use crate::series_data::SeriesData;
+use crate::protocol::{ProtocolOpener, Recovered};
+use crate::recovery::{RecoveryPhase, RecoveryReport};
 
 /// Per replay thread: key bytes -> series, so keys are decoded once.
 type KeyCache = HashMap<Vec<u8>, (SeriesId, FieldType)>;
 
-impl SeriesEngine {
-    /// Opens the engine over an opened DecLog whose parse is `recovered`.
-    pub fn open_declog(
-        opts: EngineOptions,
+/// An opened DecLog and its parse (`DecLog::open`), not yet replayed.
+pub struct DeclogOpener {
+    pub log: DecLog,
+    pub parsed: ParsedLog,
+    pub options: DeclogEngineOptions,
+    pub replay_threads: usize,
+}
+
+impl DeclogOpener {
+    pub fn boxed(
         log: DecLog,
-        recovered: Recovered,
+        parsed: ParsedLog,
         options: DeclogEngineOptions,
         replay_threads: usize,
+    ) -> Box<Self> {
+        Box::new(DeclogOpener { log, parsed, options, replay_threads })
+    }
+}
+
+impl ProtocolOpener for DeclogOpener {
+    fn name(&self) -> &'static str {
+        self.options.name
+    }
+
+    fn recover(
+        self: Box<Self>,
+        core: &SeriesCore,
+        manifest: Option<&Manifest>,
+        report: &mut RecoveryReport,
         progress: &dyn Fn(RecoveryPhase, u64, u64),
-    ) -> Result<(Arc<SeriesEngine>, RecoveryReport), EngineError> {
-        let Loaded { mut engine, manifest, mut report, same_log, started } =
-            Self::load_checkpoint(opts, Box::new(NoLog::starting_at(Lsn(0))), options.name, None, progress)?;
+    ) -> Result<Recovered, EngineError> {
+        let DeclogOpener { log, parsed: recovered, options, replay_threads } = *self;
+        let same_log = manifest.is_none_or(|m| m.protocol == options.name);
         let streams = log.layout().threads;
         let cut: Vec<u64> = match &manifest {
             Some(m) if same_log && m.declog_cut.len() == streams => m.declog_cut.clone(),
@@ -80,7 +101,7 @@ impl SeriesEngine {
         for e in &recovered.inserts {
             by_group[e.stream % threads].push(e);
         }
-        let engine_ref = &engine;
+        let engine_ref = core;
         let results: Vec<Result<(), EngineError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = by_group
                 .iter()
@@ -92,7 +113,7 @@ impl SeriesEngine {
                         for e in group {
                             if skip(e) {
                                 skipped.fetch_add(1, Ordering::Relaxed);
-                            } else if engine_ref.replay_entry(e, &mut cache, &mut local_floor)? {
+                            } else if replay_entry(engine_ref, e, &mut cache, &mut local_floor)? {
                                 replayed.fetch_add(1, Ordering::Relaxed);
                             }
                             done.fetch_add(1, Ordering::Relaxed);
@@ -113,7 +134,7 @@ impl SeriesEngine {
         for e in recovered.updates_in_lsn_order() {
             if skip(e) {
                 skipped.fetch_add(1, Ordering::Relaxed);
-            } else if engine.replay_entry(e, &mut cache, &mut local_floor)? {
+            } else if replay_entry(core, e, &mut cache, &mut local_floor)? {
                 replayed.fetch_add(1, Ordering::Relaxed);
             }
             if done.fetch_add(1, Ordering::Relaxed).is_multiple_of(4096) {
@@ -123,11 +144,11 @@ impl SeriesEngine {
         let mut floors = floors.into_inner();
         merge_floors(&mut floors, local_floor);
         for (id, floor) in floors.iter_mut() {
-            if let Some(max) = engine.shard(*id).lock().get(id).and_then(|d| d.max_ts()) {
+            if let Some(max) = core.data().max_ts(*id) {
                 *floor = (*floor).max(max);
             }
         }
-        engine.order.lock().planned_last = floors.into_iter().collect();
+
         report.points_replayed = replayed.into_inner();
         report.log_records_skipped = skipped.into_inner() as usize;
         report.replay_s = t.elapsed().as_secs_f64();
@@ -136,73 +157,71 @@ impl SeriesEngine {
         let (era, central) = resume_after(max_lsn);
         let next_txn = recovered.max_txn_id.map_or(1, |t| t.0 + 1);
         let side = DeclogSide::new(log, options, era, central, next_txn);
-        *side.last_cut.lock() = cut;
-        engine.declog = Some(side);
-        Self::finish_open(engine, foreign, report, started)
+        let protocol = DeclogProtocol::new(side, floors.into_iter().collect());
+        Ok(Recovered { protocol: Box::new(protocol), checkpoint_now: foreign })
     }
+}
 
-    /// Replays one entry; false if it was dropped (its series' type differs:
-    /// only a damaged or foreign log gets there).
-    fn replay_entry(
-        &self,
-        e: &RecoveredEntry,
-        cache: &mut KeyCache,
-        floors: &mut HashMap<SeriesId, TimestampNs>,
-    ) -> Result<bool, EngineError> {
-        let corrupt = |why: String| {
-            EngineError::corruption(
-                "declog",
-                format!("entry of {} in stream {} at {}: {why}", e.txn, e.stream, e.pos),
-            )
-        };
-        let raw = point_payload::decode(&e.payload).map_err(corrupt)?;
-        let (id, field_type) = match cache.get(raw.key) {
-            Some(hit) => *hit,
-            None => {
-                let ep = decode_payload(&e.payload).map_err(corrupt)?;
-                let k = &ep.key;
-                let found_id = self.index.read().lookup(&k.db, &k.key);
-                // The index guard is dropped before `series_type` reads it
-                // again: a second read behind a waiting writer deadlocks.
-                let found = found_id.map(|id| (id, self.series_type(id)));
-                let resolved = match found {
-                    Some((id, Some(ft))) => (id, ft),
-                    _ => {
-                        let mut index = self.index.write();
-                        match index.lookup(&k.db, &k.key) {
-                            Some(id) => (id, index.entry(id).map_or(k.field_type, |x| x.field_type)),
-                            None => {
-                                let id = index.allocate_id();
-                                index.insert(&k.db, id, k.key.clone(), k.field_type);
-                                (id, k.field_type)
-                            }
+/// Replays one entry; false if it was dropped (its series' type differs:
+/// only a damaged or foreign log gets there).
+fn replay_entry(
+    core: &SeriesCore,
+    e: &RecoveredEntry,
+    cache: &mut KeyCache,
+    floors: &mut HashMap<SeriesId, TimestampNs>,
+) -> Result<bool, EngineError> {
+    let corrupt = |why: String| {
+        EngineError::corruption(
+            "declog",
+            format!("entry of {} in stream {} at {}: {why}", e.txn, e.stream, e.pos),
+        )
+    };
+    let raw = point_payload::decode(&e.payload).map_err(corrupt)?;
+    let (id, field_type) = match cache.get(raw.key) {
+        Some(hit) => *hit,
+        None => {
+            let ep = decode_payload(&e.payload).map_err(corrupt)?;
+            let k = &ep.key;
+            let found_id = core.index().read().lookup(&k.db, &k.key);
+            // The index guard is dropped before `series_type` reads it
+            // again: a second read behind a waiting writer deadlocks.
+            let found = found_id.map(|id| (id, series_type(core, id)));
+            let resolved = match found {
+                Some((id, Some(ft))) => (id, ft),
+                _ => {
+                    let mut index = core.index().write();
+                    match index.lookup(&k.db, &k.key) {
+                        Some(id) => (id, index.entry(id).map_or(k.field_type, |x| x.field_type)),
+                        None => {
+                            let id = index.allocate_id();
+                            index.insert(&k.db, id, k.key.clone(), k.field_type);
+                            (id, k.field_type)
                         }
                     }
-                };
-                if resolved.1 != k.field_type {
-                    return Ok(false);
                 }
-                cache.insert(raw.key.to_vec(), resolved);
-                resolved
+            };
+            if resolved.1 != k.field_type {
+                return Ok(false);
             }
-        };
-        let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(corrupt)?;
-        let ts = raw.timestamp;
-        let floor = floors.entry(id).or_insert(ts);
-        *floor = (*floor).max(ts);
-        let max_file_seq = self.ckpt.lock().next_file_seq.saturating_sub(1);
-        let mut shard = self.shard(id).lock();
-        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
-        match op {
-            EntryOp::Write(v) => data.insert(ts, v),
-            EntryOp::Delete => data.apply_point_delete(ts, max_file_seq),
+            cache.insert(raw.key.to_vec(), resolved);
+            resolved
         }
-        Ok(true)
-    }
+    };
+    let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(corrupt)?;
+    let ts = raw.timestamp;
+    let floor = floors.entry(id).or_insert(ts);
+    *floor = (*floor).max(ts);
+    let max_file_seq = core.blocks().max_file_seq();
+    let change = match op {
+        EntryOp::Write(v) => PointChange::Update(v),
+        EntryOp::Delete => PointChange::Delete,
+    };
+    core.data().replay_change(id, field_type, ts, change, max_file_seq);
+    Ok(true)
+}
 
-    fn series_type(&self, id: SeriesId) -> Option<FieldType> {
-        self.index.read().entry(id).map(|e| e.field_type)
-    }
+fn series_type(core: &SeriesCore, id: SeriesId) -> Option<FieldType> {
+    core.index().read().entry(id).map(|e| e.field_type)
 }
 
 fn merge_floors(into: &mut HashMap<SeriesId, TimestampNs>, from: HashMap<SeriesId, TimestampNs>) {

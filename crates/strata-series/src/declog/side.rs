@@ -68,8 +68,6 @@ pub struct DeclogSide {
     pub(crate) next_txn: AtomicU64,
     /// One checkpoint at a time.
     pub(crate) checkpoint_running: Mutex<()>,
-    /// The cut of the last checkpoint (or the heads at open).
-    pub(crate) last_cut: Mutex<Vec<u64>>,
     pub(crate) keys: RwLock<HashMap<SeriesId, Arc<LogKey>>>,
     /// Set while a checkpoint for lack of log space is wanted.
     pub(crate) space_low: AtomicBool,
@@ -83,7 +81,6 @@ impl DeclogSide {
         central_lsn: u32,
         next_txn: u64,
     ) -> Self {
-        let last_cut = log.stream_positions().iter().map(|(head, _)| *head).collect();
         DeclogSide {
             log,
             options,
@@ -93,7 +90,6 @@ impl DeclogSide {
             central_lsn: AtomicU32::new(central_lsn.max(1)),
             next_txn: AtomicU64::new(next_txn.max(1)),
             checkpoint_running: Mutex::new(()),
-            last_cut: Mutex::new(last_cut),
             keys: RwLock::new(HashMap::default()),
             space_low: AtomicBool::new(false),
         }
@@ -113,10 +109,6 @@ impl DeclogSide {
 
     pub fn era(&self) -> u32 {
         self.era.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn last_cut(&self) -> Vec<u64> {
-        self.last_cut.lock().clone()
     }
 
     /// Bytes between each stream's head and end, summed.

@@ -39,17 +39,17 @@ use std::sync::Arc;
 
 use parking_lot::RwLockReadGuard;
 use strata_declog::{compress::key_hash, DeclogError, EntryOwned, FlushHold, Ticket};
-use strata_log::LogError;
 use strata_media::TxnId;
 
 use super::control_table::PointRef;
 use super::entry_key::{encode_key, encode_payload, EntryOp};
 use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
+use super::protocol::DeclogProtocol;
 use super::side::{DeclogSide, LogKey};
-use crate::engine::SeriesEngine;
+use crate::core::data::PointChange;
+use crate::core::SeriesCore;
 use crate::error::EngineError;
-use crate::model::{FieldValue, Point, SeriesId, TimeRange, TimestampNs};
-use crate::series_data::SeriesData;
+use crate::model::{FieldValue, Point, SeriesId, TimestampNs};
 use crate::txn::{TxnOp, TxnOutcome};
 use crate::wal::WalRecord;
 
@@ -60,18 +60,12 @@ const CHECKPOINT_AT_FREE_FRACTION: f64 = 0.25;
 /// Stream bytes one entry may take besides its key (header, tail, value,
 /// timestamp, rest, padding share).
 const ENTRY_ESTIMATE_BYTES: u64 = 128;
-
-/// What a planned operation does to its point.
-#[derive(Clone, Debug)]
-enum Planned {
-    Insert(FieldValue),
-    Update(FieldValue),
-    Delete,
-}
+/// A generous bound on a log key's bytes, for the space check.
+const MAX_KEY_BYTES_HINT: u64 = 256;
 
 struct PlannedTxn {
     /// (series, ts) -> what to do; one per point (the last write wins).
-    ops: Vec<(SeriesId, TimestampNs, Planned)>,
+    ops: Vec<(SeriesId, TimestampNs, PointChange)>,
     reads: Vec<Option<(SeriesId, TimestampNs)>>,
     outcome: crate::store::WriteOutcome,
 }
@@ -79,11 +73,11 @@ struct PlannedTxn {
 impl PlannedTxn {
     fn with_inserts_as_updates_if_ordered(mut self) -> PlannedTxn {
         let ordered = !self.reads.iter().all(Option::is_none)
-            || self.ops.iter().any(|(_, _, w)| !matches!(w, Planned::Insert(_)));
+            || self.ops.iter().any(|(_, _, w)| !matches!(w, PointChange::Insert(_)));
         if ordered {
             for (_, _, what) in &mut self.ops {
-                if let Planned::Insert(v) = what {
-                    *what = Planned::Update(v.clone());
+                if let PointChange::Insert(v) = what {
+                    *what = PointChange::Update(v.clone());
                 }
             }
         }
@@ -119,28 +113,28 @@ pub(crate) struct GroupTxn<'a> {
     pub others: &'a [TxnOp],
 }
 
-impl SeriesEngine {
+impl DeclogProtocol {
     pub(crate) fn execute_declog(
         &self,
-        dl: &DeclogSide,
+        core: &SeriesCore,
         db: &str,
         ops: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
         let points = crate::txn::written_points(ops);
-        self.run_declog_txn(dl, db, &points, ops)
+        self.run_declog_txn(core, db, &points, ops)
     }
 
     /// Runs one transaction: `points` written, plus the reads and deletes
     /// of `others` (its writes are ignored: they are in `points`).
     pub(crate) fn run_declog_txn(
         &self,
-        dl: &DeclogSide,
+        core: &SeriesCore,
         db: &str,
         points: &[Point],
         others: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
         let txn = GroupTxn { points: points.to_vec(), others };
-        self.run_declog_group(dl, db, std::slice::from_ref(&txn))
+        self.run_declog_group(core, db, std::slice::from_ref(&txn))
             .pop()
             .expect("a group of one transaction has one result")
     }
@@ -157,7 +151,7 @@ impl SeriesEngine {
     /// its own group; one that holds locks is waited for at once.
     pub(crate) fn run_declog_group(
         &self,
-        dl: &DeclogSide,
+        core: &SeriesCore,
         db: &str,
         txns: &[GroupTxn<'_>],
     ) -> Vec<Result<TxnOutcome, EngineError>> {
@@ -165,11 +159,13 @@ impl SeriesEngine {
             .iter()
             .map(|t| t.points.iter().map(|p| p.fields.len()).sum::<usize>() + t.others.len())
             .sum();
-        if let Err(e) = self.ensure_log_space(dl, values) {
-            let message = e.to_string();
-            let mut results = vec![Err(e)];
-            results.extend((1..txns.len()).map(|_| Err(EngineError::Other(message.clone()))));
-            return results;
+        let dl = &self.side;
+        if let Err(e) = self.ensure_log_space(core, values) {
+            if txns.len() == 1 {
+                return vec![Err(e)];
+            }
+            let e = Arc::new(e);
+            return txns.iter().map(|_| Err(EngineError::GroupFailed(e.clone()))).collect();
         }
         let mut group = GroupRun {
             dl,
@@ -179,21 +175,21 @@ impl SeriesEngine {
             results: (0..txns.len()).map(|_| None).collect(),
         };
         for (slot, txn) in txns.iter().enumerate() {
-            match self.start_declog_txn(&mut group, db, slot, txn) {
+            match self.start_declog_txn(core, &mut group, db, slot, txn) {
                 Ok(Some(logged)) => {
                     // One holding locks is waited for at once, so no later
                     // transaction of the group can wait on its own group's lock.
                     let locks = logged.guard.modified_points().next().is_some();
                     group.pending.push(logged);
                     if locks {
-                        self.finish_declog_group(&mut group);
+                        self.finish_declog_group(core, &mut group);
                     }
                 }
                 Ok(None) => {}
                 Err(e) => group.results[slot] = Some(Err(e)),
             }
         }
-        self.finish_declog_group(&mut group);
+        self.finish_declog_group(core, &mut group);
         drop(group.cut.take());
         group.results.into_iter().map(|r| r.expect("every transaction of the group has a result")).collect()
     }
@@ -203,13 +199,14 @@ impl SeriesEngine {
     /// result is stored in the group).
     fn start_declog_txn<'t>(
         &self,
+        core: &SeriesCore,
         group: &mut GroupRun<'t>,
         db: &str,
         slot: usize,
         txn: &GroupTxn<'_>,
     ) -> Result<Option<Logged<'t>>, EngineError> {
         let dl = group.dl;
-        let plan = self.plan_declog(db, &txn.points, txn.others)?;
+        let plan = self.plan_declog(core, db, &txn.points, txn.others)?;
         let mut out = TxnOutcome { write: plan.outcome.clone(), ..Default::default() };
         // A transaction that reads, updates or deletes gets an LSN above 0,
         // which every one of its entries carries: its new points must then
@@ -220,15 +217,15 @@ impl SeriesEngine {
         for (id, ts, what) in &plan.ops {
             let p = PointRef::new(*id, *ts);
             match what {
-                Planned::Insert(_) => access.inserts += 1,
-                Planned::Update(_) => access.updates.push(p),
-                Planned::Delete => access.deletes.push(p),
+                PointChange::Insert(_) => access.inserts += 1,
+                PointChange::Update(_) => access.updates.push(p),
+                PointChange::Delete => access.deletes.push(p),
             }
         }
         access.reads = plan.reads.iter().flatten().map(|(id, ts)| PointRef::new(*id, *ts)).collect();
         if !access.is_insert_only() {
             // It reads or locks: it must see (and may wait on) the group.
-            self.finish_declog_group(group);
+            self.finish_declog_group(core, group);
         }
 
         // 2. The LSN.
@@ -238,10 +235,7 @@ impl SeriesEngine {
                 Err(e) if e.is_conflict() => {
                     out.retries += 1;
                     if out.retries > MAX_LSN_RETRIES {
-                        return Err(EngineError::Other(format!(
-                            "transaction aborted {} times by conflicting updates: {e}",
-                            out.retries
-                        )));
+                        return Err(EngineError::TxnAborted { retries: out.retries, last: e });
                     }
                     std::thread::yield_now();
                 }
@@ -249,17 +243,17 @@ impl SeriesEngine {
                     // Rule 5: checkpoint (it needs the cut lock exclusively;
                     // the group is already finished: this one is not insert-only).
                     drop(group.cut.take());
-                    self.checkpoint_declog(dl)?;
+                    self.checkpoint_declog(core)?;
                     group.cut = Some(dl.cut.read());
                 }
-                Err(e) => return Err(EngineError::Other(e.to_string())),
+                Err(e) => return Err(EngineError::Lsn(e)),
             }
         };
 
         // 3. Reads (the group before it is applied: see above).
         for r in &plan.reads {
             out.reads.push(match r {
-                Some((id, ts)) => self.read_point(*id, *ts)?,
+                Some((id, ts)) => core.read_point(*id, *ts)?,
                 None => None,
             });
         }
@@ -276,10 +270,10 @@ impl SeriesEngine {
             .ops
             .iter()
             .map(|(id, ts, what)| {
-                let key = self.log_key(dl, *id)?;
+                let key = self.log_key(core, *id)?;
                 let op = match what {
-                    Planned::Insert(v) | Planned::Update(v) => EntryOp::Write(v.clone()),
-                    Planned::Delete => EntryOp::Delete,
+                    PointChange::Insert(v) | PointChange::Update(v) => EntryOp::Write(v.clone()),
+                    PointChange::Delete => EntryOp::Delete,
                 };
                 let payload = encode_payload(&key.bytes, *ts, &op);
                 Ok(EntryOwned { key_hash: key.hash, lsn, compressed: false, payload })
@@ -297,14 +291,14 @@ impl SeriesEngine {
         // Keep the open queues open until the group waits: one batch for all.
         group.hold.get_or_insert_with(|| dl.log.hold_flush());
         // On an error the guard drops, which aborts: the control words go back.
-        let ticket = dl.log.submit_owned(txn_id, entries).map_err(|e| self.declog_failed(e))?;
+        let ticket = dl.log.submit_owned(txn_id, entries).map_err(|e| self.declog_failed(core, e))?;
         Ok(Some(Logged { slot, plan, guard, ticket, out, bytes }))
     }
 
     /// Step 5 for every queued transaction of a group: release the flush
     /// hold, wait for the tails, apply the durable ones in queue order under
     /// one apply gate, release their locks (commit), store every result.
-    fn finish_declog_group(&self, group: &mut GroupRun<'_>) {
+    fn finish_declog_group(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
         drop(group.hold.take());
         if group.pending.is_empty() {
             return;
@@ -315,48 +309,45 @@ impl SeriesEngine {
                 Ok(()) => durable.push(logged),
                 Err(e) => {
                     // Dropping the guard aborts: the control words go back.
-                    group.results[logged.slot] = Some(Err(self.declog_failed(e)));
+                    group.results[logged.slot] = Some(Err(self.declog_failed(core, e)));
                 }
             }
         }
-        let max_file_seq = self.ckpt.lock().next_file_seq.saturating_sub(1);
+        let max_file_seq = core.blocks().max_file_seq();
         if !durable.is_empty() {
-            let _gate = self.gate.write();
+            let mut batch = core.data().batch();
             for logged in &durable {
-                for (id, ts, what) in &logged.plan.ops {
-                    let mut shard = self.shard(*id).lock();
-                    let data =
-                        shard.entry(*id).or_insert_with(|| SeriesData::new(self.field_type_of(*id, what)));
-                    match what {
-                        Planned::Insert(v) => data.apply_insert(*ts, v.clone()),
-                        Planned::Update(v) => data.apply_update(*ts, v.clone()),
-                        Planned::Delete => data.apply_point_delete(*ts, max_file_seq),
-                    }
+                for (id, ts, change) in &logged.plan.ops {
+                    let applied =
+                        batch.apply(*id, core.field_type_for(*id, change), *ts, change.clone(), max_file_seq);
+                    debug_assert!(applied, "a type-checked change to {id} did not apply");
                 }
             }
         }
-        let c = &self.counters;
         for logged in durable {
             logged.guard.commit();
-            c.txns_committed.fetch_add(1, Ordering::Relaxed);
-            c.points_written.fetch_add(logged.out.write.points_written as u64, Ordering::Relaxed);
-            c.values_written.fetch_add(logged.out.write.values_written as u64, Ordering::Relaxed);
-            c.log_bytes_written.fetch_add(logged.bytes, Ordering::Relaxed);
+            core.count_commit(logged.out.write.points_written, logged.out.write.values_written, logged.bytes);
             group.results[logged.slot] = Some(Ok(logged.out));
         }
     }
 
     /// Step 1 (see the module comment).
-    fn plan_declog(&self, db: &str, points: &[Point], others: &[TxnOp]) -> Result<PlannedTxn, EngineError> {
-        let mut order = self.order.lock();
-        self.check_poisoned()?;
+    fn plan_declog(
+        &self,
+        core: &SeriesCore,
+        db: &str,
+        points: &[Point],
+        others: &[TxnOp],
+    ) -> Result<PlannedTxn, EngineError> {
+        let mut planned_last = self.planned_last.lock();
+        core.health().check()?;
         let (rec, outcome) = if points.is_empty() {
-            if !self.index.read().has_database(db) {
+            if !core.index().read().has_database(db) {
                 return Err(EngineError::UnknownDatabase(db.to_string()));
             }
             (None, Default::default())
         } else {
-            let (rec, outcome) = self.plan_write(db, points)?;
+            let (rec, outcome) = core.plan_write(db, points)?;
             (Some(rec), outcome)
         };
         let mut by_point: foldhash::HashMap<(SeriesId, TimestampNs), usize> = Default::default();
@@ -369,18 +360,14 @@ impl SeriesEngine {
             }
         };
         if let Some(WalRecord::Write { db, new_series, points }) = &rec {
-            let mut index = self.index.write();
-            for s in new_series {
-                index.insert(db, s.id, s.key.clone(), s.field_type);
-            }
-            drop(index);
+            core.publish_new_series(db, new_series);
             for (id, ts, v) in points {
                 push(*id, *ts, Some(v.clone()));
             }
         }
         let mut reads = Vec::new();
         {
-            let index = self.index.read();
+            let index = core.index().read();
             for op in others {
                 match op {
                     TxnOp::Write(_) => {}
@@ -401,42 +388,32 @@ impl SeriesEngine {
         }
         let mut planned = Vec::with_capacity(ops.len());
         for (id, ts, v) in ops {
-            let last = match order.planned_last.get(&id) {
+            let last = match planned_last.get(&id) {
                 Some(last) => *last,
-                None => self.shard(id).lock().get(&id).and_then(|d| d.max_ts()).unwrap_or(i64::MIN),
+                None => core.data().max_ts(id).unwrap_or(i64::MIN),
             };
             let what = match v {
-                Some(v) if ts > last => Planned::Insert(v),
-                Some(v) => Planned::Update(v),
-                None => Planned::Delete,
+                Some(v) if ts > last => PointChange::Insert(v),
+                Some(v) => PointChange::Update(v),
+                None => PointChange::Delete,
             };
-            order.planned_last.insert(id, last.max(ts));
+            planned_last.insert(id, last.max(ts));
             planned.push((id, ts, what));
         }
         Ok(PlannedTxn { ops: planned, reads, outcome })
     }
 
-    /// The field type of a series (for a series whose data is created by
-    /// this apply).
-    fn field_type_of(&self, id: SeriesId, what: &Planned) -> crate::model::FieldType {
-        match what {
-            Planned::Insert(v) | Planned::Update(v) => v.field_type(),
-            Planned::Delete => {
-                self.index.read().entry(id).map_or(crate::model::FieldType::Float, |e| e.field_type)
-            }
-        }
-    }
-
     /// A series' log key, from the cache or encoded from the index.
-    fn log_key(&self, dl: &DeclogSide, id: SeriesId) -> Result<Arc<LogKey>, EngineError> {
+    fn log_key(&self, core: &SeriesCore, id: SeriesId) -> Result<Arc<LogKey>, EngineError> {
+        let dl = &self.side;
         if let Some(k) = dl.keys.read().get(&id) {
             return Ok(k.clone());
         }
         let bytes = {
-            let index = self.index.read();
-            let e = index
-                .entry(id)
-                .ok_or_else(|| EngineError::Other(format!("{id} vanished from the index during a write")))?;
+            let index = core.index().read();
+            // Series are dropped only under the cut lock held exclusively,
+            // never while a transaction (holding it shared) writes them.
+            let e = index.entry(id).expect("a planned series stays in the index until its transaction ends");
             encode_key(&e.db, &e.key, e.field_type)
         };
         let key = Arc::new(LogKey { hash: key_hash(&bytes), bytes });
@@ -444,18 +421,13 @@ impl SeriesEngine {
         Ok(key)
     }
 
-    /// One point's value (DRAM and sealed), or None.
-    fn read_point(&self, id: SeriesId, ts: TimestampNs) -> Result<Option<FieldValue>, EngineError> {
-        let mut got = self.read_series(&[id], TimeRange { min_ns: ts, max_ns: ts })?;
-        Ok(got.pop().and_then(|mut pts| pts.pop()).map(|(_, v)| v))
-    }
-
     /// Checkpoints first when a stream is getting full, so the log never
     /// fills (a full DecLog stream stops writes until reopened).
-    fn ensure_log_space(&self, dl: &DeclogSide, values: usize) -> Result<(), EngineError> {
+    fn ensure_log_space(&self, core: &SeriesCore, values: usize) -> Result<(), EngineError> {
+        let dl = &self.side;
         // Room for this transaction even if all of it lands in one stream
         // (an entry is its payload plus header and tail, padded).
-        let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + self.max_key_bytes_hint());
+        let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT);
         let min_free = dl.log.free_bytes().into_iter().min().unwrap_or(0);
         if !dl.options.checkpoints
             || (dl.min_free_fraction() >= CHECKPOINT_AT_FREE_FRACTION && min_free >= 2 * needed_bytes)
@@ -467,22 +439,16 @@ impl SeriesEngine {
             drop(dl.checkpoint_running.lock());
             return Ok(());
         }
-        let result = self.checkpoint_declog(dl);
+        let result = self.checkpoint_declog(core);
         dl.space_low.store(false, Ordering::Release);
         result.map(|_| ())
     }
 
-    /// A generous bound on a log key's bytes, for the space check.
-    fn max_key_bytes_hint(&self) -> u64 {
-        256
-    }
-
     /// A DecLog failure: poisons the engine when the log stopped.
-    fn declog_failed(&self, e: DeclogError) -> EngineError {
-        let engine_error = EngineError::Other(format!("declog: {e}"));
+    pub(crate) fn declog_failed(&self, core: &SeriesCore, e: DeclogError) -> EngineError {
         if matches!(e, DeclogError::Poisoned(_) | DeclogError::Stalled) || e.is_corruption() {
-            self.poison(&LogError::Poisoned(e.to_string()));
+            core.health().poison(format_args!("declog: {e}"));
         }
-        engine_error
+        EngineError::Declog(e)
     }
 }

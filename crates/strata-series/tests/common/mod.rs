@@ -11,7 +11,9 @@ use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, LogRecord, NoLog, SerialLog};
 use strata_media::fs::{FileSystem, RealFs};
 use strata_pmem::{Region, RegionOffset};
-use strata_series::{DeclogEngineOptions, EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore};
+use strata_series::{
+    DeclogEngineOptions, DeclogOpener, EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore,
+};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LogKind {
@@ -91,21 +93,15 @@ impl Harness {
                 DecLog::open_with_mode(region, LOG_BASE, FlushMode::Threads).unwrap()
             };
             let opts = EngineOptions::new(self.dir.path().join("series"));
-            let (engine, _report) = SeriesEngine::open_declog(
-                opts,
-                log,
-                recovered,
-                DeclogEngineOptions::default(),
-                2,
-                &|_, _, _| {},
-            )
-            .unwrap();
+            let opener = DeclogOpener::boxed(log, recovered, DeclogEngineOptions::default(), 2);
+            let (engine, _report) = SeriesEngine::open(opts, opener, &|_, _, _| {}).unwrap();
             self.engine = Some(engine);
             return;
         }
         let (log, recs) = open_log(self.kind, self.dir.path(), self.region.as_ref(), fresh);
         let opts = EngineOptions::new(self.dir.path().join("series"));
-        let (engine, _report) = SeriesEngine::open(opts, log, recs, &|_, _, _| {}).unwrap();
+        let (engine, _report) =
+            SeriesEngine::open(opts, strata_series::WalOpener::boxed(log, recs), &|_, _, _| {}).unwrap();
         self.engine = Some(engine);
     }
 

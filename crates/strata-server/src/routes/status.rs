@@ -38,12 +38,12 @@ pub async fn ping(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
 /// `GET /health`.
 pub async fn health(State(state): State<Arc<AppState>>) -> Response {
     let hooks = Arc::clone(&state.hooks);
-    let verdict = tokio::task::spawn_blocking(move || hooks.health())
+    let verdict = tokio::task::spawn_blocking(move || hooks.unhealthy_because())
         .await
-        .unwrap_or_else(|e| Err(format!("health check failed: {e}")));
+        .unwrap_or_else(|e| Some(format!("health check failed: {e}")));
     let (status, pass, message) = match verdict {
-        Ok(()) => (StatusCode::OK, "pass", HEALTH_READY.to_string()),
-        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, "fail", reason),
+        None => (StatusCode::OK, "pass", HEALTH_READY.to_string()),
+        Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, "fail", reason),
     };
     let body = serde_json::json!({
         "name": HEALTH_NAME,

@@ -158,14 +158,9 @@ fn parse_and_commit(
                 state.metrics.record_written(outcome.points_written, outcome.values_written);
                 report.points_written = outcome.points_written;
                 for (index, reason) in outcome.rejected {
-                    let kind = if reason.contains("max-series") {
-                        RejectReason::SeriesLimit
-                    } else {
-                        RejectReason::TypeConflict
-                    };
-                    state.metrics.record_rejected(kind, 1);
+                    state.metrics.record_rejected(RejectReason::of(&reason), 1);
                     let line = batch.line_numbers.get(index).copied().unwrap_or(0);
-                    report.dropped.push(DroppedLine { line, reason });
+                    report.dropped.push(DroppedLine { line, reason: reason.to_string() });
                 }
             }
             Err(e @ EngineError::SeriesLimit { .. }) => {

@@ -24,7 +24,7 @@ pub struct TestHooks {
 }
 
 impl EngineHooks for TestHooks {
-    fn checkpoint(&self) -> Result<String, String> {
+    fn checkpoint(&self) -> Result<String, strata_series::EngineError> {
         let n = self.checkpoints.fetch_add(1, Ordering::SeqCst) + 1;
         Ok(format!("test checkpoint #{n}"))
     }
@@ -35,11 +35,8 @@ impl EngineHooks for TestHooks {
         out.push_str("strata_log_bytes_total 4242\n");
     }
 
-    fn health(&self) -> Result<(), String> {
-        match self.unhealthy.lock().clone() {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        }
+    fn unhealthy_because(&self) -> Option<String> {
+        self.unhealthy.lock().clone()
     }
 }
 

@@ -1,0 +1,117 @@
+//! The series commit-protocol registry: one [`ProtocolFactory`] per
+//! configurable protocol (DESIGN.md section 5), each in its own module. A
+//! factory opens its log device for `Db::open` (handing the series engine a
+//! `strata_series::ProtocolOpener`), says what an acknowledged write
+//! survives, and, when the data directory switches to another protocol,
+//! checks that its old log holds nothing a checkpoint does not cover and
+//! erases it.
+//!
+//! To add a protocol: a `Protocol` variant with its name (`crate::config`),
+//! a module here implementing [`ProtocolFactory`] (with the series side in
+//! `strata_series::protocol`), and one line in [`REGISTRY`].
+
+mod declog;
+mod none;
+mod serial_pmem;
+mod serial_ssd;
+
+use std::sync::Arc;
+
+use strata_media::fs::FileSystem;
+use strata_pmem::Region;
+use strata_series::manifest::Manifest;
+use strata_series::ProtocolOpener;
+
+use crate::config::{Config, Protocol};
+use crate::db::DbError;
+
+/// What an acknowledged write survives under a protocol on its medium.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Survives {
+    /// Nothing: the protocol does not log (the upper bound).
+    Nothing,
+    /// A crash of the process, not a power loss (PMem emulated on a mapped
+    /// file: the data reaches the media only at msync points).
+    ProcessCrash,
+    /// A power loss (fsync/fdatasync on SSD, msync, or flush+fence on DAX).
+    PowerLoss,
+}
+
+impl Survives {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Survives::Nothing => {
+                "nothing (no log: acknowledged writes since the last checkpoint are lost on any crash)"
+            }
+            Survives::ProcessCrash => "a process crash, not a power loss (emulated PMem on a mapped file)",
+            Survives::PowerLoss => "a process crash and a power loss",
+        }
+    }
+}
+
+/// A log device opened for the series engine.
+pub struct OpenedLog {
+    pub opener: Box<dyn ProtocolOpener>,
+    /// The PMem region the log lives in, if any (for persist counters).
+    pub region: Option<Arc<Region>>,
+}
+
+/// One configurable series commit protocol.
+pub trait ProtocolFactory: Sync {
+    fn protocol(&self) -> Protocol;
+
+    /// Opens (formatting if new) the protocol's log device in the data directory.
+    fn open(&self, config: &Config, fs: &Arc<dyn FileSystem>) -> Result<OpenedLog, DbError>;
+
+    /// The checkpoint size trigger for this protocol's log.
+    fn checkpoint_log_bytes(&self, config: &Config) -> u64 {
+        config.storage.checkpoint_log_bytes
+    }
+
+    /// What an acknowledged write survives under `config`.
+    fn survives(&self, config: &Config) -> Survives;
+
+    /// When the data directory switches to another protocol: `Ok(n)` with
+    /// the transactions this protocol's log holds that `manifest` does not
+    /// cover (then the switch is refused), else erases what the log holds
+    /// (so switching back never replays it) and returns `Ok(0)`.
+    fn drain_for_switch(
+        &self,
+        config: &Config,
+        fs: &Arc<dyn FileSystem>,
+        manifest: Option<&Manifest>,
+    ) -> Result<usize, DbError>;
+}
+
+/// Every protocol, by its `Protocol` value.
+static REGISTRY: [&dyn ProtocolFactory; 5] = [
+    &none::NoneFactory,
+    &serial_pmem::SerialPmemFactory,
+    &serial_ssd::SerialSsdFactory,
+    &declog::DeclogFactory::PMEM,
+    &declog::DeclogFactory::SSD,
+];
+
+/// The factory of `protocol`.
+pub fn factory(protocol: Protocol) -> &'static dyn ProtocolFactory {
+    *REGISTRY
+        .iter()
+        .find(|f| f.protocol() == protocol)
+        .expect("every Protocol has a line in protocols::REGISTRY")
+}
+
+/// Every registered factory.
+pub fn all() -> impl Iterator<Item = &'static dyn ProtocolFactory> {
+    REGISTRY.iter().copied()
+}
+
+/// The refusal when `other`'s log holds uncovered transactions.
+pub(crate) fn switch_refused(config: &Config, other: Protocol, pending: usize, to: Protocol) -> DbError {
+    let old = other.name();
+    DbError::UncoveredLog {
+        data_dir: config.data_dir.display().to_string(),
+        protocol: old,
+        pending,
+        to: to.name(),
+    }
+}

@@ -1,0 +1,304 @@
+//! [`DataPart`]: the series' points in memory (declog.txt section 2.1, the
+//! Beringei layout): one [`SeriesData`] per series, sharded by series id,
+//! behind the *apply gate*. A commit protocol applies a transaction's points
+//! with the gate held exclusively; readers hold it shared while they copy
+//! data out, so a transaction is visible all at once or not at all.
+//!
+//! Owns: the shards and the gate. Knows nothing of the index, the block
+//! files or the log: callers pass what it needs (field types, the newest
+//! block-file sequence a delete masks).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
+
+use crate::error::EngineError;
+use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
+use crate::series_data::{SealInput, SealedBlock, SeriesData, Tombstone};
+
+/// Series data is split into shards by series id.
+pub const SHARD_COUNT: usize = 16;
+
+type Shard = foldhash::HashMap<SeriesId, SeriesData>;
+
+/// One change a commit protocol applies to one point.
+#[derive(Clone, Debug)]
+pub enum PointChange {
+    /// Write unless a later update of the point was applied first (DecLog
+    /// inserts: replay puts LSN-0 entries first, so a later update wins).
+    Insert(FieldValue),
+    /// Overwrite.
+    Update(FieldValue),
+    /// Delete the point.
+    Delete,
+}
+
+/// DRAM totals for [`crate::EngineStats`].
+#[derive(Copy, Clone, Debug, Default)]
+pub struct DataTotals {
+    pub dram_points: u64,
+    pub dram_bytes: u64,
+    pub sealed_blocks: u64,
+}
+
+/// A copy of one series' readable state under the gate: its sealed blocks
+/// in `range`, its tombstones and its DRAM points in `range`.
+pub struct SeriesCopy {
+    pub sealed: Vec<SealedBlock>,
+    pub tombstones: Vec<Tombstone>,
+    pub dram: BTreeMap<TimestampNs, FieldValue>,
+}
+
+pub struct DataPart {
+    shards: Vec<Mutex<Shard>>,
+    gate: RwLock<()>,
+}
+
+/// The apply gate held exclusively: changes made through it become visible
+/// together when it drops.
+pub struct ApplyBatch<'a> {
+    part: &'a DataPart,
+    _gate: RwLockWriteGuard<'a, ()>,
+}
+
+impl Default for DataPart {
+    fn default() -> Self {
+        DataPart {
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(Shard::default())).collect(),
+            gate: RwLock::new(()),
+        }
+    }
+}
+
+impl DataPart {
+    fn shard(&self, id: SeriesId) -> &Mutex<Shard> {
+        &self.shards[(id.0 % SHARD_COUNT as u64) as usize]
+    }
+
+    /// Takes the apply gate exclusively.
+    pub fn batch(&self) -> ApplyBatch<'_> {
+        ApplyBatch { part: self, _gate: self.gate.write() }
+    }
+
+    /// Copies out what a read of `ids` in `range` needs, from one snapshot
+    /// (the gate held shared), and passes each copy through `with` while the
+    /// gate is still held. `None` for a series with no data.
+    pub fn copy_for_read<T>(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+        mut with: impl FnMut(SeriesId, SeriesCopy) -> T,
+    ) -> Vec<Option<T>> {
+        let _gate = self.gate.read();
+        ids.iter()
+            .map(|id| {
+                let shard = self.shard(*id).lock();
+                let data = shard.get(id)?;
+                let mut dram = BTreeMap::new();
+                data.overlay_dram(range, &mut dram);
+                let copy = SeriesCopy {
+                    sealed: data.sealed_in(range).cloned().collect(),
+                    tombstones: data.tombstones.clone(),
+                    dram,
+                };
+                drop(shard);
+                Some(with(*id, copy))
+            })
+            .collect()
+    }
+
+    /// The newest timestamp of a series' data (DRAM and sealed), if any.
+    pub fn max_ts(&self, id: SeriesId) -> Option<TimestampNs> {
+        self.shard(id).lock().get(&id).and_then(|d| d.max_ts())
+    }
+
+    /// Loads a sealed block of a checkpoint (recovery).
+    pub fn load_sealed(&self, id: SeriesId, field_type: FieldType, block: SealedBlock) {
+        self.shard(id).lock().entry(id).or_insert_with(|| SeriesData::new(field_type)).sealed.push(block);
+    }
+
+    /// Loads a tombstone of a checkpoint (recovery).
+    pub fn load_tombstone(&self, id: SeriesId, field_type: FieldType, tombstone: Tombstone) {
+        self.shard(id)
+            .lock()
+            .entry(id)
+            .or_insert_with(|| SeriesData::new(field_type))
+            .tombstones
+            .push(tombstone);
+    }
+
+    /// Moves every series' DRAM points aside for sealing (under the gate,
+    /// so readers see them before, during and after).
+    pub fn freeze_all(&self) {
+        let _gate = self.gate.write();
+        for shard in &self.shards {
+            for data in shard.lock().values_mut() {
+                data.freeze();
+            }
+        }
+    }
+
+    /// Every series with data, shard by shard, each shard's ids sorted.
+    pub fn ids_by_shard(&self) -> Vec<Vec<SeriesId>> {
+        self.shards
+            .iter()
+            .map(|s| {
+                let mut ids: Vec<_> = s.lock().keys().copied().collect();
+                ids.sort();
+                ids
+            })
+            .collect()
+    }
+
+    /// The sealing input of one series' frozen points (None: nothing frozen,
+    /// and its empty frozen state is dropped).
+    pub fn seal_input(&self, id: SeriesId) -> Result<Option<SealInput>, EngineError> {
+        let mut shard = self.shard(id).lock();
+        let Some(data) = shard.get_mut(&id) else { return Ok(None) };
+        let input = data.seal_input()?;
+        if input.is_none() {
+            data.drop_empty_frozen();
+        }
+        Ok(input)
+    }
+
+    /// Installs sealed blocks in place of the frozen points they hold, and
+    /// prunes tombstones no block needs any more (gate held exclusively).
+    pub fn install_sealed(&self, blocks: impl IntoIterator<Item = (SeriesId, SealedBlock)>) {
+        let _gate = self.gate.write();
+        for (id, block) in blocks {
+            if let Some(data) = self.shard(id).lock().get_mut(&id) {
+                data.install_sealed(block);
+            }
+        }
+        for shard in &self.shards {
+            for data in shard.lock().values_mut() {
+                data.prune_tombstones();
+            }
+        }
+    }
+
+    /// For the manifest: the block files the series in `live` reference,
+    /// and their tombstones.
+    pub fn manifest_parts(
+        &self,
+        live: impl Fn(SeriesId) -> bool,
+    ) -> (BTreeSet<u64>, Vec<(SeriesId, Tombstone)>) {
+        let mut files = BTreeSet::new();
+        let mut tombstones = Vec::new();
+        for shard in &self.shards {
+            for (id, data) in shard.lock().iter() {
+                if !live(*id) {
+                    continue;
+                }
+                files.extend(data.sealed.iter().map(|b| b.file_seq));
+                tombstones.extend(data.tombstones.iter().map(|t| (*id, *t)));
+            }
+        }
+        (files, tombstones)
+    }
+
+    pub fn totals(&self) -> DataTotals {
+        let mut t = DataTotals::default();
+        for shard in &self.shards {
+            for data in shard.lock().values() {
+                t.dram_points += data.dram_points() as u64;
+                t.dram_bytes += data.dram_bytes() as u64;
+                t.sealed_blocks += data.sealed.len() as u64;
+            }
+        }
+        t
+    }
+
+    /// Applies one change without the gate (recovery, single-threaded per
+    /// series: nothing reads yet).
+    pub fn replay_change(
+        &self,
+        id: SeriesId,
+        field_type: FieldType,
+        ts: TimestampNs,
+        change: PointChange,
+        max_file_seq: u64,
+    ) {
+        let mut shard = self.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        apply_change(data, ts, change, max_file_seq, true);
+    }
+}
+
+impl ApplyBatch<'_> {
+    /// Applies one change to one point. `field_type` creates the series'
+    /// data if it has none. False when the value's type differs from the
+    /// series' (only a damaged or foreign log gets there).
+    pub fn apply(
+        &mut self,
+        id: SeriesId,
+        field_type: FieldType,
+        ts: TimestampNs,
+        change: PointChange,
+        max_file_seq: u64,
+    ) -> bool {
+        let mut shard = self.part.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        apply_change(data, ts, change, max_file_seq, false)
+    }
+
+    /// Writes a point as the serial log's replay order does (newest write wins).
+    pub fn write(&mut self, id: SeriesId, ts: TimestampNs, value: FieldValue) -> bool {
+        let mut shard = self.part.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(value.field_type()));
+        if data.field_type() != value.field_type() {
+            return false;
+        }
+        data.insert(ts, value);
+        true
+    }
+
+    /// Range delete of every series in `ids` (files up to `max_file_seq`).
+    pub fn delete_range(&mut self, ids: &[SeriesId], range: TimeRange, max_file_seq: u64) {
+        for id in ids {
+            if let Some(data) = self.part.shard(*id).lock().get_mut(id) {
+                data.delete(range, max_file_seq);
+            }
+        }
+    }
+
+    /// Forgets the data of dropped series.
+    pub fn remove(&mut self, ids: &[SeriesId]) {
+        for id in ids {
+            self.part.shard(*id).lock().remove(id);
+        }
+    }
+}
+
+fn apply_change(
+    data: &mut SeriesData,
+    ts: TimestampNs,
+    change: PointChange,
+    max_file_seq: u64,
+    replay: bool,
+) -> bool {
+    match change {
+        PointChange::Insert(v) | PointChange::Update(v) if v.field_type() != data.field_type() => false,
+        PointChange::Insert(v) if replay => {
+            data.insert(ts, v);
+            true
+        }
+        PointChange::Insert(v) => {
+            data.apply_insert(ts, v);
+            true
+        }
+        PointChange::Update(v) if replay => {
+            data.insert(ts, v);
+            true
+        }
+        PointChange::Update(v) => {
+            data.apply_update(ts, v);
+            true
+        }
+        PointChange::Delete => {
+            data.apply_point_delete(ts, max_file_seq);
+            true
+        }
+    }
+}

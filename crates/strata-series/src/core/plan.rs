@@ -1,0 +1,104 @@
+//! Planning a write request (every protocol's step 1): check each point
+//! against the model and the index (a malformed or type-conflicting point
+//! is rejected on its own, the rest go on), give new series their ids, and
+//! build the WAL record of what commits. Reads the index only: the caller
+//! serializes planning (its order mutex) so the ids it hands out stay free
+//! until it publishes them ([`super::apply::publish_new_series`]).
+
+use std::collections::HashMap;
+
+use super::SeriesCore;
+use crate::error::EngineError;
+use crate::model::{FieldType, Point, SeriesId, SeriesKey};
+use crate::store::{LineRejection, WriteOutcome};
+use crate::wal::{NewSeries, WalRecord};
+
+/// A series created by the request being planned: (measurement, tags, field).
+type NewSeriesRef<'a> = (&'a str, &'a [(String, String)], &'a str);
+
+impl SeriesCore {
+    /// Type-checks a request and assigns ids to new series (index read only).
+    pub fn plan_write(&self, db: &str, points: &[Point]) -> Result<(WalRecord, WriteOutcome), EngineError> {
+        let index = self.index().read();
+        if !index.has_database(db) {
+            return Err(EngineError::UnknownDatabase(db.to_string()));
+        }
+        let mut outcome = WriteOutcome::default();
+        let mut new_series: Vec<NewSeries> = Vec::new();
+        let mut new_ids: HashMap<NewSeriesRef<'_>, SeriesId> = HashMap::new();
+        let mut new_types: HashMap<(&str, &str), FieldType> = HashMap::new();
+        let mut out_points = Vec::new();
+        let mut next_id = index.next_id();
+        for (i, p) in points.iter().enumerate() {
+            if let Some(why) = malformed(p) {
+                outcome.rejected.push((i, why));
+                continue;
+            }
+            let view = index.point_view(db, &p.measurement, &p.tags);
+            let conflict = p.fields.iter().find_map(|(f, v)| {
+                let have = view
+                    .field_type(f)
+                    .or_else(|| new_types.get(&(p.measurement.as_str(), f.as_str())).copied())?;
+                (have != v.field_type()).then(|| LineRejection::FieldTypeConflict {
+                    field: f.clone(),
+                    measurement: p.measurement.clone(),
+                    input: v.field_type(),
+                    existing: have,
+                })
+            });
+            if let Some(why) = conflict {
+                outcome.rejected.push((i, why));
+                continue;
+            }
+            for (f, v) in &p.fields {
+                let id = match view.series(f) {
+                    Some(id) => id,
+                    None => *new_ids.entry((&p.measurement, &p.tags, f)).or_insert_with(|| {
+                        let id = SeriesId(next_id);
+                        next_id += 1;
+                        new_types.insert((&p.measurement, f), v.field_type());
+                        new_series.push(NewSeries {
+                            id,
+                            key: SeriesKey {
+                                measurement: p.measurement.clone(),
+                                tags: p.tags.clone(),
+                                field: f.clone(),
+                            },
+                            field_type: v.field_type(),
+                        });
+                        id
+                    }),
+                };
+                out_points.push((id, p.timestamp_ns, v.clone()));
+            }
+            outcome.points_written += 1;
+            outcome.values_written += p.fields.len();
+        }
+        if let Some(limit) = self.options().max_series_per_database {
+            if index.series_count(db) + new_series.len() as u64 > limit {
+                return Err(EngineError::SeriesLimit { db: db.to_string(), limit });
+            }
+        }
+        Ok((WalRecord::Write { db: db.to_string(), new_series, points: out_points }, outcome))
+    }
+}
+
+/// A point the model does not allow (the line protocol parser never
+/// produces one; in-process callers might).
+fn malformed(p: &Point) -> Option<LineRejection> {
+    let why = if p.measurement.is_empty() {
+        "empty measurement name".to_string()
+    } else if p.fields.is_empty() {
+        format!("point of measurement \"{}\" has no fields", p.measurement)
+    } else if p.tags.windows(2).any(|w| w[0].0 >= w[1].0) {
+        format!("tags of a point of \"{}\" are not sorted by key with unique keys", p.measurement)
+    } else {
+        let mut keys: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        if !keys.windows(2).any(|w| w[0] == w[1]) {
+            return None;
+        }
+        format!("a point of \"{}\" has the same field twice", p.measurement)
+    };
+    Some(LineRejection::Malformed(why))
+}
