@@ -4,8 +4,8 @@
 //!
 //! Owns: the shared report type ([`report::BenchReport`]), machine detection
 //! ([`machine`]), measurement helpers (timed loops, medians: [`measure`]),
-//! the emulated PMem region every benchmark uses ([`emulated_region`]) and
-//! the benchmarks themselves:
+//! the emulated PMem region every benchmark uses ([`emulated_region`]), the
+//! SVG drawing of their figures ([`svg`]) and the benchmarks themselves:
 //! - [`persist`]: what a persist costs on this machine's media (memcpy limit,
 //!   flush+fence per chunk, the serial PMem log, the group-committed SSD log);
 //! - [`peers`]: InfluxDB, VictoriaMetrics and QuestDB installed, started on
@@ -29,6 +29,7 @@ pub mod measure;
 pub mod peers;
 pub mod persist;
 pub mod report;
+pub mod svg;
 pub mod ycsb_ts;
 
 pub use ingest::{run_ingest_bench, IngestOptions};

@@ -1,6 +1,7 @@
 //! The machine a benchmark ran on (DESIGN.md section 6: "print the machine"):
 //! cores, memory, PMem mode and write-back instruction, plus the file-system
-//! type behind a directory (so a report says whether "ext4" really was ext4).
+//! type behind a directory (so a report says whether "ext4" really was ext4),
+//! and the load average with the report note every benchmark prints on it.
 //!
 //! Everything is read from `/proc` without `unsafe`; a missing file gives a
 //! neutral value rather than an error, because a report without the CPU model
@@ -66,6 +67,22 @@ pub fn memory_gib() -> Option<f64> {
 /// with other work, which on a small shared machine moves absolute figures.
 pub fn load_average_1m() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// A 1-minute load average above this at a run's start means other work was running.
+pub const BUSY_LOAD_AVERAGE: f64 = 0.5;
+
+/// The report note on the load average at a run's `[start, end]`:
+/// `load average (1 min) 0.10 at start, 1.93 at end[, on N cores][: busy]`.
+/// `busy` (what that means for the figures) is added only when the start
+/// figure, which does not include the benchmark's own threads, is above
+/// [`BUSY_LOAD_AVERAGE`].
+pub fn load_note(loads: [Option<f64>; 2], cores: Option<usize>, busy: &str) -> String {
+    let fmt = |l: Option<f64>| l.map_or("?".into(), |l| format!("{l:.2}"));
+    let cores = cores.map_or(String::new(), |n| format!(", on {n} cores"));
+    let busy =
+        if loads[0].is_some_and(|l| l > BUSY_LOAD_AVERAGE) { format!(": {busy}") } else { String::new() };
+    format!("load average (1 min) {} at start, {} at end{cores}{busy}", fmt(loads[0]), fmt(loads[1]))
 }
 
 /// The first `model name` of `/proc/cpuinfo`.
@@ -161,5 +178,14 @@ overlay /mnt/my\\040disk/x overlay rw 0 0
         assert_eq!(keys.len(), 4, "JSON machine has exactly cores, memory_gib, pmem_mode, flush_instruction");
         assert!(m.describe().contains("emulated (mapped file)"));
         assert!(load_average_1m().is_some_and(|l| l >= 0.0));
+    }
+
+    #[test]
+    fn the_load_note_warns_only_when_the_start_was_busy() {
+        let quiet = load_note([Some(0.1), Some(1.93)], Some(2), "noise");
+        assert_eq!(quiet, "load average (1 min) 0.10 at start, 1.93 at end, on 2 cores");
+        let busy = load_note([Some(0.75), None], None, "noise");
+        assert_eq!(busy, "load average (1 min) 0.75 at start, ? at end: noise");
+        assert_eq!(load_note([None, None], None, "noise"), "load average (1 min) ? at start, ? at end");
     }
 }

@@ -77,6 +77,20 @@ impl BenchReport {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
 
+    /// Checks, before a benchmark runs, that a report can be written to
+    /// `path` later: its directory exists (the current one for a bare name).
+    pub fn check_json_path(path: Option<&Path>) -> anyhow::Result<()> {
+        if let Some(dir) = path.and_then(Path::parent) {
+            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            anyhow::ensure!(
+                dir.is_dir(),
+                "cannot write the JSON report: {} is not a directory",
+                dir.display()
+            );
+        }
+        Ok(())
+    }
+
     /// Writes the JSON document to `path`.
     pub fn write_json(&self, path: &Path) -> anyhow::Result<()> {
         let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;

@@ -162,11 +162,7 @@ impl YcsbTsArgs {
         o.checkpoint_at_fraction = self.checkpoint_at;
         o.json_path = self.json;
         o.svg_dir = self.svg_dir;
-        let detected = BenchDirs::detect();
-        o.dirs = BenchDirs {
-            pmem_dir: self.pmem_dir.unwrap_or(detected.pmem_dir),
-            disk_dir: self.ssd_dir.unwrap_or(detected.disk_dir),
-        };
+        o.dirs = BenchDirs::detect_unless(self.pmem_dir, self.ssd_dir);
         o.print = true;
         Ok(o)
     }
@@ -306,11 +302,7 @@ impl IngestArgs {
             .map(|p| p.parse::<Protocol>())
             .collect::<Result<_, _>>()
             .map_err(anyhow::Error::msg)?;
-        let detected = BenchDirs::detect();
-        o.dirs = BenchDirs {
-            pmem_dir: self.pmem_dir.unwrap_or(detected.pmem_dir),
-            disk_dir: self.ssd_dir.unwrap_or(detected.disk_dir),
-        };
+        o.dirs = BenchDirs::detect_unless(self.pmem_dir, self.ssd_dir);
         o.print = true;
         Ok(o)
     }

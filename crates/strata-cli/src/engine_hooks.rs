@@ -1,19 +1,17 @@
 //! What `strata serve` gives the HTTP server beyond the store: checkpoint on
 //! shutdown, health, and the engine's metrics in Prometheus text format
-//! (log bytes, checkpoints, recovery phases, PMem persist counts).
+//! (log bytes, checkpoints, recovery phases, PMem persist counts), written
+//! with `strata_server::prometheus`.
 
 use std::fmt::Write;
 use std::sync::Arc;
 
 use strata_engine::Db;
 use strata_series::EngineError;
+use strata_server::prometheus::{header, metric};
 use strata_server::EngineHooks;
 
 pub struct DbHooks(pub Arc<Db>);
-
-fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-}
 
 impl EngineHooks for DbHooks {
     fn checkpoint(&self) -> Result<String, EngineError> {
@@ -30,7 +28,8 @@ impl EngineHooks for DbHooks {
     fn metrics_text(&self, out: &mut String) {
         let s = self.0.engine().stats();
         let r = self.0.recovery();
-        let _ = writeln!(out, "# HELP strata_commit_protocol_info The configured commit protocol.\n# TYPE strata_commit_protocol_info gauge\nstrata_commit_protocol_info{{protocol=\"{}\"}} 1", s.protocol);
+        header(out, "strata_commit_protocol_info", "gauge", "The configured commit protocol.");
+        let _ = writeln!(out, "strata_commit_protocol_info{{protocol=\"{}\"}} 1", s.protocol);
         metric(
             out,
             "strata_engine_txns_committed_total",
@@ -86,7 +85,8 @@ impl EngineHooks for DbHooks {
             "Duration of the last checkpoint.",
             s.last_checkpoint_s,
         );
-        let _ = writeln!(out, "# HELP strata_recovery_seconds Duration of each recovery phase at the last start.\n# TYPE strata_recovery_seconds gauge");
+        let help = "Duration of each recovery phase at the last start.";
+        header(out, "strata_recovery_seconds", "gauge", help);
         for (phase, v) in [
             ("manifest", r.manifest_s),
             ("block_files", r.block_files_s),

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod metrics;
 pub mod params;
 pub mod partial_write;
+pub mod prometheus;
 pub mod routes;
 pub mod shutdown;
 mod state;

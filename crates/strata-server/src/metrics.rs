@@ -2,7 +2,7 @@
 //! 0.0.4): request counts by endpoint and status, points/values written,
 //! lines rejected by reason, ingest rate over the last 10 s, write-commit and
 //! query latency histograms. The engine appends its own through
-//! `EngineHooks::metrics_text`.
+//! `EngineHooks::metrics_text`; both write with [`crate::prometheus`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use strata_series::LineRejection;
+
+use crate::prometheus::{escape_label, header, metric};
 
 /// Content type of `GET /metrics`.
 pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -119,7 +121,7 @@ impl LatencyHistogram {
     }
 
     fn render(&self, out: &mut String, name: &str, help: &str) {
-        header(out, name, help, "histogram");
+        header(out, name, "histogram", help);
         let mut cumulative = 0u64;
         for (i, bucket) in self.buckets.iter().enumerate() {
             cumulative += bucket.load(Ordering::Relaxed);
@@ -252,20 +254,16 @@ impl Metrics {
 
     /// Appends every server metric in Prometheus text format 0.0.4.
     pub fn render(&self, out: &mut String, version: &str) {
-        let counter = |out: &mut String, name: &str, help: &str, value: u64| {
-            header(out, name, help, "counter");
-            writeln!(out, "{name} {value}").expect("write to String");
-        };
-        header(out, "strata_build_info", "Always 1; the version reported to clients is a label.", "gauge");
+        header(out, "strata_build_info", "gauge", "Always 1; the version reported to clients is a label.");
         writeln!(out, "strata_build_info{{version=\"{}\"}} 1", escape_label(version)).expect("write");
-        header(out, "strata_uptime_seconds", "Seconds since the server started.", "gauge");
-        writeln!(out, "strata_uptime_seconds {}", self.started.elapsed().as_secs_f64()).expect("write");
+        let uptime = self.started.elapsed().as_secs_f64();
+        metric(out, "strata_uptime_seconds", "gauge", "Seconds since the server started.", uptime);
 
         header(
             out,
             "strata_http_requests_total",
-            "HTTP requests answered, by endpoint and status code.",
             "counter",
+            "HTTP requests answered, by endpoint and status code.",
         );
         for ((endpoint, status), count) in self.requests.lock().iter() {
             writeln!(
@@ -274,28 +272,30 @@ impl Metrics {
             )
             .expect("write");
         }
-        header(out, "strata_http_requests_in_flight", "HTTP requests being served now.", "gauge");
-        writeln!(out, "strata_http_requests_in_flight {}", self.in_flight.load(Ordering::Relaxed))
-            .expect("write");
+        let in_flight = self.in_flight.load(Ordering::Relaxed);
+        metric(out, "strata_http_requests_in_flight", "gauge", "HTTP requests being served now.", in_flight);
         let auth_failures = self.auth_failures.load(Ordering::Relaxed);
-        counter(out, "strata_http_auth_failures_total", "Requests refused with 401.", auth_failures);
-        let body_bytes = self.write_body_bytes.load(Ordering::Relaxed);
-        counter(
+        metric(
             out,
-            "strata_write_body_bytes_total",
-            "Write request body bytes received (as sent).",
-            body_bytes,
+            "strata_http_auth_failures_total",
+            "counter",
+            "Requests refused with 401.",
+            auth_failures,
         );
+        let body_bytes = self.write_body_bytes.load(Ordering::Relaxed);
+        let help = "Write request body bytes received (as sent).";
+        metric(out, "strata_write_body_bytes_total", "counter", help, body_bytes);
 
         let points = self.points_written.load(Ordering::Relaxed);
-        counter(out, "strata_points_written_total", "Points (lines) committed by writes.", points);
+        metric(out, "strata_points_written_total", "counter", "Points (lines) committed by writes.", points);
         let values = self.values_written.load(Ordering::Relaxed);
-        counter(out, "strata_field_values_written_total", "Field values committed by writes.", values);
+        let help = "Field values committed by writes.";
+        metric(out, "strata_field_values_written_total", "counter", help, values);
         header(
             out,
             "strata_lines_rejected_total",
-            "Lines of write requests not written, by reason.",
             "counter",
+            "Lines of write requests not written, by reason.",
         );
         for (reason, count) in RejectReason::ALL.iter().zip(&self.lines_rejected) {
             let count = count.load(Ordering::Relaxed);
@@ -304,20 +304,10 @@ impl Metrics {
         }
 
         let (points_per_s, values_per_s) = self.ingest.lock().rates(self.now_s());
-        header(
-            out,
-            "strata_ingest_points_per_second",
-            "Points written per second over the last 10 s.",
-            "gauge",
-        );
-        writeln!(out, "strata_ingest_points_per_second {points_per_s}").expect("write");
-        header(
-            out,
-            "strata_ingest_values_per_second",
-            "Field values written per second over the last 10 s.",
-            "gauge",
-        );
-        writeln!(out, "strata_ingest_values_per_second {values_per_s}").expect("write");
+        let help = "Points written per second over the last 10 s.";
+        metric(out, "strata_ingest_points_per_second", "gauge", help, points_per_s);
+        let help = "Field values written per second over the last 10 s.";
+        metric(out, "strata_ingest_values_per_second", "gauge", help, values_per_s);
 
         self.write_commit.render(
             out,
@@ -326,16 +316,6 @@ impl Metrics {
         );
         self.query.render(out, "strata_query_seconds", "Time to execute one /query request.");
     }
-}
-
-fn header(out: &mut String, name: &str, help: &str, kind: &str) {
-    writeln!(out, "# HELP {name} {help}").expect("write to String");
-    writeln!(out, "# TYPE {name} {kind}").expect("write to String");
-}
-
-/// Escapes a label value (backslash, double quote, newline).
-pub fn escape_label(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -410,6 +390,5 @@ mod tests {
         assert_eq!(endpoint_label("/write"), "write");
         assert_eq!(endpoint_label("/api/v2/write"), "write_v2");
         assert_eq!(endpoint_label("/anything/else"), "other");
-        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

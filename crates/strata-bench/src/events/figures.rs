@@ -1,16 +1,13 @@
 //! SVG drawings of `strata bench events` in the shape of the paper's
-//! figures, with the SVG helpers of `ycsb_ts::svg`: Fig. 5 as a line
+//! figures, drawn with [`crate::svg`]: Fig. 5 as a line
 //! (ratio to the DRAM flank over the flush batch size, log x), Fig. 6-8 as
 //! bar charts of their main metrics, Fig. 9 as bars of the total time per
 //! OOO fraction and queue variant (the paper's grouped bars).
 
-use std::path::Path;
-
-use anyhow::Context;
 use serde_json::Value;
 
 use super::{EventsRun, Figure};
-use crate::ycsb_ts::svg::{bar_chart, line_chart, short, Bar};
+use crate::svg::{bar_chart, line_chart, short, Bar};
 
 fn metric(row: &serde_json::Map<String, Value>, m: &str) -> Option<f64> {
     row.get(m).and_then(Value::as_f64)
@@ -117,14 +114,4 @@ pub(super) fn svgs(run: &EventsRun) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// Writes the SVG files into `dir`; returns how many.
-pub(super) fn write_svgs(run: &EventsRun, dir: &Path) -> anyhow::Result<usize> {
-    let files = svgs(run);
-    for (name, doc) in &files {
-        let path = dir.join(name);
-        std::fs::write(&path, doc).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(files.len())
 }

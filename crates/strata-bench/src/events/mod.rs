@@ -11,7 +11,7 @@
 //! - `fig8_ooo`: the OOO queues in isolation;
 //! - `fig9_stream`: total insertion time of Stock with 1/5/10 % OOO through
 //!   the event stream (tree + queue + merges) per queue variant;
-//! - `figures`: the SVG drawings (`--svg-dir`).
+//! - `figures`: what the SVG figures show (`--svg-dir`), drawn with [`crate::svg`].
 
 mod fig5_flank;
 mod fig6_placements;
@@ -23,12 +23,12 @@ pub mod generator;
 mod media;
 mod trees;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 use strata_pmem::PmemMode;
 
-use crate::machine::{load_average_1m, Machine};
+use crate::machine::{load_average_1m, load_note, Machine};
 use crate::persist::default_disk_dir;
 use crate::report::BenchReport;
 use media::EventsMedia;
@@ -329,10 +329,7 @@ fn region_bytes(budget: &EventsBudget, figures: &[Fig]) -> anyhow::Result<u64> {
 pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
     let budget = &opts.budget;
     budget.check()?;
-    if let Some(dir) = opts.json_path.as_deref().and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-        anyhow::ensure!(dir.is_dir(), "cannot write the JSON report: {} is not a directory", dir.display());
-    }
+    BenchReport::check_json_path(opts.json_path.as_deref())?;
     if let Some(dir) = &opts.svg_dir {
         std::fs::create_dir_all(dir)?;
     }
@@ -399,12 +396,11 @@ pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
         }
     }
     report.columns = columns;
-    report.notes = vec![format!(
-        "load average (1 min) {} at start, {} at end, on {} cores; pmem is emulated: real clwb/clflushopt + sfence on a tmpfs mapping, no injected delay",
-        loads[0].map_or("?".into(), |l| format!("{l:.2}")),
-        loads[1].map_or("?".into(), |l| format!("{l:.2}")),
-        report.machine.cores,
-    )];
+    let busy = "other work was running, so absolute figures are noise; compare ratios";
+    report.notes = vec![
+        load_note(loads, Some(report.machine.cores), busy),
+        "pmem is emulated: real clwb/clflushopt + sfence on a tmpfs mapping, no injected delay".into(),
+    ];
     let fig5_ratio = |variant: &str| {
         figures
             .iter()
@@ -425,7 +421,7 @@ pub fn run_events_bench(opts: &EventsOptions) -> anyhow::Result<EventsRun> {
         }
     }
     if let Some(dir) = &opts.svg_dir {
-        let written = figures::write_svgs(&run, dir)?;
+        let written = crate::svg::write_files(dir, &figures::svgs(&run))?.len();
         if opts.print {
             eprintln!("events bench: wrote {} SVG figures to {}", written, dir.display());
         }

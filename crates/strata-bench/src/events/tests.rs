@@ -3,6 +3,8 @@
 //! time or rate), the JSON shape, the SVGs and the option parsing. No timed
 //! assertions: the figures of a tiny run mean nothing.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::*;
@@ -166,7 +168,7 @@ fn fig9_every_variant_holds_every_event_and_merges() {
     }
     let svgs = figures::svgs(&run);
     assert_eq!(svgs.len(), 1);
-    crate::ycsb_ts::svg::check_well_formed(&svgs[0].1).unwrap();
+    crate::svg::check_well_formed(&svgs[0].1).unwrap();
     assert!(svgs[0].1.contains("flash-pure") && svgs[0].1.contains("10 %"), "bars name variant and fraction");
 }
 
@@ -194,11 +196,11 @@ fn svgs_are_written_and_well_formed() {
     let files = figures::svgs(&run);
     assert_eq!(files.len(), 4);
     for (name, doc) in &files {
-        crate::ycsb_ts::svg::check_well_formed(doc).unwrap_or_else(|e| panic!("{name}: {e}"));
+        crate::svg::check_well_formed(doc).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(doc.contains("flash"), "{name} names its variants");
     }
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(figures::write_svgs(&run, dir.path()).unwrap(), 4);
+    assert_eq!(crate::svg::write_files(dir.path(), &files).unwrap().len(), 4);
     assert!(dir.path().join("events-fig8-write_ms.svg").is_file());
 }
 

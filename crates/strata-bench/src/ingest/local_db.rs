@@ -43,6 +43,16 @@ impl BenchDirs {
         BenchDirs { pmem_dir, disk_dir: default_disk_dir() }
     }
 
+    /// The directories given, [`BenchDirs::detect`]'s for those not given
+    /// (the command line's `--pmem-dir` and `--ssd-dir`).
+    pub fn detect_unless(pmem_dir: Option<PathBuf>, disk_dir: Option<PathBuf>) -> BenchDirs {
+        let detected = BenchDirs::detect();
+        BenchDirs {
+            pmem_dir: pmem_dir.unwrap_or(detected.pmem_dir),
+            disk_dir: disk_dir.unwrap_or(detected.disk_dir),
+        }
+    }
+
     /// `PMem pool in /dev/shm (tmpfs), SSD files in /tmp (ext4)`.
     pub fn describe(&self) -> String {
         let fs = |p: &Path| fs_type(p).unwrap_or_else(|| "unknown fs".into());

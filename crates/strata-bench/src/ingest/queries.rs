@@ -24,6 +24,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
+use strata_influx::influxql::time::{civil_from_days, parse_time};
 
 use super::generator::{CpuSpec, FIELD_NAMES, MEASUREMENT};
 use super::http_client::{form_encode, HttpConnection, HttpUrl};
@@ -98,46 +99,14 @@ pub fn iso_micros(ns: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction]Z` into nanoseconds since the epoch.
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (QuestDB's timestamps) into
+/// nanoseconds since the epoch, with InfluxQL's RFC3339 parser; a date
+/// alone or a time without its `Z` is refused.
 pub fn parse_iso_ns(s: &str) -> Option<i64> {
-    let s = s.strip_suffix('Z')?;
-    let (date, time) = s.split_once('T')?;
-    let mut dp = date.split('-');
-    let (y, m, d): (i64, u32, u32) =
-        (dp.next()?.parse().ok()?, dp.next()?.parse().ok()?, dp.next()?.parse().ok()?);
-    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
-    let mut tp = hms.split(':');
-    let (h, mi, se): (i64, i64, i64) =
-        (tp.next()?.parse().ok()?, tp.next()?.parse().ok()?, tp.next()?.parse().ok()?);
-    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    if !s.contains('T') || !s.ends_with('Z') {
         return None;
     }
-    let frac_ns: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().ok()? };
-    let days = days_from_civil(y, m, d);
-    Some(((days * 86_400 + h * 3600 + mi * 60 + se) * 1_000_000_000) + frac_ns)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    parse_time(s)
 }
 
 /// The hosts a query looks at: `n` distinct, drawn from `seed`.

@@ -19,7 +19,7 @@ use super::load::{count_query, LoadOutcome};
 use super::local_server::SERVER_WORKER_THREADS;
 use super::queries::{QueryOutcome, TsbsQuery, RELATIVE_TOLERANCE};
 use super::runner::{IngestOptions, StorageFacts, Variant};
-use crate::machine::{fs_type, Machine};
+use crate::machine::{fs_type, load_note, Machine};
 use crate::measure::Samples;
 use crate::peers::PeerKind;
 use crate::report::BenchReport;
@@ -330,14 +330,8 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
 fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
     let opts = &facts.opts;
     let loads = facts.load_average_1m;
-    let busy = loads[0].is_some_and(|l| l > 0.5);
     let mut notes = vec![
-        format!(
-            "load average (1 min) {} at start, {} at end{}",
-            loads[0].map_or("?".into(), |l| format!("{l:.2}")),
-            loads[1].map_or("?".into(), |l| format!("{l:.2}")),
-            if busy { ": other work was running, so absolute figures are noise; compare ratios" } else { "" }
-        ),
+        load_note(loads, None, "other work was running, so absolute figures are noise; compare ratios"),
         format!(
             "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds",
             facts.dataset_rows,

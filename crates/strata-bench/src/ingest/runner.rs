@@ -8,7 +8,7 @@
 //! and fails the run once the table and the JSON are out.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -135,15 +135,7 @@ impl IngestOptions {
             self.target.is_some() || !self.protocols.is_empty() || !self.peers.is_empty(),
             "--protocols is empty"
         );
-        if let Some(dir) = self.json_path.as_deref().and_then(Path::parent) {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-            anyhow::ensure!(
-                dir.is_dir(),
-                "cannot write the JSON report: {} is not a directory",
-                dir.display()
-            );
-        }
-        Ok(())
+        BenchReport::check_json_path(self.json_path.as_deref())
     }
 
     pub fn spec(&self) -> CpuSpec {

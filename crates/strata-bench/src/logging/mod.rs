@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use strata_pmem::{PmemMode, Region};
 
-use crate::machine::{load_average_1m, Machine};
+use crate::machine::{load_average_1m, load_note, Machine};
 use crate::measure::Samples;
 use crate::persist::default_disk_dir;
 use crate::report::BenchReport;
@@ -268,10 +268,7 @@ fn check_options(opts: &LoggingOptions) -> anyhow::Result<()> {
     distinct.dedup();
     anyhow::ensure!(distinct.len() == opts.threads.len(), "thread counts listed twice: {:?}", opts.threads);
     anyhow::ensure!(!opts.systems.is_empty(), "at least one system");
-    if let Some(dir) = opts.json_path.as_deref().and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-        anyhow::ensure!(dir.is_dir(), "cannot write the JSON report: {} is not a directory", dir.display());
-    }
+    BenchReport::check_json_path(opts.json_path.as_deref())?;
     Ok(())
 }
 
@@ -522,14 +519,11 @@ fn notes(
     loads: [Option<f64>; 2],
     asserts: bool,
 ) -> Vec<String> {
-    let busy_before = loads[0].is_some_and(|l| l > 0.5);
     let mut notes = vec![
-        format!(
-            "load average (1 min) {} at start, {} at end, on {} cores{}",
-            loads[0].map_or("?".into(), |l| format!("{l:.2}")),
-            loads[1].map_or("?".into(), |l| format!("{l:.2}")),
-            report.machine.cores,
-            if busy_before { ": other work was running, so absolute figures (fsync above all) are noise" } else { "" }
+        load_note(
+            loads,
+            Some(report.machine.cores),
+            "other work was running, so absolute figures (fsync above all) are noise",
         ),
         format!(
             "medians of {} interleaved rounds of {} ms; ratio = commits/s over strata-ssd's, same medium, same threads, same round",

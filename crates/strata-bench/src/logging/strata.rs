@@ -53,14 +53,28 @@ pub fn ssd_window(
     let (log, replay) = SsdLog::open(fs, dir, ssd_options(preallocate_bytes))
         .with_context(|| format!("opening an SSD log in {}", dir.display()))?;
     anyhow::ensure!(replay.records.is_empty(), "{} already holds an SSD log", dir.display());
+    keyed_window(threads, window, value, |payload, txn| {
+        log.append(RecordKind::Txn, txn, payload)?;
+        Ok(())
+    })
+}
+
+/// One window in which every commit is `value` under its record's key:
+/// `commit(payload, txn)` commits one such payload as transaction `txn`.
+/// Both Strata logs run through here, so they write the same records.
+fn keyed_window(
+    threads: usize,
+    window: Duration,
+    value: &[u8],
+    commit: impl Fn(&[u8], TxnId) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<WindowOutcome> {
     run_window(
         threads,
         window,
         |_| Ok(payload_buffer(value)),
         |payload, t, seq| {
             set_key(payload, &key_of(t, seq));
-            log.append(RecordKind::Txn, txn_id(t, seq), payload)?;
-            Ok(())
+            commit(payload, txn_id(t, seq))
         },
     )
 }
@@ -108,24 +122,16 @@ impl PmemLogBench {
     /// One window of `threads` committers on an emptied ring.
     pub fn window(&self, threads: usize, window: Duration, value: &[u8]) -> anyhow::Result<WindowOutcome> {
         self.log.truncate_all()?;
-        run_window(
-            threads,
-            window,
-            |_| Ok(payload_buffer(value)),
-            |payload, t, seq| {
-                set_key(payload, &key_of(t, seq));
-                match self.log.commit(txn_id(t, seq), payload) {
-                    Ok(_) => Ok(()),
-                    Err(LogError::Full { .. }) => {
-                        self.truncations.fetch_add(1, Ordering::Relaxed);
-                        self.log.truncate_all()?;
-                        self.log.commit(txn_id(t, seq), payload)?;
-                        Ok(())
-                    }
-                    Err(e) => Err(e.into()),
-                }
-            },
-        )
+        keyed_window(threads, window, value, |payload, txn| match self.log.commit(txn, payload) {
+            Ok(_) => Ok(()),
+            Err(LogError::Full { .. }) => {
+                self.truncations.fetch_add(1, Ordering::Relaxed);
+                self.log.truncate_all()?;
+                self.log.commit(txn, payload)?;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        })
     }
 
     /// Records a fresh open of the region replays (recovery's view).

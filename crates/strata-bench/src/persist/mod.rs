@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::json;
 use strata_pmem::PmemMode;
 
-use crate::machine::{fs_type, load_average_1m, Machine};
+use crate::machine::{fs_type, load_average_1m, load_note, Machine};
 use crate::measure::Samples;
 use crate::report::BenchReport;
 use media::{Medium, SERIAL_ALIGN_BYTES, SSD_MAX_BATCH_BYTES};
@@ -249,10 +249,7 @@ pub fn run_persist_bench(opts: &PersistBenchOptions) -> anyhow::Result<BenchRepo
         }
     });
     budget.check()?;
-    if let Some(dir) = opts.json_path.as_deref().and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-        anyhow::ensure!(dir.is_dir(), "cannot write the JSON report: {} is not a directory", dir.display());
-    }
+    BenchReport::check_json_path(opts.json_path.as_deref())?;
     let dirs = [("tmpfs", opts.tmpfs_dir.as_path()), ("ext4", opts.ext4_dir.as_path())];
     let labels = media_labels(&dirs);
     let mut media = Vec::new();
@@ -347,20 +344,9 @@ fn build_report(
     report.results = variants.iter().map(|v| v.samples.median_row(&v.name)).collect();
     report.columns = COLUMNS.iter().map(|c| c.to_string()).collect();
     // The end figure includes this benchmark's own threads; the start one does not.
-    let busy_before = loads[0].is_some_and(|l| l > 0.5);
-    let load_note = format!(
-        "load average (1 min) {} at start, {} at end, on {} cores{}",
-        loads[0].map_or("?".into(), |l| format!("{l:.2}")),
-        loads[1].map_or("?".into(), |l| format!("{l:.2}")),
-        report.machine.cores,
-        if busy_before {
-            ": other work was running, so absolute figures (fdatasync above all) are noise"
-        } else {
-            ""
-        }
-    );
+    let busy = "other work was running, so absolute figures (fdatasync above all) are noise";
     report.notes = vec![
-        load_note,
+        load_note(loads, Some(report.machine.cores), busy),
         format!(
             "medians of {} interleaved rounds (A B A B ...); ratio to memcpy = bytes/s over memcpy-noflush bytes/s, same medium, same round",
             budget.rounds

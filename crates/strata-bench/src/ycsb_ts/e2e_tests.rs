@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use super::job::JOB_ENV;
-use super::svg::check_well_formed;
 use super::{run_child_from_env, run_ycsb_ts_bench, ChildCommand, Variant, YcsbTsOptions};
 use crate::ingest::BenchDirs;
+use crate::svg::check_well_formed;
 
 const THIS_TEST: &str = "ycsb_ts::e2e_tests::tiny_run_of_none_and_declog_pmem_end_to_end";
 

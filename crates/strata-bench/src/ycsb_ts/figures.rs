@@ -3,16 +3,12 @@
 //! CDF (one line per variant), Table 2 recovery times as a table (ours and
 //! the paper's), and Fig. 12(a) bars of the ablation steps when they ran.
 
-use std::path::{Path, PathBuf};
-
-use anyhow::Context;
-
 use super::paper::table2_recovery_s;
 use super::report::metric;
 use super::spec::Workload;
-use super::svg::{bar_chart, line_chart, short, table, Bar};
 use super::variants::Variant;
 use crate::report::BenchReport;
+use crate::svg::{bar_chart, line_chart, short, table, Bar};
 
 /// File name and SVG text of every figure this report can draw.
 pub fn figures(
@@ -52,18 +48,6 @@ pub fn figures(
         out.push(("fig12a_ablation.svg".to_string(), ablation_bars(report, &ablation, workload)));
     }
     out
-}
-
-/// Writes every figure into `dir` (created if missing); the paths written.
-pub fn write_figures(dir: &Path, figs: &[(String, String)]) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    figs.iter()
-        .map(|(name, svg)| {
-            let path = dir.join(name);
-            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-            Ok(path)
-        })
-        .collect()
 }
 
 fn throughput(report: &BenchReport, variants: &[Variant], workload: Workload) -> String {
@@ -139,7 +123,7 @@ fn recovery(report: &BenchReport, variants: &[Variant], workload: Workload) -> S
 mod tests {
     use super::*;
     use crate::machine::Machine;
-    use crate::ycsb_ts::svg::check_well_formed;
+    use crate::svg::{check_well_formed, write_files};
     use serde_json::{json, Map, Value};
     use strata_pmem::{FlushInstruction, PmemMode};
 
@@ -184,7 +168,7 @@ mod tests {
     fn figures_are_written_to_a_directory() {
         let dir = tempfile::tempdir().unwrap();
         let figs = figures(&report(&["none"]), &[], Workload::C);
-        let paths = write_figures(&dir.path().join("svg"), &figs).unwrap();
+        let paths = write_files(&dir.path().join("svg"), &figs).unwrap();
         assert_eq!(paths.len(), 2);
         assert!(paths.iter().all(|p| std::fs::read_to_string(p).unwrap().starts_with("<svg")));
     }

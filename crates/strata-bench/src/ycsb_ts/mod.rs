@@ -27,7 +27,7 @@
 //! - [`latency`]: mean of the fastest 95 %, percentiles, CDF;
 //! - [`runner`]: rounds over variants, [`run_ycsb_ts_bench`];
 //! - [`report`]: metrics, tables, acceptance checks, JSON;
-//! - [`svg`] and [`figures`]: Fig. 10(a), Fig. 11, Table 2, Fig. 12(a);
+//! - [`figures`]: Fig. 10(a), Fig. 11, Table 2, Fig. 12(a), drawn with [`crate::svg`];
 //! - [`paper`]: the paper's own numbers, printed beside ours.
 
 pub mod child;
@@ -42,7 +42,6 @@ pub mod report;
 pub mod run_phase;
 pub mod runner;
 pub mod spec;
-pub mod svg;
 pub mod txn_ops;
 pub mod variants;
 pub mod workload;

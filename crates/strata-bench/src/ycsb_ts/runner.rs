@@ -28,7 +28,7 @@ use super::report::{self, Metrics};
 use super::spec::{MixUnit, Workload};
 use super::variants::Variant;
 use crate::ingest::BenchDirs;
-use crate::machine::{fs_type, load_average_1m, Machine};
+use crate::machine::{fs_type, load_average_1m, load_note, Machine};
 use crate::measure::Samples;
 use crate::report::BenchReport;
 
@@ -249,7 +249,7 @@ pub fn run_ycsb_ts_bench(opts: &YcsbTsOptions) -> anyhow::Result<YcsbTsOutcome> 
     let mut svg_files = Vec::new();
     if let Some(dir) = &opts.svg_dir {
         let figs = super::figures::figures(&report, &cdfs, opts.workload);
-        svg_files = super::figures::write_figures(dir, &figs)?;
+        svg_files = crate::svg::write_files(dir, &figs)?;
         if opts.print {
             for p in &svg_files {
                 println!("wrote {}", p.display());
@@ -387,15 +387,8 @@ fn build_report(
 }
 
 fn notes(opts: &YcsbTsOptions, load_average: [Option<f64>; 2]) -> Vec<String> {
-    let busy = load_average[0].is_some_and(|l| l > 0.5);
-    let fmt = |l: Option<f64>| l.map_or("?".into(), |l| format!("{l:.2}"));
     vec![
-        format!(
-            "load average (1 min) {} at start, {} at end{}",
-            fmt(load_average[0]),
-            fmt(load_average[1]),
-            if busy { ": other work was running; compare ratios, not absolute figures" } else { "" }
-        ),
+        load_note(load_average, None, "other work was running; compare ratios, not absolute figures"),
         format!(
             "workload {} (mix drawn per {}): {} transactions of {OPS_PER_TXN} operations by {} workers with {} in flight each after loading {} keys x {} points; {} round(s), medians",
             opts.workload,

@@ -1,9 +1,15 @@
-//! Hand-written SVG for the benchmark's figures: a bar chart, a line chart
-//! (linear or log10 x axis) and a table, as strings, with no dependency.
-//! Every text is escaped, so a figure is well formed whatever the labels;
-//! [`check_well_formed`] verifies the tag structure without an XML parser.
+//! The SVG drawing every benchmark's figures share (`ycsb_ts`, `events`):
+//! hand-written SVG with no dependency, a bar chart, a line chart (linear or
+//! log10 x axis) and a table, as strings, and [`write_files`] to put a
+//! benchmark's figures into a directory. Every text is escaped, so a figure
+//! is well formed whatever the labels; [`check_well_formed`] verifies the tag
+//! structure without an XML parser. What each figure shows stays with its
+//! benchmark (`ycsb_ts::figures`, `events::figures`).
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 /// Series colors, in order.
 pub const PALETTE: [&str; 8] =
@@ -251,6 +257,20 @@ pub fn table(title: &str, header: &[String], rows: &[Vec<String>]) -> String {
     d.finish()
 }
 
+/// Writes `(file name, SVG text)` figures into `dir` (created if missing);
+/// the paths written, in order.
+pub fn write_files(dir: &Path, files: &[(String, String)]) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    files
+        .iter()
+        .map(|(name, svg)| {
+            let path = dir.join(name);
+            std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+            Ok(path)
+        })
+        .collect()
+}
+
 /// Checks an SVG string: starts with `<svg`, ends with `</svg>`, and every
 /// opening tag is closed in order (self-closing tags aside).
 pub fn check_well_formed(svg: &str) -> Result<(), String> {
@@ -325,6 +345,18 @@ mod tests {
         assert!(check_well_formed("<svg><rect/></svg>").is_ok());
         assert!(check_well_formed("<html></html>").is_err());
         assert!(check_well_formed("<svg><rect </svg>").is_err());
+    }
+
+    #[test]
+    fn figures_are_written_to_a_directory_created_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = vec![
+            ("a.svg".to_string(), bar_chart("a", "y", &bars())),
+            ("b.svg".to_string(), table("b", &[], &[])),
+        ];
+        let paths = write_files(&dir.path().join("svg"), &files).unwrap();
+        assert_eq!(paths, [dir.path().join("svg/a.svg"), dir.path().join("svg/b.svg")]);
+        assert!(paths.iter().all(|p| std::fs::read_to_string(p).unwrap().starts_with("<svg")));
     }
 
     #[test]
