@@ -15,10 +15,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts};
+use crate::pmem_harness::PmemCrashProtocol;
 use strata_log::pmem_log::PMEM_LOG_MAGIC;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
 use crate::workload::{payload, serial_oracle};

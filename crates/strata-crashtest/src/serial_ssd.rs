@@ -12,10 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs_harness::FsCrashProtocol;
+use crate::oracle::{AckLog, OracleCounts};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::fs::{create_durably, rename_durably, FileSystem, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::fs::{create_durably, rename_durably, FileSystem};
+use strata_media::TxnId;
 
 use crate::workload::{payload, serial_oracle};
 

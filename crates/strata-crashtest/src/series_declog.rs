@@ -33,10 +33,11 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
 use strata_declog::{DecLog, DeclogConfig, DeclogStats, FlushMode, Recovered};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::Region;
 use strata_series::{DeclogEngineOptions, SeriesStore, TxnOp};
 
@@ -392,9 +393,9 @@ impl PmemCrashProtocol for SeriesDeclogCrash {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::CrashReport;
     use crate::suite::{reproduce, run_target, SuiteTarget};
     use crate::SuiteOptions;
-    use strata_media::CrashReport;
 
     /// CI-sized, exactly as the suite's `quick` runs the line.
     fn quick(variant: DeclogVariant) -> CrashReport {

@@ -10,12 +10,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::Mutex;
 use strata_log::pmem_log::{PmemLog, PMEM_LOG_MAGIC};
 use strata_log::{CommitLog, SerialLog};
 use strata_media::fs::{FaultFs, FileSystem, Tear};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 

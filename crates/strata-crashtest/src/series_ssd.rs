@@ -7,10 +7,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs_harness::FsCrashProtocol;
+use crate::oracle::{AckLog, OracleCounts};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::SerialLog;
-use strata_media::fs::{FileSystem, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
 use crate::series_workload::SeriesPlan;

@@ -12,8 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::oracle::{AckLog, OracleCounts};
 use rand::{Rng, SeedableRng};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::TxnId;
 use strata_series::{FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
 
 pub const DB: &str = "db";

@@ -9,10 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use strata_crashtest::fs_harness::{run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use strata_crashtest::oracle::{AckLog, OracleCounts, TxnOracle};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::fs::{run_fs_crashtest, FileSystem, FsCrashConfig, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 
 const THREADS: u64 = 4;
 const PER_THREAD: u64 = 25;

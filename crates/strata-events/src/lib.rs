@@ -27,11 +27,15 @@
 
 pub mod aggregate;
 pub mod block_store;
+#[cfg(any(test, feature = "crashtest"))]
+pub mod crashtest_hooks;
 pub mod event;
 pub mod ids;
 pub mod node;
 pub mod ooo;
 pub mod pmem_arrays;
+#[cfg(any(test, feature = "crashtest", feature = "fuzz"))]
+pub mod sample_events;
 pub mod schema;
 pub mod stream;
 pub mod translation;

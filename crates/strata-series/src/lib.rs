@@ -12,7 +12,6 @@ pub mod declog;
 pub mod engine;
 pub mod error;
 pub mod event_streams;
-mod fuzz_recipe;
 pub mod gorilla;
 pub mod index;
 pub mod manifest;
@@ -24,9 +23,6 @@ pub mod series_data;
 pub mod store;
 pub mod txn;
 pub mod wal;
-
-#[cfg(test)]
-mod test_support;
 
 pub use checkpoint::CheckpointReport;
 pub use declog::{DeclogEngineOptions, DeclogSide};

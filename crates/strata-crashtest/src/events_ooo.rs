@@ -32,13 +32,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
-use super::pmem_layout::{u64_at, PMEM_MAGIC};
-use super::{event_ts, EventList, OooIndexing, OooQueue, PmemOooQueue};
+use strata_events::ooo::pmem_layout::PMEM_MAGIC;
+use strata_events::ooo::{event_ts, EventList, OooIndexing, OooQueue, PmemOooQueue};
+pub use strata_events::sample_events::workload_event;
+
+use crate::workload::SplitMix64;
 
 /// The tree stand-in's merged-generation word.
 const MERGED_WORD: RegionOffset = RegionOffset(0);
@@ -47,43 +51,8 @@ const QUEUE_BASE: RegionOffset = RegionOffset(64);
 /// Ids of the events pushed after recovery start here.
 const RESUME_ID_BASE: u64 = 1 << 40;
 
-/// SplitMix64: a small seeded generator (no RNG dependency outside tests).
-#[derive(Clone)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
-
-/// The event of transaction `id` with timestamp `ts`: `ts | id | filler`.
-pub(crate) fn workload_event(ts: i64, id: u64, event_bytes: usize, rng: &mut SplitMix64) -> Vec<u8> {
-    let mut e = Vec::with_capacity(event_bytes);
-    e.extend_from_slice(&ts.to_le_bytes());
-    e.extend_from_slice(&id.to_le_bytes());
-    while e.len() < event_bytes {
-        e.push(rng.next_u64() as u8);
-    }
-    e.truncate(event_bytes);
-    e
-}
-
 fn event_id(event: &[u8]) -> u64 {
-    u64_at(event, 8)
+    u64::from_le_bytes(event[8..16].try_into().expect("an event holds ts | id"))
 }
 
 /// What the run recorded for the checks.

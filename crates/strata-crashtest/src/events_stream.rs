@@ -4,7 +4,7 @@
 //! PMem crash simulator; the crash line `events-stream-ooo/pmem`.
 //!
 //! Workload (deterministic for a seed): events of the wide crash schema
-//! ([`crate::tree::crash_protocol::crash_schema`]: 838 bytes, nine to a
+//! ([`crash_schema`]: 838 bytes, nine to a
 //! leaf; 10% spare room, so written-out leaves hold eight and a ninth event
 //! fits, more are carried) with timestamps in pairs of equal values; a share of them (`ooo_permille`)
 //! arrives late, with the timestamp of an event up to 30 places earlier
@@ -17,13 +17,13 @@
 //! appends are the flank leaf's unpersisted batch), a queued event when its
 //! push returns (with the DRAM queue, [`StreamOooPmemCrash::with_dram_queue`]:
 //! when a merge took it into the tree; merges then spill their input to
-//! [`super::merge_input`] first, which recovery resumes from). Tree events depend on the tree event before them, queued
+//! `strata_events::stream::merge_input` first, which recovery resumes from). Tree events depend on the tree event before them, queued
 //! events on the queued event before them.
 //!
 //! The block file lives on a [`FaultFs`]; the tree's sync observer keeps a
 //! copy as a crash leaves it after every store sync, and a crash at PMem
 //! operation `c` recovers with the latest copy taken at or before `c` (as in
-//! [`crate::tree::FlankPmemCrash`]).
+//! [`crate::events_flank::FlankPmemCrash`]).
 //!
 //! Oracle after [`EventStream::recover`] (which resumes an interrupted
 //! merge): recovery succeeds; [`EventStream::verify`] passes (else
@@ -38,23 +38,25 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::Region;
 
-use crate::aggregate::Aggregates;
-use crate::event::timestamp_of;
-use crate::ooo::crash_protocol::SplitMix64;
-use crate::ooo::OooIndexing;
-use crate::pmem_arrays::SlotLayout;
-use crate::schema::StreamSchema;
-use crate::translation::TranslationKind;
-use crate::tree::crash_protocol::{crash_event_shaped, crash_schema, seq_of, CrashValues};
-use crate::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
+use strata_events::aggregate::Aggregates;
+use strata_events::crashtest_hooks::{MergeBug, MERGE_BUG};
+use strata_events::event::timestamp_of;
+use strata_events::ooo::OooIndexing;
+use strata_events::pmem_arrays::SlotLayout;
+use strata_events::sample_events::{crash_event_shaped, crash_schema, seq_of, CrashValues};
+use strata_events::schema::StreamSchema;
+use strata_events::stream::{EventStream, Placed, QueuePlacement, StreamConfig, StreamMedia};
+use strata_events::translation::TranslationKind;
+use strata_events::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
 
-use super::{EventStream, Placed, QueuePlacement, StreamConfig, StreamMedia};
+use crate::workload::SplitMix64;
 
 /// Numbers of the events appended after recovery start here.
 const RESUME_SEQ_BASE: u64 = 1 << 20;
@@ -109,8 +111,8 @@ pub struct StreamOooPmemCrash {
     /// their input to a file first.
     pub dram_queue: bool,
     record: RwLock<RunRecord>,
-    #[cfg(test)]
-    pub(crate) bug: crate::tree::MergeBug,
+    /// A merge bug the crash tests plant (set on whichever thread runs or recovers).
+    pub bug: MergeBug,
 }
 
 fn sim_ops(region: &Region) -> u64 {
@@ -135,8 +137,7 @@ impl StreamOooPmemCrash {
             all_pmem: false,
             dram_queue: false,
             record: RwLock::new(RunRecord::default()),
-            #[cfg(test)]
-            bug: crate::tree::MergeBug::None,
+            bug: MergeBug::None,
         }
     }
 
@@ -223,17 +224,11 @@ impl StreamOooPmemCrash {
         found.map(|(_, fs)| fs.crash(Tear::None))
     }
 
-    #[cfg(test)]
     fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {
-        crate::tree::MERGE_BUG.with(|b| b.set(self.bug));
+        MERGE_BUG.with(|b| b.set(self.bug));
         let out = f();
-        crate::tree::MERGE_BUG.with(|b| b.set(crate::tree::MergeBug::None));
+        MERGE_BUG.with(|b| b.set(MergeBug::None));
         out
-    }
-
-    #[cfg(not(test))]
-    fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {
-        f()
     }
 
     fn run_workload(&self, region: &Arc<Region>, acks: &AckLog) {

@@ -11,17 +11,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, OracleCounts};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
-use super::{AggregateArray, IndexNodeArray, SlotLayout};
-use crate::ids::EventError;
+use strata_events::pmem_arrays::{AggregateArray, IndexNodeArray, SlotLayout};
+use strata_events::EventError;
 
 const BASE: RegionOffset = RegionOffset(256);
 /// Write number 0 is the format.
@@ -98,7 +98,7 @@ impl PmemCrashProtocol for AggregatesCrash {
             AggregateArray::format(region.clone(), BASE, self.area_bytes(), self.record_bytes, self.layout)
                 .unwrap();
         acks.ack(FORMAT);
-        array.planted_seal_with_record.store(self.planted_seal_with_record, Ordering::Relaxed);
+        array.plant_seal_with_record(self.planted_seal_with_record);
         let mut sealed = BTreeSet::new();
         let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for (k, op) in self.ops.iter().enumerate() {

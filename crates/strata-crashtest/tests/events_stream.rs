@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use strata_media::{AckLog, CrashReport};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, CrashReport};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
 use strata_pmem::Region;
 
-use super::crash_protocol::StreamOooPmemCrash;
-use crate::tree::MergeBug;
+use strata_crashtest::events_stream::StreamOooPmemCrash;
+use strata_events::crashtest_hooks::MergeBug;
 
 fn crashtest(proto: &StreamOooPmemCrash, samples: u64, max_images: u64) -> CrashReport {
     let cfg = PmemCrashConfig {

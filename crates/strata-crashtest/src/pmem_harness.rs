@@ -3,19 +3,17 @@
 //! image the model allows (or a seeded sample) restarts a simulated region
 //! from the image, recovers, and checks the oracle. Reports how many images it
 //! checked; a failure names (seed, point, image) and [`reproduce_pmem_failure`]
-//! replays exactly that image.
-
-mod images;
-#[cfg(test)]
-mod planted_bugs;
+//! replays exactly that image. Moved here from `strata_pmem::crash`, which
+//! keeps the simulator's crash images ([`CrashPoint`]); the harness's
+//! self-tests with planted bugs are `tests/pmem_planted_bugs.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-pub use images::{image_seed, CrashPoint, UncertainWord};
-use strata_media::{AckLog, CrashReport, OracleCounts, TxnId};
-
-use crate::region::Region;
+use crate::oracle::{AckLog, CrashReport, OracleCounts};
+use strata_media::TxnId;
+pub use strata_pmem::crash::{image_seed, CrashPoint, UncertainWord};
+use strata_pmem::Region;
 
 /// A commit protocol under test, with its deterministic workload and oracle.
 pub trait PmemCrashProtocol: Sync {

@@ -30,73 +30,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::Region;
 
-use crate::event::{self, Event, Value};
-use crate::schema::{Attr, AttrType, StreamSchema};
-use crate::translation::TranslationKind;
-
-use super::flank_pmem::FLANK_MAGIC;
-use super::{AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia};
-
-/// Numeric attributes of the crash schema (the first is the sequence number).
-pub const CRASH_NUMERIC_ATTRS: usize = 40;
-
-/// The wide schema of the crash workload: `seq` (i64), 39 f64 values, two
-/// 255-byte strings; 838-byte events.
-pub fn crash_schema() -> StreamSchema {
-    let mut attrs = vec![Attr::new("seq", AttrType::I64)];
-    attrs.extend((1..CRASH_NUMERIC_ATTRS).map(|i| Attr::new(format!("v{i}"), AttrType::F64)));
-    attrs.push(Attr::new("label", AttrType::FixedStr(255)));
-    attrs.push(Attr::new("note", AttrType::FixedStr(255)));
-    StreamSchema::new(attrs).expect("the crash schema is valid")
-}
-
-/// Event number `seq` of the crash workload: timestamps in runs of up to
-/// three equal values, small integral values (exact sums).
-pub fn crash_event(schema: &StreamSchema, seed: u64, seq: u64) -> Vec<u8> {
-    let ts = 1_000 + (seq / 3) as i64 * 10 + ((seq % 3 == 2) as i64);
-    let shape = CrashValues { mul: 31, step: 7, pad: 'x', pad_mod: 200 };
-    crash_event_shaped(schema, seed, seq, ts, shape)
-}
-
-/// How the attribute values of a crash event vary with its number.
-#[derive(Copy, Clone)]
-pub(crate) struct CrashValues {
-    pub mul: u64,
-    pub step: u64,
-    pub pad: char,
-    pub pad_mod: u64,
-}
-
-/// Event `seq` at `ts`: its number, numeric attributes that are small
-/// integers (exact sums), a text naming it and a padding of varying length.
-pub(crate) fn crash_event_shaped(
-    schema: &StreamSchema,
-    seed: u64,
-    seq: u64,
-    ts: i64,
-    shape: CrashValues,
-) -> Vec<u8> {
-    let mut values = vec![Value::I64(seq as i64)];
-    values.extend(
-        (1..CRASH_NUMERIC_ATTRS as u64).map(|i| {
-            Value::F64(((seq.wrapping_mul(shape.mul) + i * shape.step + seed) % 1000) as f64 - 500.0)
-        }),
-    );
-    values.push(Value::Str(format!("event {seq} of seed {seed}")));
-    values.push(Value::Str(shape.pad.to_string().repeat((seq % shape.pad_mod) as usize)));
-    event::encode(schema, &Event::new(ts, values)).expect("crash events fit the schema")
-}
-
-/// The sequence number an event of the crash workload carries.
-pub(crate) fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
-    event::attr_as_f64(schema, bytes, 0).map(|v| v as u64)
-}
+use strata_events::crashtest_hooks::{FlankBug, FLANK_BUG};
+use strata_events::sample_events::seq_of;
+pub use strata_events::sample_events::{crash_event, crash_schema, CRASH_NUMERIC_ATTRS};
+use strata_events::translation::TranslationKind;
+use strata_events::tree::flank_pmem::FLANK_MAGIC;
+use strata_events::tree::{
+    AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia,
+};
 
 #[derive(Default)]
 struct RunRecord {
@@ -118,8 +66,7 @@ pub struct FlankPmemCrash {
     /// Spare room per node, permille (smaller nodes make taller trees).
     pub spare_permille: u32,
     /// A bug the crash tests plant (set on whichever thread runs or recovers).
-    #[cfg(test)]
-    pub(crate) planted: super::flank::PlantedBug,
+    pub planted: FlankBug,
     record: RwLock<RunRecord>,
 }
 
@@ -139,8 +86,7 @@ impl FlankPmemCrash {
             index: IndexPlacement::Ssd,
             translation: TranslationKind::PmemArray,
             spare_permille: 300,
-            #[cfg(test)]
-            planted: super::flank::PlantedBug::None,
+            planted: FlankBug::None,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -151,7 +97,7 @@ impl FlankPmemCrash {
     /// event per leaf.
     pub fn all_pmem(batch_events: u32) -> FlankPmemCrash {
         FlankPmemCrash {
-            aggregates: AggregatePlacement::PmemArray(crate::pmem_arrays::SlotLayout::Dense),
+            aggregates: AggregatePlacement::PmemArray(strata_events::pmem_arrays::SlotLayout::Dense),
             index: IndexPlacement::Pmem,
             spare_permille: 900,
             events: 70,
@@ -159,15 +105,13 @@ impl FlankPmemCrash {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn with_planted(mut self, bug: super::flank::PlantedBug) -> Self {
+    pub fn with_planted(mut self, bug: FlankBug) -> Self {
         self.planted = bug;
         self
     }
 
-    #[cfg(test)]
     fn plant(&self) {
-        super::flank::PLANTED_BUG.with(|b| b.set(self.planted));
+        FLANK_BUG.with(|b| b.set(self.planted));
     }
 
     pub fn with_seed(mut self, seed: u64) -> Self {
@@ -235,7 +179,6 @@ impl PmemCrashProtocol for FlankPmemCrash {
     }
 
     fn run(&self, region: &Arc<Region>, acks: &AckLog) {
-        #[cfg(test)]
         self.plant();
         let seed = self.seed;
         let config = self.config();
@@ -280,7 +223,6 @@ impl PmemCrashProtocol for FlankPmemCrash {
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
     ) -> Result<(OracleCounts, Option<String>), String> {
-        #[cfg(test)]
         self.plant();
         let config = self.config();
         let schema = config.schema.clone();

@@ -2,13 +2,16 @@
 //! correct one (fdatasync, then acknowledge) and a wrong one (acknowledge,
 //! then fdatasync).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::*;
-use crate::fs::create_durably;
-use crate::oracle::TxnOracle;
+use strata_crashtest::fs_harness::{
+    is_selected, reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol,
+};
+use strata_crashtest::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_media::fs::{create_durably, parent_dir, FileSystem};
 
 /// Record: `len: u32 LE | checksum: u64 LE | txn: u64 LE | payload[len]`,
 /// the checksum (FNV-1a) covering `len`, `txn` and the payload.
@@ -87,7 +90,7 @@ impl FsCrashProtocol for AppendLog {
 
     fn run(&self, fs: Arc<dyn FileSystem>, acks: &AckLog) {
         let path = Self::path();
-        fs.create_dir_all(crate::fs::parent_dir(&path)).expect("create /db");
+        fs.create_dir_all(parent_dir(&path)).expect("create /db");
         let file = create_durably(&*fs, &path).expect("create log");
         let mut offset = 0u64;
         for txn in 0..self.txns {
@@ -119,7 +122,7 @@ impl FsCrashProtocol for AppendLog {
 }
 
 fn mix(x: u64) -> u64 {
-    super::super::crash_point::splitmix64(x)
+    strata_crashtest::workload::SplitMix64::new(x).next_u64()
 }
 
 fn fnv1a(parts: &[&[u8]]) -> u64 {

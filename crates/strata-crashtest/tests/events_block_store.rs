@@ -9,12 +9,20 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_media::fs::{run_fs_crashtest, FileSystem, FsCrashConfig, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_crashtest::fs_harness::{run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use strata_crashtest::oracle::{AckLog, OracleCounts, TxnOracle};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 
-use super::test_support::path;
-use super::*;
-use crate::ids::NodeId;
+use std::path::Path;
+
+use strata_events::block_store::{sample_node, BlockStore};
+use strata_events::NodeId;
+
+/// The block file's path (the block store's tests use the same).
+fn path() -> &'static Path {
+    Path::new("blocks.evb")
+}
 
 /// The SSD crash model on the block store: appends, flushes (rewrites
 /// of the open block), translation blocks and syncs; a node is

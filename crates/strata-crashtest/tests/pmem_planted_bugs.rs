@@ -8,11 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_crashtest::oracle::{AckLog, OracleCounts, TxnOracle};
+use strata_media::TxnId;
 
-use super::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
-use crate::offset::RegionOffset;
-use crate::region::Region;
+use strata_crashtest::pmem_harness::{
+    reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol,
+};
+use strata_pmem::{Region, RegionOffset};
 
 const TXNS: u64 = 6;
 const SLOT_BYTES: u64 = 64;

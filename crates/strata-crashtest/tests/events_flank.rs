@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use strata_media::{AckLog, CrashReport};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, CrashReport};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
 use strata_pmem::Region;
 
-use super::flank::{PlantedBug, PLANTED_BUG};
-use super::FlankPmemCrash;
-use crate::translation::TranslationKind;
+use strata_crashtest::events_flank::FlankPmemCrash;
+use strata_events::crashtest_hooks::{FlankBug as PlantedBug, FLANK_BUG as PLANTED_BUG};
+use strata_events::translation::TranslationKind;
 
 fn crashtest(proto: FlankPmemCrash, bug: PlantedBug, max_images: u64) -> CrashReport {
     let proto = proto.with_planted(bug);

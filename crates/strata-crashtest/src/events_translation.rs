@@ -33,15 +33,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::{Region, RegionOffset};
 
-use super::{PmemArrayTranslation, Translation, PMEM_TRANSLATION_MAGIC};
-use crate::block_store::{BlockStore, PhysAddr};
-use crate::ids::{NodeId, NodeKind};
+use strata_events::block_store::{BlockStore, PhysAddr};
+use strata_events::translation::{PmemArrayTranslation, Translation, PMEM_TRANSLATION_MAGIC};
+use strata_events::{NodeId, NodeKind};
+
+use crate::workload::SplitMix64;
 
 const BLOCK_FILE: &str = "events.blocks";
 const AREA_BASE: RegionOffset = RegionOffset(0);
@@ -103,24 +106,6 @@ impl PmemTranslationCrash {
     }
 }
 
-/// SplitMix64: a small seeded generator (the crate has no RNG dependency).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
 /// A node's bytes: the transaction id, then compressible or noisy filler.
 fn node_bytes(rng: &mut SplitMix64, txn: u64, max_len: usize) -> Vec<u8> {
     let len = 8 + rng.below(max_len.saturating_sub(8) as u64 + 1) as usize;
@@ -163,7 +148,7 @@ impl PmemCrashProtocol for PmemTranslationCrash {
             self.index_capacity,
         )
         .expect("format translation area");
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut oracle = TxnOracle::new();
         let mut versions: BTreeMap<NodeId, Vec<(TxnId, Vec<u8>)>> = BTreeMap::new();
         let (mut next_leaf, mut next_index) = (0u64, 0u64);
@@ -331,8 +316,8 @@ fn resume_and_recheck(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translation::pmem_array::{PlantedBug, PLANTED_BUG};
-    use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig};
+    use crate::pmem_harness::{run_pmem_crashtest, PmemCrashConfig};
+    use strata_events::crashtest_hooks::{TranslationBug as PlantedBug, TRANSLATION_BUG as PLANTED_BUG};
 
     /// One uncrashed run: batches and several blocks were written, and the
     /// final image passes the oracle with everything acknowledged.
@@ -352,7 +337,7 @@ mod tests {
         assert!(counts.is_clean(), "{counts:?} {why:?}");
     }
 
-    fn crashtest(seed: u64, bug: PlantedBug) -> strata_media::CrashReport {
+    fn crashtest(seed: u64, bug: PlantedBug) -> crate::oracle::CrashReport {
         PLANTED_BUG.with(|b| b.set(bug));
         let proto = PmemTranslationCrash::new(seed, 140);
         let cfg =

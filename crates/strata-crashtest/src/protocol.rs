@@ -1,0 +1,1 @@
+//! Builder setters shared by the crash protocols (filled in below).
