@@ -42,13 +42,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::oracle::{AckLog, TxnOracle};
 use crate::pmem_harness::PmemCrashProtocol;
 use crate::workload::SplitMix64;
 use parking_lot::RwLock;
 use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
+use crate::error::{CheckResult, CrashCheckError};
 use strata_declog::compress::point_payload;
 use strata_declog::layout::{Layout, DECLOG_MAGIC};
 use strata_declog::{
@@ -400,11 +401,7 @@ impl PmemCrashProtocol for DeclogPmemCrash {
         };
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let checkpointed = region.load_u64(CHECKPOINT_WORD);
         let record = self.record.read();
         // The checkpoint stands for the data of every transaction it covers.
@@ -419,16 +416,19 @@ impl PmemCrashProtocol for DeclogPmemCrash {
             // Formatting persists the magic last: without it there is no log
             // and nothing was acknowledged.
             Err(_) if region.load_u64(LOG_BASE) != DECLOG_MAGIC => Default::default(),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(CrashCheckError::step("parse")(e)),
         };
         for (lsn, bucket) in &recovered.updates {
             if let Some(e) = bucket.iter().find(|e| e.lsn != *lsn) {
-                return Err(format!("{} in LSN bucket {lsn} has LSN {}", e.txn, e.lsn));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "{} in LSN bucket {lsn} has LSN {}",
+                    e.txn, e.lsn
+                )));
             }
         }
         for (txn, entries) in recovered.txns() {
             if txn.0 > checkpointed && found.insert(txn, recovered_content(&entries)).is_some() {
-                return Err(format!("{txn} recovered twice"));
+                return Err(CrashCheckError::inconsistent(format!("{txn} recovered twice")));
             }
         }
         Ok(record.oracle.check(acked, &found))
@@ -444,7 +444,7 @@ fn resume_and_reparse(
     region: &Arc<Region>,
     first: &strata_declog::Recovered,
     compression: bool,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let next = first.max_txn_id.map_or(1, |t| t.0 + 1) + 1_000_000;
     let mut expect =
         first.txns().into_iter().map(|(t, e)| (t, recovered_content(&e))).collect::<BTreeMap<_, _>>();
@@ -455,12 +455,12 @@ fn resume_and_reparse(
             b"after restart".to_vec()
         };
         let e = [EntryIn { key_hash: i as u64, lsn: 0, compressed: false, payload: &payload }];
-        log.commit(TxnId(t), &e).map_err(|e| format!("commit after restart: {e}"))?;
+        log.commit(TxnId(t), &e).map_err(CrashCheckError::step("commit after restart"))?;
         expect.insert(TxnId(t), txn_content(&[(i as u64, 0, payload)]));
     }
     drop(log);
     let second =
-        strata_declog::recovery::parse(region, LOG_BASE).map_err(|e| format!("second parse: {e}"))?;
+        strata_declog::recovery::parse(region, LOG_BASE).map_err(CrashCheckError::step("second parse"))?;
     let got: BTreeMap<_, _> = second.txns().into_iter().map(|(t, e)| (t, recovered_content(&e))).collect();
     if got != expect {
         let diff: Vec<_> = got
@@ -468,7 +468,9 @@ fn resume_and_reparse(
             .filter(|t| !expect.contains_key(t))
             .chain(expect.keys().filter(|t| !got.contains_key(t)))
             .collect();
-        return Err(format!("a second parse after resuming disagrees on {diff:?}"));
+        return Err(CrashCheckError::inconsistent(format!(
+            "a second parse after resuming disagrees on {diff:?}"
+        )));
     }
     Ok(())
 }

@@ -16,6 +16,10 @@ pub enum CrashCheckError {
     NoFileSystemState,
     /// A recovered event or entry lacks the identity the workload gave it.
     Unidentified(String),
+    /// A recovery or check step panicked (`what`: the step).
+    Panicked { what: String, message: String },
+    /// A recovery step ran past its time limit (a deadlock?).
+    TimedOut { what: String, secs: u64 },
     /// The recovered state contradicts itself (a transaction twice, LSNs out
     /// of order, a second recovery disagreeing with the first, ...).
     Inconsistent(String),
@@ -39,6 +43,10 @@ impl fmt::Display for CrashCheckError {
             CrashCheckError::Step { step, source } => write!(f, "{step}: {source}"),
             CrashCheckError::NoFileSystemState => write!(f, "no file system state before the crash point"),
             CrashCheckError::Unidentified(what) => write!(f, "unidentified {what}"),
+            CrashCheckError::Panicked { what, message } => write!(f, "{what} panicked: {message}"),
+            CrashCheckError::TimedOut { what, secs } => {
+                write!(f, "{what} did not finish in {secs} s (a deadlock?)")
+            }
             CrashCheckError::Inconsistent(what) => f.write_str(what),
         }
     }

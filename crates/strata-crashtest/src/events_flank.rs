@@ -37,6 +37,7 @@ use strata_media::fs::Tear;
 use strata_media::{FaultFs, TxnId};
 use strata_pmem::Region;
 
+use crate::error::{CheckResult, CrashCheckError};
 use strata_events::crashtest_hooks::{FlankBug, FLANK_BUG};
 use strata_events::sample_events::seq_of;
 pub use strata_events::sample_events::{crash_event, crash_schema, CRASH_NUMERIC_ATTRS};
@@ -222,20 +223,21 @@ impl PmemCrashProtocol for FlankPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         self.plant();
         let config = self.config();
         let schema = config.schema.clone();
-        let plan = config.pmem_plan(0).map_err(|e| e.to_string())?;
-        let flank_base = plan.flank.as_ref().ok_or("no flank area")?.start;
+        let plan = config.pmem_plan(0).map_err(CrashCheckError::step("pmem plan"))?;
+        let flank_base =
+            plan.flank.as_ref().ok_or_else(|| CrashCheckError::inconsistent("no flank area"))?.start;
         let record = self.record.read();
         if region.load_u64(strata_pmem::RegionOffset(flank_base)) != FLANK_MAGIC {
             // The flank is formatted last by create: nothing was acknowledged.
             return Ok(record.oracle.check(acked, &BTreeMap::new()));
         }
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let (mut tree, _) = TabTree::recover(config.clone(), self.media(&fs, region))
-            .map_err(|e| format!("recovery: {e}"))?;
+            .map_err(CrashCheckError::step("recovery"))?;
         let mut counts = OracleCounts::default();
         let mut why = None;
         if let Err(e) = tree.verify() {
@@ -245,9 +247,10 @@ impl PmemCrashProtocol for FlankPmemCrash {
         let mut found = BTreeMap::new();
         let mut replayed = 0u64;
         for e in tree.replay() {
-            let e = e.map_err(|e| format!("replay: {e}"))?;
+            let e = e.map_err(CrashCheckError::step("replay"))?;
             replayed += 1;
-            let seq = seq_of(&schema, &e).ok_or("an event without a sequence number")?;
+            let seq = seq_of(&schema, &e)
+                .ok_or_else(|| CrashCheckError::Unidentified("an event without a sequence number".into()))?;
             if found.insert(TxnId(seq), e).is_some() {
                 counts.partial += 1;
                 why.get_or_insert_with(|| format!("event {seq} recovered twice"));
@@ -261,27 +264,33 @@ impl PmemCrashProtocol for FlankPmemCrash {
         drop(record);
         // Resume: three more events, synced, must survive a second recovery.
         let next = found.keys().last().map_or(0, |t| t.0 + 1);
-        let mut expect: Vec<Vec<u8>> = tree.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        let mut expect: Vec<Vec<u8>> =
+            tree.replay().collect::<Result<_, _>>().map_err(CrashCheckError::step("replay"))?;
         for seq in next..next + 3 {
             let bytes = crash_event(&schema, self.seed, seq);
-            tree.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
+            tree.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }
-        tree.sync().map_err(|e| format!("sync after recovery: {e}"))?;
+        tree.sync().map_err(CrashCheckError::step("sync after recovery"))?;
         if replayed + 3 != tree.len() {
-            return Err(format!("the resumed tree counts {} events, expected {}", tree.len(), replayed + 3));
+            return Err(CrashCheckError::inconsistent(format!(
+                "the resumed tree counts {} events, expected {}",
+                tree.len(),
+                replayed + 3
+            )));
         }
         drop(tree);
         let (again, _) = TabTree::recover(config, self.media(&fs.crash(Tear::None), region))
-            .map_err(|e| format!("second recovery: {e}"))?;
-        again.verify().map_err(|e| format!("second recovery fails verification: {e}"))?;
-        let got: Vec<Vec<u8>> = again.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("second recovery"))?;
+        again.verify().map_err(CrashCheckError::step("second recovery fails verification"))?;
+        let got: Vec<Vec<u8>> =
+            again.replay().collect::<Result<_, _>>().map_err(CrashCheckError::step("second replay"))?;
         if got != expect {
-            return Err(format!(
+            return Err(CrashCheckError::inconsistent(format!(
                 "a second recovery after resuming holds {} events, expected {}",
                 got.len(),
                 expect.len()
-            ));
+            )));
         }
         Ok((counts, why))
     }

@@ -56,6 +56,7 @@ use strata_events::stream::{EventStream, Placed, QueuePlacement, StreamConfig, S
 use strata_events::translation::TranslationKind;
 use strata_events::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::workload::SplitMix64;
 
 /// Numbers of the events appended after recovery start here.
@@ -294,7 +295,7 @@ impl StreamOooPmemCrash {
     }
 
     /// Range, point and aggregate queries against the recovered events.
-    fn check_queries(&self, s: &EventStream, present: &[Vec<u8>]) -> Result<(), String> {
+    fn check_queries(&self, s: &EventStream, present: &[Vec<u8>]) -> Result<(), CrashCheckError> {
         let spec = &s.config().tree.spec;
         let schema = &s.config().tree.schema;
         let key = |e: &Vec<u8>| (timestamp_of(e), seq_of(schema, e));
@@ -307,30 +308,36 @@ impl StreamOooPmemCrash {
             let hi = if q == 0 { i64::MAX } else { lo + rng.below(120) as i64 };
             let want: Vec<Vec<u8>> =
                 model.iter().filter(|e| (lo..=hi).contains(&timestamp_of(e))).cloned().collect();
-            let got = s.range(lo, hi).map_err(|e| format!("range: {e}"))?;
+            let got = s.range(lo, hi).map_err(CrashCheckError::step("range"))?;
             if got.windows(2).any(|w| timestamp_of(&w[0]) > timestamp_of(&w[1])) {
-                return Err(format!("range {lo}..={hi} is not in time order"));
+                return Err(CrashCheckError::inconsistent(format!("range {lo}..={hi} is not in time order")));
             }
             let mut sorted = got.clone();
             sorted.sort_by_key(key);
             if sorted != want {
-                return Err(format!("range {lo}..={hi}: {} events, the model has {}", got.len(), want.len()));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "range {lo}..={hi}: {} events, the model has {}",
+                    got.len(),
+                    want.len()
+                )));
             }
-            let mut point = s.point(lo).map_err(|e| format!("point: {e}"))?;
+            let mut point = s.point(lo).map_err(CrashCheckError::step("point"))?;
             point.sort_by_key(key);
             let want_point: Vec<Vec<u8>> = want.iter().filter(|e| timestamp_of(e) == lo).cloned().collect();
             if point != want_point {
-                return Err(format!(
+                return Err(CrashCheckError::inconsistent(format!(
                     "point {lo}: {} events, the model has {}",
                     point.len(),
                     want_point.len()
-                ));
+                )));
             }
-            let aggs = s.aggregate(lo, hi).map_err(|e| format!("aggregate: {e}"))?;
-            let expected =
-                Aggregates::of_events(spec, want.iter().map(Vec::as_slice)).map_err(|e| e.to_string())?;
+            let aggs = s.aggregate(lo, hi).map_err(CrashCheckError::step("aggregate"))?;
+            let expected = Aggregates::of_events(spec, want.iter().map(Vec::as_slice))
+                .map_err(CrashCheckError::step("model aggregates"))?;
             if aggs != expected {
-                return Err(format!("aggregate {lo}..={hi}: {aggs:?}, the model's {expected:?}"));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "aggregate {lo}..={hi}: {aggs:?}, the model's {expected:?}"
+                )));
             }
         }
         Ok(())
@@ -365,7 +372,7 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let record = self.record.read();
         if crash_op < record.created_at {
             // Cut inside create: nothing was acknowledged yet.
@@ -377,27 +384,23 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
 }
 
 impl StreamOooPmemCrash {
-    fn check_recovery(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-        crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn check_recovery(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>, crash_op: u64) -> CheckResult {
         let config = self.config();
         let schema = config.tree.schema.clone();
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let (mut s, _) = EventStream::recover(config.clone(), self.media(&fs, region))
-            .map_err(|e| format!("recovery: {e}"))?;
+            .map_err(CrashCheckError::step("recovery"))?;
         let mut counts = OracleCounts::default();
         let mut why = None;
         if let Err(e) = s.verify() {
             counts.partial += 1;
             why = Some(format!("recovered stream fails verification: {e}"));
         }
-        let present = s.replay().map_err(|e| format!("replay: {e}"))?;
+        let present = s.replay().map_err(CrashCheckError::step("replay"))?;
         let mut found = BTreeMap::new();
         for e in &present {
-            let seq = seq_of(&schema, e).ok_or("an event without a sequence number")?;
+            let seq = seq_of(&schema, e)
+                .ok_or_else(|| CrashCheckError::Unidentified("an event without a sequence number".into()))?;
             if found.insert(TxnId(seq), e.clone()).is_some() {
                 counts.partial += 1;
                 why.get_or_insert_with(|| format!("event {seq} recovered twice"));
@@ -411,7 +414,7 @@ impl StreamOooPmemCrash {
         if counts.is_clean() {
             if let Err(e) = self.check_queries(&s, &present) {
                 counts.order_violations += 1;
-                why = Some(e);
+                why = Some(e.to_string());
             }
         }
         // Resume: two in-order and two late events, synced, survive a second recovery.
@@ -419,27 +422,27 @@ impl StreamOooPmemCrash {
         let mut expect = present.clone();
         for (k, ts) in [newest + 10, newest + 20, newest - 15, newest - 3].into_iter().enumerate() {
             let bytes = stream_crash_event(&schema, self.seed, RESUME_SEQ_BASE + k as u64, ts);
-            s.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
+            s.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }
         if self.dram_queue && !s.queue().is_empty() {
-            s.merge().map_err(|e| format!("merge after recovery: {e}"))?;
+            s.merge().map_err(CrashCheckError::step("merge after recovery"))?;
         }
-        s.sync().map_err(|e| format!("sync after recovery: {e}"))?;
+        s.sync().map_err(CrashCheckError::step("sync after recovery"))?;
         drop(s);
         let (again, _) = EventStream::recover(config, self.media(&fs.crash(Tear::None), region))
-            .map_err(|e| format!("second recovery: {e}"))?;
-        again.verify().map_err(|e| format!("second recovery fails verification: {e}"))?;
-        let mut got = again.replay().map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("second recovery"))?;
+        again.verify().map_err(CrashCheckError::step("second recovery fails verification"))?;
+        let mut got = again.replay().map_err(CrashCheckError::step("second replay"))?;
         let key = |e: &Vec<u8>| (timestamp_of(e), seq_of(&schema, e));
         got.sort_by_key(key);
         expect.sort_by_key(key);
         if got != expect {
-            return Err(format!(
+            return Err(CrashCheckError::inconsistent(format!(
                 "a second recovery after resuming holds {} events, expected {}",
                 got.len(),
                 expect.len()
-            ));
+            )));
         }
         Ok((counts, why))
     }

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::oracle::{AckLog, TxnOracle};
 use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
 use strata_media::fs::Tear;
@@ -44,6 +44,7 @@ use strata_events::block_store::{BlockStore, PhysAddr};
 use strata_events::translation::{PmemArrayTranslation, Translation, PMEM_TRANSLATION_MAGIC};
 use strata_events::{NodeId, NodeKind};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::workload::SplitMix64;
 
 const BLOCK_FILE: &str = "events.blocks";
@@ -218,18 +219,18 @@ impl PmemCrashProtocol for PmemTranslationCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let record = self.record.read();
         let empty = BTreeMap::new();
         if region.load_u64(AREA_BASE) != PMEM_TRANSLATION_MAGIC {
             // Formatting persists the magic last; nothing was acknowledged before.
             return Ok(record.oracle.check(acked, &empty));
         }
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let path = Path::new(BLOCK_FILE);
-        let (mut store, _) = BlockStore::open(&fs, path).map_err(|e| format!("open block file: {e}"))?;
+        let (mut store, _) = BlockStore::open(&fs, path).map_err(CrashCheckError::step("open block file"))?;
         let (mut t, _) = PmemArrayTranslation::recover(region.clone(), AREA_BASE, self.area_bytes(), &store)
-            .map_err(|e| format!("recover translations: {e}"))?;
+            .map_err(CrashCheckError::step("recover translations"))?;
         let mut found = BTreeMap::new();
         let mut garbage = 0u64;
         let mut first_garbage = None;
@@ -238,7 +239,7 @@ impl PmemCrashProtocol for PmemTranslationCrash {
             let capacity = t.capacity(kind);
             for number in 0..capacity {
                 let id = NodeId { kind, number };
-                let addr = t.get(&store, id).map_err(|e| format!("get {id}: {e}"))?;
+                let addr = t.get(&store, id).map_err(CrashCheckError::step("translation get"))?;
                 let Some(addr) = addr else {
                     continue;
                 };
@@ -278,25 +279,26 @@ fn resume_and_recheck(
     store: &mut BlockStore,
     t: &mut PmemArrayTranslation,
     first: &BTreeMap<NodeId, PhysAddr>,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut expect = first.clone();
     for (i, id) in [NodeId::leaf(proto.leaf_capacity - 1), NodeId::index(proto.index_capacity - 1)]
         .into_iter()
         .enumerate()
     {
-        let addr = store.append(id, format!("resumed {i}").as_bytes()).map_err(|e| format!("append: {e}"))?;
-        t.set(store, id, addr).map_err(|e| format!("set after recovery: {e}"))?;
+        let addr =
+            store.append(id, format!("resumed {i}").as_bytes()).map_err(CrashCheckError::step("append"))?;
+        t.set(store, id, addr).map_err(CrashCheckError::step("set after recovery"))?;
         expect.insert(id, addr);
     }
-    t.sync(store).map_err(|e| format!("sync after recovery: {e}"))?;
-    let (store, _) = BlockStore::open(fs, Path::new(BLOCK_FILE)).map_err(|e| format!("reopen: {e}"))?;
+    t.sync(store).map_err(CrashCheckError::step("sync after recovery"))?;
+    let (store, _) = BlockStore::open(fs, Path::new(BLOCK_FILE)).map_err(CrashCheckError::step("reopen"))?;
     let (t, _) = PmemArrayTranslation::recover(region.clone(), AREA_BASE, proto.area_bytes(), &store)
-        .map_err(|e| format!("second recovery: {e}"))?;
+        .map_err(CrashCheckError::step("second recovery"))?;
     let mut got = BTreeMap::new();
     for kind in [NodeKind::Leaf, NodeKind::Index] {
         for number in 0..t.capacity(kind) {
             let id = NodeId { kind, number };
-            if let Some(addr) = t.get(&store, id).map_err(|e| format!("get {id}: {e}"))? {
+            if let Some(addr) = t.get(&store, id).map_err(CrashCheckError::step("translation get"))? {
                 got.insert(id, addr);
             }
         }
@@ -308,7 +310,9 @@ fn resume_and_recheck(
             .map(|(id, _)| *id)
             .chain(expect.keys().filter(|id| !got.contains_key(id)).copied())
             .collect();
-        return Err(format!("a second recovery after resuming disagrees on {diff:?}"));
+        return Err(CrashCheckError::inconsistent(format!(
+            "a second recovery after resuming disagrees on {diff:?}"
+        )));
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use strata_media::fs::{FaultFs, FileSystem, FsCrashPoint};
 use strata_media::TxnId;
 
+use crate::error::CheckResult;
 use crate::oracle::{AckLog, CrashReport, OracleCounts};
 
 /// A commit protocol on SSD under crash test.
@@ -23,11 +24,7 @@ pub trait FsCrashProtocol {
     /// Recovers from `fs` (a crash image) and checks the DESIGN.md oracle
     /// against the transactions acknowledged before the crash point.
     /// `Err(description)` if recovery itself failed (counted as partial=1).
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String>;
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult;
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -41,6 +41,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::error::CheckResult;
 use crate::oracle::{AckLog, OracleCounts};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -613,11 +614,7 @@ impl PmemCrashProtocol for HallocCrashProtocol {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         Ok(self.check(region, acked))
     }
 }

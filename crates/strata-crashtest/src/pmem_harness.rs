@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::error::CheckResult;
 use crate::oracle::{AckLog, CrashReport, OracleCounts};
 use strata_media::TxnId;
 pub use strata_pmem::crash::{image_seed, CrashPoint, UncertainWord};
@@ -30,11 +31,7 @@ pub trait PmemCrashProtocol: Sync {
     /// defaults to the other; implementing neither recurses forever). The
     /// default is `recover_and_check_at` with no crash point known
     /// (`u64::MAX`: as of the end of the run).
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         self.recover_and_check_at(region, acked, u64::MAX)
     }
     /// [`PmemCrashProtocol::recover_and_check`], told the simulator operation
@@ -45,7 +42,7 @@ pub trait PmemCrashProtocol: Sync {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let _ = crash_op;
         self.recover_and_check(region, acked)
     }

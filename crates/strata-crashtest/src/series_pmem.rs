@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::oracle::{AckLog, OracleCounts};
+use crate::oracle::AckLog;
 use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::Mutex;
 use strata_log::pmem_log::{PmemLog, PMEM_LOG_MAGIC};
@@ -20,6 +20,7 @@ use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::series_workload::SeriesPlan;
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
@@ -82,7 +83,7 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let fs = {
             let snaps = self.snapshots.lock();
             let (_, fs) = snaps.iter().rev().find(|(began, _)| *began < crash_op).expect("initial snapshot");
@@ -92,11 +93,13 @@ impl PmemCrashProtocol for SeriesPmemCrash {
             // The crash came before the log was formatted: nothing was acknowledged.
             return self.plan.check(None, acked);
         }
-        let (log, records) = SerialLog::open_pmem(region.clone(), LOG_BASE).map_err(|e| e.to_string())?;
+        let (log, records) = SerialLog::open_pmem(region.clone(), LOG_BASE)
+            .map_err(CrashCheckError::step("SerialLog::open_pmem"))?;
         let mut opts = Self::options();
         opts.fs = Arc::new(fs) as Arc<dyn FileSystem>;
         let log: Box<dyn CommitLog> = Box::new(log);
-        let (engine, _) = SeriesEngine::open(opts, log, records, &|_, _, _| {}).map_err(|e| e.to_string())?;
+        let (engine, _) = SeriesEngine::open(opts, log, records, &|_, _, _| {})
+            .map_err(CrashCheckError::step("SeriesEngine::open"))?;
         self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }
 }

@@ -7,10 +7,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strata_crashtest::error::{CheckResult, CrashCheckError};
 use strata_crashtest::fs_harness::{
     is_selected, reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol,
 };
-use strata_crashtest::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_crashtest::{AckLog, TxnId, TxnOracle};
 use strata_media::fs::{create_durably, parent_dir, FileSystem};
 
 /// Record: `len: u32 LE | checksum: u64 LE | txn: u64 LE | payload[len]`,
@@ -111,12 +112,8 @@ impl FsCrashProtocol for AppendLog {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
-        let log = Self::read_log(&*fs, &Self::path()).map_err(|e| e.to_string())?;
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
+        let log = Self::read_log(&*fs, &Self::path()).map_err(CrashCheckError::step("read_log"))?;
         Ok(self.oracle().check(acked, &Self::replay(&log)))
     }
 }
@@ -199,12 +196,8 @@ fn recovery_error_counts_as_partial() {
             fs.create_dir_all(Path::new("/db")).expect("mkdir");
             create_durably(&*fs, Path::new("/db/x")).expect("create");
         }
-        fn recover_and_check(
-            &self,
-            _fs: Arc<dyn FileSystem>,
-            _acked: &BTreeSet<TxnId>,
-        ) -> Result<(OracleCounts, Option<String>), String> {
-            Err("corrupt".to_string())
+        fn recover_and_check(&self, _fs: Arc<dyn FileSystem>, _acked: &BTreeSet<TxnId>) -> CheckResult {
+            Err(CrashCheckError::inconsistent("corrupt"))
         }
     }
     let report = run_fs_crashtest(&Broken, &FsCrashConfig::default());
