@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use crate::oracle::{AckLog, OracleCounts, TxnOracle};
 use crate::pmem_harness::PmemCrashProtocol;
+use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
 use strata_media::{FaultFs, TxnId};
@@ -58,17 +59,23 @@ struct RunRecord {
 
 /// The PMem right flank under crash test (module comment).
 pub struct FlankPmemCrash {
-    pub seed: u64,
-    pub events: u64,
+    /// Seed, events appended, planted bug (set through [`CrashBuilder`]).
+    pub knobs: Knobs<FlankBug>,
     pub batch_events: u32,
     pub aggregates: AggregatePlacement,
     pub index: IndexPlacement,
     pub translation: TranslationKind,
     /// Spare room per node, permille (smaller nodes make taller trees).
     pub spare_permille: u32,
-    /// A bug the crash tests plant (set on whichever thread runs or recovers).
-    pub planted: FlankBug,
     record: RwLock<RunRecord>,
+}
+
+impl CrashBuilder for FlankPmemCrash {
+    type Bug = FlankBug;
+
+    fn knobs_mut(&mut self) -> &mut Knobs<FlankBug> {
+        &mut self.knobs
+    }
 }
 
 fn sim_ops(region: &Region) -> u64 {
@@ -80,14 +87,12 @@ impl FlankPmemCrash {
     /// index nodes on SSD, PMem translation, 100 events (a tree of height 3).
     pub fn new(batch_events: u32) -> FlankPmemCrash {
         FlankPmemCrash {
-            seed: 1,
-            events: 100,
+            knobs: Knobs { seed: 1, size: 100, bug: FlankBug::None },
             batch_events,
             aggregates: AggregatePlacement::Inline,
             index: IndexPlacement::Ssd,
             translation: TranslationKind::PmemArray,
             spare_permille: 300,
-            planted: FlankBug::None,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -101,28 +106,12 @@ impl FlankPmemCrash {
             aggregates: AggregatePlacement::PmemArray(strata_events::pmem_arrays::SlotLayout::Dense),
             index: IndexPlacement::Pmem,
             spare_permille: 900,
-            events: 70,
-            ..FlankPmemCrash::new(batch_events)
+            ..FlankPmemCrash::new(batch_events).with_size(70)
         }
     }
 
-    pub fn with_planted(mut self, bug: FlankBug) -> Self {
-        self.planted = bug;
-        self
-    }
-
     fn plant(&self) {
-        FLANK_BUG.with(|b| b.set(self.planted));
-    }
-
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    pub fn with_events(mut self, events: u64) -> Self {
-        self.events = events;
-        self
+        FLANK_BUG.with(|b| b.set(self.knobs.bug));
     }
 
     pub fn with_translation(mut self, translation: TranslationKind) -> Self {
@@ -138,7 +127,7 @@ impl FlankPmemCrash {
             .with_aggregates(self.aggregates)
             .with_index(self.index)
             .with_translation(self.translation)
-            .with_capacity(self.events + 16, self.events / 2 + 16);
+            .with_capacity(self.knobs.size + 16, self.knobs.size / 2 + 16);
         c.max_levels = 6;
         c.att_fanout = 4;
         c
@@ -181,7 +170,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
 
     fn run(&self, region: &Arc<Region>, acks: &AckLog) {
         self.plant();
-        let seed = self.seed;
+        let seed = self.knobs.seed;
         let config = self.config();
         let schema = config.schema.clone();
         let fs = FaultFs::new();
@@ -201,7 +190,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
                 acked += 1;
             }
         };
-        for seq in 0..self.events {
+        for seq in 0..self.knobs.size {
             let bytes = crash_event(&schema, seed, seq);
             let deps = seq.checked_sub(1).map(TxnId).into_iter().collect();
             oracle.attempt(TxnId(seq), bytes.clone(), deps);
@@ -215,7 +204,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
         let height = tree.height();
         drop(tree);
         let snapshots = std::mem::take(&mut *snapshots.lock());
-        *self.record.write() = RunRecord { oracle, snapshots, appended: self.events, height };
+        *self.record.write() = RunRecord { oracle, snapshots, appended: self.knobs.size, height };
     }
 
     fn recover_and_check_at(
@@ -267,7 +256,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
         let mut expect: Vec<Vec<u8>> =
             tree.replay().collect::<Result<_, _>>().map_err(CrashCheckError::step("replay"))?;
         for seq in next..next + 3 {
-            let bytes = crash_event(&schema, self.seed, seq);
+            let bytes = crash_event(&schema, self.knobs.seed, seq);
             tree.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }

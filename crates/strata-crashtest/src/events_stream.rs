@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use crate::oracle::{AckLog, OracleCounts, TxnOracle};
 use crate::pmem_harness::PmemCrashProtocol;
+use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
 use strata_media::{FaultFs, TxnId};
@@ -97,8 +98,8 @@ pub struct StreamCrashRunCounts {
 
 /// An event stream's out-of-order merges under crash test (module comment).
 pub struct StreamOooPmemCrash {
-    pub seed: u64,
-    pub events: u64,
+    /// Seed, events appended, planted merge bug (set through [`CrashBuilder`]).
+    pub knobs: Knobs<MergeBug>,
     /// The PMem flank's batch size `k`.
     pub batch_events: u32,
     /// Events the queue holds before it is merged.
@@ -112,8 +113,14 @@ pub struct StreamOooPmemCrash {
     /// their input to a file first.
     pub dram_queue: bool,
     record: RwLock<RunRecord>,
-    /// A merge bug the crash tests plant (set on whichever thread runs or recovers).
-    pub bug: MergeBug,
+}
+
+impl CrashBuilder for StreamOooPmemCrash {
+    type Bug = MergeBug;
+
+    fn knobs_mut(&mut self) -> &mut Knobs<MergeBug> {
+        &mut self.knobs
+    }
 }
 
 fn sim_ops(region: &Region) -> u64 {
@@ -130,15 +137,13 @@ impl StreamOooPmemCrash {
     /// events, 70 events of which 40% late.
     pub fn new(batch_events: u32) -> StreamOooPmemCrash {
         StreamOooPmemCrash {
-            seed: 1,
-            events: 70,
+            knobs: Knobs { seed: 1, size: 70, bug: MergeBug::None },
             batch_events,
             queue_events: 4,
             ooo_permille: 400,
             all_pmem: false,
             dram_queue: false,
             record: RwLock::new(RunRecord::default()),
-            bug: MergeBug::None,
         }
     }
 
@@ -146,17 +151,7 @@ impl StreamOooPmemCrash {
     /// array (completed index nodes are rewritten in place by merges); 100
     /// events, so the tree has completed index nodes.
     pub fn all_pmem(batch_events: u32) -> StreamOooPmemCrash {
-        StreamOooPmemCrash { all_pmem: true, events: 100, ..StreamOooPmemCrash::new(batch_events) }
-    }
-
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    pub fn with_events(mut self, events: u64) -> Self {
-        self.events = events;
-        self
+        StreamOooPmemCrash { all_pmem: true, ..StreamOooPmemCrash::new(batch_events).with_size(100) }
     }
 
     /// The DRAM queue (crash line `events-stream-ooo-dramq/pmem`).
@@ -171,7 +166,7 @@ impl StreamOooPmemCrash {
             .with_spare_permille(if self.all_pmem { 900 } else { 100 })
             .with_flank(FlankPlacement::Pmem { batch_events: self.batch_events })
             .with_translation(TranslationKind::PmemArray)
-            .with_capacity(self.events + 64, self.events / 2 + 32);
+            .with_capacity(self.knobs.size + 64, self.knobs.size / 2 + 32);
         if self.all_pmem {
             // Index nodes with the aggregates out of line have a large
             // fan-out: 90% spare room (one event per written-out leaf, 50
@@ -209,12 +204,12 @@ impl StreamOooPmemCrash {
 
     /// The workload's events in arrival order: `(seq, bytes)`.
     fn arrivals(&self, schema: &StreamSchema) -> Vec<(u64, Vec<u8>)> {
-        let mut rng = SplitMix64::new(self.seed ^ 0x5EED_0000_0000_0001);
-        (0..self.events)
+        let mut rng = SplitMix64::new(self.knobs.seed ^ 0x5EED_0000_0000_0001);
+        (0..self.knobs.size)
             .map(|seq| {
                 let late = seq >= 4 && rng.below(1000) < self.ooo_permille;
                 let ts = if late { in_order_ts(seq - 1 - rng.below(seq.min(30))) } else { in_order_ts(seq) };
-                (seq, stream_crash_event(schema, self.seed, seq, ts))
+                (seq, stream_crash_event(schema, self.knobs.seed, seq, ts))
             })
             .collect()
     }
@@ -226,14 +221,14 @@ impl StreamOooPmemCrash {
     }
 
     fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {
-        MERGE_BUG.with(|b| b.set(self.bug));
+        MERGE_BUG.with(|b| b.set(self.knobs.bug));
         let out = f();
         MERGE_BUG.with(|b| b.set(MergeBug::None));
         out
     }
 
     fn run_workload(&self, region: &Arc<Region>, acks: &AckLog) {
-        let seed = self.seed;
+        let seed = self.knobs.seed;
         let config = self.config();
         let schema = config.tree.schema.clone();
         let fs = FaultFs::new();
@@ -302,7 +297,7 @@ impl StreamOooPmemCrash {
         let mut model = present.to_vec();
         model.sort_by_key(key);
         let last = model.last().map_or(1_000, |e| timestamp_of(e));
-        let mut rng = SplitMix64::new(self.seed ^ present.len() as u64);
+        let mut rng = SplitMix64::new(self.knobs.seed ^ present.len() as u64);
         for q in 0..6 {
             let lo = 990 + rng.below((last - 980).max(1) as u64) as i64;
             let hi = if q == 0 { i64::MAX } else { lo + rng.below(120) as i64 };
@@ -421,7 +416,7 @@ impl StreamOooPmemCrash {
         let newest = present.iter().map(|e| timestamp_of(e)).max().unwrap_or(1_000);
         let mut expect = present.clone();
         for (k, ts) in [newest + 10, newest + 20, newest - 15, newest - 3].into_iter().enumerate() {
-            let bytes = stream_crash_event(&schema, self.seed, RESUME_SEQ_BASE + k as u64, ts);
+            let bytes = stream_crash_event(&schema, self.knobs.seed, RESUME_SEQ_BASE + k as u64, ts);
             s.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }
