@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::oracle::{AckLog, OracleCounts, TxnOracle};
-use crate::pmem_harness::PmemCrashProtocol;
+use crate::pmem_harness::{sim_ops, PmemCrashProtocol};
 use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
@@ -76,10 +76,6 @@ impl CrashBuilder for FlankPmemCrash {
     fn knobs_mut(&mut self) -> &mut Knobs<FlankBug> {
         &mut self.knobs
     }
-}
-
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
 }
 
 impl FlankPmemCrash {

@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::oracle::{AckLog, OracleCounts, TxnOracle};
-use crate::pmem_harness::PmemCrashProtocol;
+use crate::pmem_harness::{sim_ops, PmemCrashProtocol};
 use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
@@ -121,10 +121,6 @@ impl CrashBuilder for StreamOooPmemCrash {
     fn knobs_mut(&mut self) -> &mut Knobs<MergeBug> {
         &mut self.knobs
     }
-}
-
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
 }
 
 impl StreamOooPmemCrash {

@@ -34,7 +34,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::oracle::{AckLog, TxnOracle};
-use crate::pmem_harness::PmemCrashProtocol;
+use crate::pmem_harness::{sim_ops, PmemCrashProtocol};
 use parking_lot::RwLock;
 use strata_media::fs::Tear;
 use strata_media::{FaultFs, TxnId};
@@ -120,10 +120,6 @@ fn node_bytes(rng: &mut SplitMix64, txn: u64, max_len: usize) -> Vec<u8> {
         }
     }));
     b
-}
-
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
 }
 
 impl PmemCrashProtocol for PmemTranslationCrash {

@@ -48,6 +48,12 @@ pub trait PmemCrashProtocol: Sync {
     }
 }
 
+/// The simulator's operation count (flushes and fences so far; 0 off the
+/// simulator): the clock protocols tag their file-system states with.
+pub fn sim_ops(region: &Region) -> u64 {
+    region.as_sim().map_or(0, |s| s.ops())
+}
+
 #[derive(Clone, Debug)]
 pub struct PmemCrashConfig {
     pub seed: u64,
