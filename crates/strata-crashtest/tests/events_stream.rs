@@ -85,8 +85,7 @@ fn a_dram_queue_under_a_pmem_flank_resumes_interrupted_merges_from_the_spilled_i
 }
 
 fn planted(bug: MergeBug) -> StreamOooPmemCrash {
-    let proto = StreamOooPmemCrash::new(5).with_size(45).with_planted_bug(bug);
-    proto
+    StreamOooPmemCrash::new(5).with_size(45).with_planted_bug(bug)
 }
 
 #[test]
