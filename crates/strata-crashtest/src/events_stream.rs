@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::oracle::{AckLog, OracleCounts, TxnOracle};
-use crate::pmem_harness::{sim_ops, PmemCrashProtocol};
+use crate::pmem_harness::{fs_as_of, sim_ops, PmemCrashProtocol};
 use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
@@ -211,9 +211,7 @@ impl StreamOooPmemCrash {
     }
 
     fn fs_at(&self, op: u64) -> Option<FaultFs> {
-        let r = self.record.read();
-        let found = r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).or_else(|| r.snapshots.first());
-        found.map(|(_, fs)| fs.crash(Tear::None))
+        fs_as_of(&self.record.read().snapshots, op, true)
     }
 
     fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {

@@ -34,7 +34,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::oracle::{AckLog, TxnOracle};
-use crate::pmem_harness::{sim_ops, PmemCrashProtocol};
+use crate::pmem_harness::{fs_as_of, sim_ops, PmemCrashProtocol};
 use parking_lot::RwLock;
 use strata_media::fs::Tear;
 use strata_media::{FaultFs, TxnId};
@@ -102,8 +102,7 @@ impl PmemTranslationCrash {
 
     /// The file system as of a crash at simulator operation `op`.
     fn fs_at(&self, op: u64) -> Option<FaultFs> {
-        let r = self.record.read();
-        r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).map(|(_, fs)| fs.crash(Tear::None))
+        fs_as_of(&self.record.read().snapshots, op, false)
     }
 }
 

@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use crate::error::CheckResult;
 use crate::oracle::{AckLog, CrashReport, OracleCounts};
+use strata_media::fs::Tear;
+use strata_media::FaultFs;
 use strata_media::TxnId;
 pub use strata_pmem::crash::{image_seed, CrashPoint, UncertainWord};
 use strata_pmem::Region;
@@ -52,6 +54,16 @@ pub trait PmemCrashProtocol: Sync {
 /// simulator): the clock protocols tag their file-system states with.
 pub fn sim_ops(region: &Region) -> u64 {
     region.as_sim().map_or(0, |s| s.ops())
+}
+
+/// A fresh crash image of the file system as a crash at simulator operation
+/// `op` leaves it, from states tagged with [`sim_ops`] after each sync (tags
+/// increasing): the latest state tagged `<= op`, or with `or_first` the
+/// first state if none is (file work before the first PMem operation).
+pub fn fs_as_of(states: &[(u64, FaultFs)], op: u64, or_first: bool) -> Option<FaultFs> {
+    let found = states.iter().rev().find(|(tag, _)| *tag <= op);
+    let found = if or_first { found.or_else(|| states.first()) } else { found };
+    found.map(|(_, fs)| fs.crash(Tear::None))
 }
 
 #[derive(Clone, Debug)]
