@@ -47,7 +47,8 @@ use crate::layout::Ring;
 use crate::queues::{PendingEntry, QueueSet};
 use crate::snapshot::{Snapshot, SnapshotTable};
 
-/// Bugs the crash tests plant to show they would catch them (test builds only).
+/// Bugs the crash tests plant to show they would catch them (tests and the
+/// `crashtest` feature only; see `crashtest_hooks`).
 #[cfg(any(test, feature = "crashtest"))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum PlantedBug {

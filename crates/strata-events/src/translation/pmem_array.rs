@@ -71,7 +71,8 @@ pub struct PmemArrayTranslation {
     stats: TranslationStats,
 }
 
-/// Bugs the crash test must catch (planted by its tests only).
+/// Bugs the crash test must catch (planted by its tests only; compiled for
+/// tests and the `crashtest` feature, see `crate::crashtest_hooks`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(not(any(test, feature = "crashtest")), allow(dead_code))]
 pub enum PlantedBug {
