@@ -3,12 +3,33 @@
 //! image recovered and checked by the oracle (no acknowledged transaction
 //! lost, none partial, what is present closed under dependencies).
 //!
-//! One module per protocol and medium; [`suite`] runs them all with a budget
-//! and is what `strata crashtest` and the test suite call.
+//! Owns the whole crash-test machinery, which `strata crashtest` (a product
+//! command) runs:
+//! - [`oracle`]: the section 3 oracle and the reports;
+//! - [`pmem_harness`] and [`fs_harness`]: crash a protocol at every flush
+//!   and fence of the simulator, or at every mutating file-system operation
+//!   of the fault-injecting file system, and check every image;
+//! - [`error`]: [`CrashCheckError`], why a recovery could not be checked;
+//! - [`protocol`]: the builder setters every crash protocol shares;
+//! - one module per protocol and medium, the structures' ones using their
+//!   public API plus the planted bugs of their `crashtest` feature
+//!   (`declog_stream`, `events_*`, `halloc_pmem`);
+//! - [`suite`]: runs them all with a budget; what `strata crashtest` and the
+//!   test suite call.
 
 #![forbid(unsafe_code)]
 
+pub mod declog_stream;
+pub mod error;
+pub mod events_flank;
+pub mod events_ooo;
+pub mod events_stream;
+pub mod events_translation;
+pub mod fs_harness;
 pub mod halloc_pmem;
+pub mod oracle;
+pub mod pmem_harness;
+pub mod protocol;
 mod recording_fs;
 pub mod serial_pmem;
 pub mod serial_ssd;
@@ -20,6 +41,9 @@ pub mod series_pmem;
 pub mod series_ssd;
 mod series_workload;
 pub mod suite;
-mod workload;
+pub mod workload;
 
+pub use error::CrashCheckError;
+pub use oracle::{AckLog, CrashFailure, CrashReport, OracleCounts, TxnOracle};
+pub use strata_media::TxnId;
 pub use suite::{run_suite, SuiteOptions, SuiteTarget};

@@ -15,12 +15,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::oracle::AckLog;
+use crate::pmem_harness::PmemCrashProtocol;
 use strata_log::pmem_log::PMEM_LOG_MAGIC;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::workload::{payload, serial_oracle};
 
 const CHECKPOINT_WORD: RegionOffset = RegionOffset(0);
@@ -81,11 +83,7 @@ impl PmemCrashProtocol for SerialPmemCrash {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let checkpointed = region.load_u64(CHECKPOINT_WORD);
         let mut found: BTreeMap<TxnId, Vec<u8>> = (1..=checkpointed.min(self.txns))
             .map(|t| (TxnId(t), payload(self.seed, t, self.max_payload_bytes)))
@@ -95,16 +93,16 @@ impl PmemCrashProtocol for SerialPmemCrash {
             // The crash came before formatting finished: the magic word is
             // persisted last, so without it there is no log and nothing acked.
             Err(_) if region.load_u64(LOG_BASE) != PMEM_LOG_MAGIC => Vec::new(),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(CrashCheckError::step("SerialLog::open_pmem")(e)),
         };
         let mut last_lsn = 0;
         for r in recs {
             if r.lsn.0 <= last_lsn {
-                return Err(format!("LSNs out of order at {}", r.lsn));
+                return Err(CrashCheckError::inconsistent(format!("LSNs out of order at {}", r.lsn)));
             }
             last_lsn = r.lsn.0;
             if r.txn.0 > checkpointed && found.insert(r.txn, r.payload).is_some() {
-                return Err(format!("{} replayed twice", r.txn));
+                return Err(CrashCheckError::inconsistent(format!("{} replayed twice", r.txn)));
             }
         }
         Ok(serial_oracle(self.seed, self.txns, self.max_payload_bytes).check(acked, &found))

@@ -12,11 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs_harness::FsCrashProtocol;
+use crate::oracle::AckLog;
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::fs::{create_durably, rename_durably, FileSystem, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::fs::{create_durably, rename_durably, FileSystem};
+use strata_media::TxnId;
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::workload::{payload, serial_oracle};
 
 const DB_DIR: &str = "/db";
@@ -49,15 +52,15 @@ impl SerialSsdCrash {
         rename_durably(fs, Path::new(CHECKPOINT_TMP), Path::new(CHECKPOINT))
     }
 
-    fn read_checkpoint(fs: &dyn FileSystem) -> Result<u64, String> {
+    fn read_checkpoint(fs: &dyn FileSystem) -> Result<u64, CrashCheckError> {
         if !fs.exists(Path::new(CHECKPOINT)) {
             return Ok(0);
         }
-        let f = fs.open(Path::new(CHECKPOINT)).map_err(|e| e.to_string())?;
+        let f = fs.open(Path::new(CHECKPOINT)).map_err(CrashCheckError::step("checkpoint file open"))?;
         let mut b = [0u8; 12];
-        f.read_exact_at(0, &mut b).map_err(|e| format!("checkpoint file: {e}"))?;
+        f.read_exact_at(0, &mut b).map_err(CrashCheckError::step("checkpoint file"))?;
         if crc32c::crc32c(&b[..8]).to_le_bytes() != b[8..12] {
-            return Err("checkpoint file CRC mismatch".into());
+            return Err(CrashCheckError::inconsistent("checkpoint file CRC mismatch"));
         }
         Ok(u64::from_le_bytes(b[..8].try_into().expect("8")))
     }
@@ -84,20 +87,16 @@ impl FsCrashProtocol for SerialSsdCrash {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let checkpointed = Self::read_checkpoint(fs.as_ref())?;
         let mut found: BTreeMap<TxnId, Vec<u8>> = (1..=checkpointed.min(self.txns))
             .map(|t| (TxnId(t), payload(self.seed, t, self.max_payload_bytes)))
             .collect();
-        let (_, recs) =
-            SerialLog::open_ssd(fs, Path::new(WAL_DIR), Self::options()).map_err(|e| e.to_string())?;
+        let (_, recs) = SerialLog::open_ssd(fs, Path::new(WAL_DIR), Self::options())
+            .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
         for r in recs {
             if r.txn.0 > checkpointed && found.insert(r.txn, r.payload).is_some() {
-                return Err(format!("{} replayed twice", r.txn));
+                return Err(CrashCheckError::inconsistent(format!("{} replayed twice", r.txn)));
             }
         }
         Ok(serial_oracle(self.seed, self.txns, self.max_payload_bytes).check(acked, &found))

@@ -33,13 +33,15 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
 use strata_declog::{DecLog, DeclogConfig, DeclogStats, FlushMode, Recovered};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::Region;
 use strata_series::{DeclogEngineOptions, SeriesStore, TxnOp};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::recording_fs::{RecordingFs, Snapshots};
 use crate::series_declog_oracle::check;
 use crate::series_declog_recovery::{continuation, panic_message, resume, Opener, LOG_BASE};
@@ -245,9 +247,11 @@ impl SeriesDeclogCrash {
         'steps: while i < steps.len() {
             let group = self.group_at(i);
             let first_t = i as u64 + 1;
-            let results: Vec<Result<(), String>> = match &steps[i] {
+            let results: Vec<Result<(), CrashCheckError>> = match &steps[i] {
                 Step::CreateDatabase(d) => {
-                    vec![engine.create_database(DATABASES[*d as usize]).map_err(|e| e.to_string())]
+                    vec![engine
+                        .create_database(DATABASES[*d as usize])
+                        .map_err(CrashCheckError::step("create_database"))]
                 }
                 Step::Txn { db, .. } => {
                     let txns: Vec<Vec<TxnOp>> = steps[i..i + group]
@@ -265,7 +269,7 @@ impl SeriesDeclogCrash {
                         .map(|(k, (out, step))| {
                             let Step::Txn { reads, .. } = step else { unreachable!() };
                             let t = first_t + k as u64;
-                            let out = out.map_err(|e| e.to_string())?;
+                            let out = out.map_err(CrashCheckError::step("execute_group"))?;
                             if !out.write.rejected.is_empty() {
                                 record
                                     .errors
@@ -317,12 +321,7 @@ impl SeriesDeclogCrash {
         record
     }
 
-    fn check_image(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-        crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn check_image(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>, crash_op: u64) -> CheckResult {
         let record = self.record.read();
         if let Some(e) = record.errors.first() {
             let c = OracleCounts { partial: 1, ..Default::default() };
@@ -343,7 +342,7 @@ impl SeriesDeclogCrash {
         let Some(next) = continuation(&self.plan, &state) else { return Ok(verdict) };
         match resume(self.opener(), engine, fs, &state, next) {
             Ok(()) => Ok(verdict),
-            Err(why) => Ok((OracleCounts { lost: 1, ..Default::default() }, Some(why))),
+            Err(why) => Ok((OracleCounts { lost: 1, ..Default::default() }, Some(why.to_string()))),
         }
     }
 }
@@ -380,11 +379,14 @@ impl PmemCrashProtocol for SeriesDeclogCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         // A panic in recovery is a finding, not the end of the whole suite.
         match catch_unwind(AssertUnwindSafe(|| self.check_image(region, acked, crash_op))) {
             Ok(v) => v,
-            Err(panic) => Err(format!("the check panicked: {}", panic_message(panic.as_ref()))),
+            Err(panic) => Err(CrashCheckError::Panicked {
+                what: "the check".into(),
+                message: panic_message(panic.as_ref()),
+            }),
         }
     }
 }
@@ -392,9 +394,9 @@ impl PmemCrashProtocol for SeriesDeclogCrash {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::CrashReport;
     use crate::suite::{reproduce, run_target, SuiteTarget};
     use crate::SuiteOptions;
-    use strata_media::CrashReport;
 
     /// CI-sized, exactly as the suite's `quick` runs the line.
     fn quick(variant: DeclogVariant) -> CrashReport {

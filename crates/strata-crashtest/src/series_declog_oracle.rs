@@ -21,7 +21,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use strata_media::{OracleCounts, TxnId};
+use crate::oracle::OracleCounts;
+use strata_media::TxnId;
 
 use crate::series_declog_workload::{DeclogPlan, Model, PointKey};
 

@@ -14,6 +14,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::CrashCheckError;
 use strata_declog::layout::DECLOG_MAGIC;
 use strata_declog::{DecLog, FlushMode, Recovered};
 use strata_media::fs::{FaultFs, FileSystem, Tear};
@@ -45,22 +46,26 @@ impl Opener {
         fs: Arc<dyn FileSystem>,
         log: DecLog,
         recovered: Recovered,
-    ) -> Result<Arc<SeriesEngine>, String> {
+    ) -> Result<Arc<SeriesEngine>, CrashCheckError> {
         let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new(ENGINE_DIR) };
         let opener = strata_series::DeclogOpener::boxed(log, recovered, self.engine, self.replay_threads);
         SeriesEngine::open(opts, opener, &|_, _, _| {})
             .map(|(engine, _)| engine)
-            .map_err(|e| format!("open_declog: {e}"))
+            .map_err(CrashCheckError::step("open_declog"))
     }
 
     /// Opens what `region` and `fs` hold: None when no log was ever formatted.
-    pub fn recover(&self, region: &Arc<Region>, fs: FaultFs) -> Result<Option<Arc<SeriesEngine>>, String> {
+    pub fn recover(
+        &self,
+        region: &Arc<Region>,
+        fs: FaultFs,
+    ) -> Result<Option<Arc<SeriesEngine>>, CrashCheckError> {
         let (log, recovered) = match DecLog::open_with_mode(region.clone(), LOG_BASE, FlushMode::Inline) {
             Ok(opened) => opened,
             // Formatting persists the magic last: without it nothing was
             // formatted, let alone acknowledged.
             Err(_) if region.load_u64(LOG_BASE) != DECLOG_MAGIC => return Ok(None),
-            Err(e) => return Err(format!("DecLog::open: {e}")),
+            Err(e) => return Err(CrashCheckError::inconsistent(format!("DecLog::open: {e}"))),
         };
         self.open_engine(Arc::new(fs), log, recovered).map(Some)
     }
@@ -70,7 +75,7 @@ impl Opener {
         self,
         region: Arc<Region>,
         fs: FaultFs,
-    ) -> Result<Option<(Arc<SeriesEngine>, Model)>, String> {
+    ) -> Result<Option<(Arc<SeriesEngine>, Model)>, CrashCheckError> {
         watchdog("recovery", move || match self.recover(&region, fs)? {
             Some(engine) => {
                 let state = read_model(engine.as_ref())?;
@@ -84,22 +89,26 @@ impl Opener {
 /// Runs `f` on its own thread; a panic or a run past [`RECOVERY_TIMEOUT`] is an error.
 pub fn watchdog<T: Send + 'static>(
     what: &str,
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl FnOnce() -> Result<T, CrashCheckError> + Send + 'static,
+) -> Result<T, CrashCheckError> {
     let (tx, rx) = channel();
     std::thread::Builder::new()
         .name(format!("crashtest-{what}"))
         .spawn(move || {
             let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
         })
-        .map_err(|e| format!("cannot start the {what} thread: {e}"))?;
+        .map_err(CrashCheckError::step("starting the recovery thread"))?;
     match rx.recv_timeout(RECOVERY_TIMEOUT) {
         Ok(Ok(result)) => result,
-        Ok(Err(panic)) => Err(format!("{what} panicked: {}", panic_message(panic.as_ref()))),
-        Err(RecvTimeoutError::Timeout) => {
-            Err(format!("{what} did not finish in {} s (a deadlock?)", RECOVERY_TIMEOUT.as_secs()))
+        Ok(Err(panic)) => {
+            Err(CrashCheckError::Panicked { what: what.into(), message: panic_message(panic.as_ref()) })
         }
-        Err(RecvTimeoutError::Disconnected) => Err(format!("the {what} thread vanished")),
+        Err(RecvTimeoutError::Timeout) => {
+            Err(CrashCheckError::TimedOut { what: what.into(), secs: RECOVERY_TIMEOUT.as_secs() })
+        }
+        Err(RecvTimeoutError::Disconnected) => {
+            Err(CrashCheckError::inconsistent(format!("the {what} thread vanished")))
+        }
     }
 }
 
@@ -164,20 +173,27 @@ pub fn resume(
     fs: FaultFs,
     state: &Model,
     next: Step,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut want = state.clone();
     apply(&mut want, &next);
     let Step::Txn { ops, .. } = next else { return Ok(()) };
     let got = watchdog("resume", move || {
         engine
             .execute(crate::series_declog_workload::DATABASES[0], &ops)
-            .map_err(|e| format!("the transaction after recovery failed: {e}"))?;
-        let region = engine.declog().map(|d| d.log().region().clone()).ok_or("no DecLog after recovery")?;
+            .map_err(CrashCheckError::step("the transaction after recovery failed"))?;
+        let region = engine
+            .declog()
+            .map(|d| d.log().region().clone())
+            .ok_or_else(|| CrashCheckError::inconsistent("no DecLog after recovery"))?;
         drop(engine);
-        let image = region.as_sim().ok_or("not a simulator")?.persistent_image();
+        let image = region
+            .as_sim()
+            .ok_or_else(|| CrashCheckError::inconsistent("not a simulator"))?
+            .persistent_image();
         let region = Arc::new(Region::sim_from_image(image));
-        let again =
-            opener.recover(&region, fs.crash(Tear::None))?.ok_or("the log vanished after the restart")?;
+        let again = opener
+            .recover(&region, fs.crash(Tear::None))?
+            .ok_or_else(|| CrashCheckError::inconsistent("the log vanished after the restart"))?;
         read_model(again.as_ref())
     })?;
     if got == want {
@@ -193,7 +209,10 @@ pub fn resume(
         .take(4)
         .map(|k| format!("{k}: {:?}, expected {:?}", got.points.get(k), want.points.get(k)))
         .collect();
-    Err(format!("after one more transaction and a restart: {}", diff.join("; ")))
+    Err(CrashCheckError::inconsistent(format!(
+        "after one more transaction and a restart: {}",
+        diff.join("; ")
+    )))
 }
 
 #[cfg(test)]
@@ -204,9 +223,9 @@ mod tests {
     #[test]
     fn the_watchdog_reports_hangs_and_panics() {
         let ok = watchdog("quick", || Ok(7));
-        assert_eq!(ok, Ok(7));
-        let panicked: Result<(), String> = watchdog("boom", || panic!("kaboom"));
-        assert!(panicked.unwrap_err().contains("kaboom"));
+        assert_eq!(ok.unwrap(), 7);
+        let panicked: Result<(), CrashCheckError> = watchdog("boom", || panic!("kaboom"));
+        assert!(panicked.unwrap_err().to_string().contains("kaboom"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::error::CrashCheckError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_series::{FieldValue, Point, SeriesStore, TimeRange, TxnOp, ValueRef};
@@ -88,11 +89,11 @@ impl Val {
         }
     }
 
-    pub fn from_field_value(v: &FieldValue) -> Result<Val, String> {
+    pub fn from_field_value(v: &FieldValue) -> Result<Val, CrashCheckError> {
         match v {
             FieldValue::Float(x) => Ok(Val::FloatBits(x.to_bits())),
             FieldValue::Integer(i) => Ok(Val::Int(*i)),
-            other => Err(format!("unexpected value {other:?}")),
+            other => Err(CrashCheckError::inconsistent(format!("unexpected value {other:?}"))),
         }
     }
 }
@@ -387,7 +388,7 @@ fn generate(seed: u64, shape: WorkloadShape) -> Vec<Step> {
 }
 
 /// Reads the whole state of `store` (databases of the workload only).
-pub fn read_model(store: &dyn SeriesStore) -> Result<Model, String> {
+pub fn read_model(store: &dyn SeriesStore) -> Result<Model, CrashCheckError> {
     let mut model = Model::default();
     let existing = store.databases();
     for (d, name) in DATABASES.iter().enumerate() {
@@ -395,14 +396,17 @@ pub fn read_model(store: &dyn SeriesStore) -> Result<Model, String> {
             continue;
         }
         model.databases.insert(d as u8);
-        let series = store.series(name, MEASUREMENT).map_err(|e| format!("series of {name}: {e}"))?;
+        let series = store.series(name, MEASUREMENT).map_err(CrashCheckError::step("series"))?;
         let ids: Vec<_> = series.iter().map(|s| s.id).collect();
-        let data = store.read(name, &ids, TimeRange::ALL).map_err(|e| format!("read of {name}: {e}"))?;
+        let data = store.read(name, &ids, TimeRange::ALL).map_err(CrashCheckError::step("read"))?;
         for (s, points) in series.iter().zip(data) {
             let host = HOSTS.iter().position(|h| s.tags.first().is_some_and(|(_, v)| v == h));
             let field = FIELDS.iter().position(|f| *f == s.field);
             let (Some(host), Some(field)) = (host, field) else {
-                return Err(format!("unexpected series {:?}#{} in {name}", s.tags, s.field));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "unexpected series {:?}#{} in {name}",
+                    s.tags, s.field
+                )));
             };
             for (ts, v) in points {
                 let key = PointKey { db: d as u8, host: host as u8, field: field as u8, ts };

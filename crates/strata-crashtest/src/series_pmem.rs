@@ -10,15 +10,17 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::oracle::AckLog;
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::Mutex;
 use strata_log::pmem_log::{PmemLog, PMEM_LOG_MAGIC};
 use strata_log::{CommitLog, SerialLog};
 use strata_media::fs::{FaultFs, FileSystem, Tear};
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::series_workload::SeriesPlan;
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
@@ -86,7 +88,7 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let fs = {
             let snaps = self.snapshots.lock();
             let (_, fs) = snaps.iter().rev().find(|(began, _)| *began < crash_op).expect("initial snapshot");
@@ -96,13 +98,14 @@ impl PmemCrashProtocol for SeriesPmemCrash {
             // The crash came before the log was formatted: nothing was acknowledged.
             return self.plan.check(None, acked);
         }
-        let (log, records) = SerialLog::open_pmem(region.clone(), LOG_BASE).map_err(|e| e.to_string())?;
+        let (log, records) = SerialLog::open_pmem(region.clone(), LOG_BASE)
+            .map_err(CrashCheckError::step("SerialLog::open_pmem"))?;
         let mut opts = Self::options();
         opts.fs = Arc::new(fs) as Arc<dyn FileSystem>;
         let log: Box<dyn CommitLog> = Box::new(log);
         let (engine, _) =
             SeriesEngine::open(opts, strata_series::WalOpener::boxed(log, records), &|_, _, _| {})
-                .map_err(|e| e.to_string())?;
+                .map_err(CrashCheckError::step("SeriesEngine::open"))?;
         self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }
 }

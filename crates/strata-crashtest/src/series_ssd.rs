@@ -7,12 +7,15 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::fs_harness::FsCrashProtocol;
+use crate::oracle::AckLog;
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::SerialLog;
-use strata_media::fs::{FileSystem, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 use strata_series::{EngineOptions, SeriesEngine, SeriesStore};
 
+use crate::error::{CheckResult, CrashCheckError};
 use crate::series_workload::SeriesPlan;
 
 pub struct SeriesSsdCrash {
@@ -26,13 +29,13 @@ impl SeriesSsdCrash {
         SeriesSsdCrash { seed, checkpoint_every: 6, plan: SeriesPlan::new(seed, txns) }
     }
 
-    fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, String> {
+    fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
         let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
-            .map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
         let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new("/series") };
         SeriesEngine::open(opts, strata_series::WalOpener::boxed(Box::new(log), records), &|_, _, _| {})
             .map(|(e, _)| e)
-            .map_err(|e| e.to_string())
+            .map_err(CrashCheckError::step("SeriesEngine::open"))
     }
 }
 
@@ -48,11 +51,7 @@ impl FsCrashProtocol for SeriesSsdCrash {
         });
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let engine = Self::open(fs)?;
         self.plan.check(Some(engine.as_ref() as &dyn SeriesStore), acked)
     }

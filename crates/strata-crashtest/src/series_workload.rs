@@ -12,8 +12,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::error::{CheckResult, CrashCheckError};
+use crate::oracle::{AckLog, OracleCounts};
 use rand::{Rng, SeedableRng};
-use strata_media::{AckLog, OracleCounts, TxnId};
+use strata_media::TxnId;
 use strata_series::{FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
 
 pub const DB: &str = "db";
@@ -58,11 +60,7 @@ impl SeriesPlan {
     }
 
     /// The oracle over what `store` recovered (None: nothing was ever formatted).
-    pub fn check(
-        &self,
-        store: Option<&dyn SeriesStore>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    pub fn check(&self, store: Option<&dyn SeriesStore>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let state = match store {
             Some(s) => read_state(s)?,
             None => SeriesState::new(),
@@ -114,18 +112,20 @@ pub fn workload(seed: u64, txns: u64) -> Vec<SeriesTxn> {
 }
 
 /// Applies a transaction to the engine; returns once it is acknowledged.
-pub fn execute(store: &dyn SeriesStore, txn: &SeriesTxn) -> Result<(), String> {
+pub fn execute(store: &dyn SeriesStore, txn: &SeriesTxn) -> Result<(), CrashCheckError> {
     match txn {
-        SeriesTxn::Write(points) => store.write(DB, points).map(|_| ()).map_err(|e| e.to_string()),
+        SeriesTxn::Write(points) => {
+            store.write(DB, points).map(|_| ()).map_err(CrashCheckError::step("write"))
+        }
         SeriesTxn::Delete { host, range } => {
             let ids: Vec<_> = store
                 .series(DB, "m")
-                .map_err(|e| e.to_string())?
+                .map_err(CrashCheckError::step("series"))?
                 .into_iter()
                 .filter(|s| s.tags[0].1 == *host)
                 .map(|s| s.id)
                 .collect();
-            store.delete(DB, &ids, *range).map(|_| ()).map_err(|e| e.to_string())
+            store.delete(DB, &ids, *range).map(|_| ()).map_err(CrashCheckError::step("delete"))
         }
     }
 }
@@ -164,18 +164,20 @@ pub fn prefix_states(txns: &[SeriesTxn]) -> Vec<SeriesState> {
 }
 
 /// Reads the whole recovered state (empty series are dropped, as in the model).
-pub fn read_state(store: &dyn SeriesStore) -> Result<SeriesState, String> {
+pub fn read_state(store: &dyn SeriesStore) -> Result<SeriesState, CrashCheckError> {
     if !store.databases().iter().any(|d| d == DB) {
         return Ok(SeriesState::new());
     }
-    let series = store.series(DB, "m").map_err(|e| e.to_string())?;
+    let series = store.series(DB, "m").map_err(CrashCheckError::step("series"))?;
     let ids: Vec<_> = series.iter().map(|s| s.id).collect();
-    let data = store.read(DB, &ids, TimeRange::ALL).map_err(|e| e.to_string())?;
+    let data = store.read(DB, &ids, TimeRange::ALL).map_err(CrashCheckError::step("read"))?;
     let mut state = SeriesState::new();
     for (s, points) in series.iter().zip(data) {
         let mut m = BTreeMap::new();
         for (t, v) in points {
-            let FieldValue::Float(x) = v else { return Err(format!("non-float value {v:?}")) };
+            let FieldValue::Float(x) = v else {
+                return Err(CrashCheckError::inconsistent(format!("non-float value {v:?}")));
+            };
             m.insert(t, x.to_bits());
         }
         state.insert((s.tags[0].1.clone(), s.field.clone()), m);

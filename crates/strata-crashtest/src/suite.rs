@@ -5,21 +5,21 @@
 //! 120,000 more on the six series-over-DecLog lines, 25-60 s of it) and
 //! takes a few minutes on two cores; `quick` is sized for CI.
 
-use strata_media::fs::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
-use strata_media::{CrashReport, OracleCounts};
-use strata_pmem::crash::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use crate::fs_harness::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use crate::oracle::{CrashReport, OracleCounts};
+use crate::pmem_harness::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
 
-use crate::halloc_pmem::halloc_crash;
+use crate::declog_stream::DeclogPmemCrash;
+use crate::events_flank::FlankPmemCrash;
+use crate::events_ooo::OooPmemCrash;
+use crate::events_stream::StreamOooPmemCrash;
+use crate::events_translation::PmemTranslationCrash;
+use crate::halloc_pmem::HallocCrashProtocol;
 use crate::serial_pmem::SerialPmemCrash;
 use crate::serial_ssd::SerialSsdCrash;
 use crate::series_declog::{DeclogVariant, SeriesDeclogCrash};
 use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
-use strata_declog::crash_protocol::DeclogPmemCrash;
-use strata_events::ooo::crash_protocol::OooPmemCrash;
-use strata_events::stream::crash_protocol::StreamOooPmemCrash;
-use strata_events::translation::crash_protocol::PmemTranslationCrash;
-use strata_events::tree::FlankPmemCrash;
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -165,7 +165,7 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
         SuiteTarget::HallocPmem => {
             let ops = if o.quick { 60 } else { 400 };
             let samples = if o.quick { 16 } else { 64 };
-            Protocol::Pmem(Box::new(halloc_crash(o.seed, ops)), pmem_cfg(samples))
+            Protocol::Pmem(Box::new(HallocCrashProtocol::new(o.seed, ops)), pmem_cfg(samples))
         }
         SuiteTarget::SeriesPmem => {
             let txns = if o.quick { 30 } else { 150 };

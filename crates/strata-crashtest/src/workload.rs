@@ -1,10 +1,13 @@
 //! Deterministic transaction contents for crash-test workloads: transaction
 //! `t` of a run with seed `s` always has the same payload, so the oracle knows
-//! what every transaction wrote without recording it.
+//! what every transaction wrote without recording it. [`SplitMix64`] is the
+//! one small seeded generator of the log and event-store workloads.
 
+use crate::oracle::TxnOracle;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_media::{TxnId, TxnOracle};
+pub use strata_events::sample_events::SplitMix64;
+use strata_media::TxnId;
 
 /// Payload of transaction `txn`: 0..=`max_len` bytes, sizes chosen so records
 /// straddle cache lines, media blocks and ring laps.

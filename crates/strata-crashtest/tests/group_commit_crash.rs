@@ -9,10 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use strata_crashtest::error::{CheckResult, CrashCheckError};
+use strata_crashtest::fs_harness::{run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use strata_crashtest::oracle::{AckLog, TxnOracle};
 use strata_log::ssd_log::SsdLogOptions;
 use strata_log::{CommitLog, SerialLog};
-use strata_media::fs::{run_fs_crashtest, FileSystem, FsCrashConfig, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 
 const THREADS: u64 = 4;
 const PER_THREAD: u64 = 25;
@@ -51,13 +54,10 @@ impl FsCrashProtocol for ConcurrentSerialSsd {
         });
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let opts = SsdLogOptions { preallocate_bytes: 0, ..Default::default() };
-        let (_, recs) = SerialLog::open_ssd(fs, Path::new("/wal"), opts).map_err(|e| e.to_string())?;
+        let (_, recs) = SerialLog::open_ssd(fs, Path::new("/wal"), opts)
+            .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
         let mut oracle = TxnOracle::new();
         for t in 0..THREADS {
             for i in 0..PER_THREAD {

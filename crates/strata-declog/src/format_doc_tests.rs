@@ -12,7 +12,7 @@ use crate::layout::*;
 const DOC: &str = include_str!("../../../docs/format/declog-stream.md");
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    strata_media::doc_table::markdown_table(DOC, heading)
+    strata_testkit::doc_table::markdown_table(DOC, heading)
 }
 
 fn value_of(name: &str) -> String {

@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use strata_media::fuzz_input::FuzzInput as Input;
 use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
@@ -30,20 +31,6 @@ use crate::recovery::{parse, Recovered};
 use crate::DecLog;
 
 const MAX_IMAGE_BYTES: usize = 1 << 16;
-
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> u8 {
-        let (b, rest) = self.0.split_first().map_or((0, &[][..]), |(b, r)| (*b, r));
-        self.0 = rest;
-        b
-    }
-
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.byte(), self.byte()])
-    }
-}
 
 type Contents = BTreeMap<TxnId, Vec<(u64, u32, Vec<u8>)>>;
 
@@ -71,14 +58,14 @@ fn fuzz_payload(compression: bool, key_byte: u8, i: u8, len: u8, t: u64) -> Vec<
 }
 
 fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
-    let threads = 1 + (input.byte() % 3) as usize;
-    let shape = input.byte();
+    let threads = 1 + (input.u8() % 3) as usize;
+    let shape = input.u8();
     let align = if shape & 1 == 0 { 256 } else { 8 };
     let compression = shape & 2 != 0;
     let cfg = DeclogConfig {
         threads,
         queues_per_thread: 2,
-        queue_len: 1 + (input.byte() % 4) as usize,
+        queue_len: 1 + (input.u8() % 4) as usize,
         align_bytes: align,
         flush_mode: FlushMode::Inline,
         compression,
@@ -91,11 +78,11 @@ fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
     let mut written = Contents::new();
     // Transactions since the last cut, which a truncation to it keeps.
     let mut since_cut = Contents::new();
-    for t in 1..=(input.byte() % 24) as u64 {
-        let n = 1 + input.byte() % 3;
-        let lsn = (input.byte() % 3) as u32;
+    for t in 1..=(input.u8() % 24) as u64 {
+        let n = 1 + input.u8() % 3;
+        let lsn = (input.u8() % 3) as u32;
         if n == 3 && lsn == 2 {
-            match input.byte() % 4 {
+            match input.u8() % 4 {
                 0 => {
                     log.truncate_all().expect("truncate");
                     written.clear();
@@ -114,8 +101,8 @@ fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
         }
         let entries: Vec<(u64, u32, Vec<u8>)> = (0..n)
             .map(|i| {
-                let key_byte = input.byte();
-                (key_byte as u64, lsn, fuzz_payload(compression, key_byte, i, input.byte() % 80, t))
+                let key_byte = input.u8();
+                (key_byte as u64, lsn, fuzz_payload(compression, key_byte, i, input.u8() % 80, t))
             })
             .collect();
         let ins: Vec<EntryIn<'_>> = entries
@@ -133,10 +120,10 @@ fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
     }
     drop(log);
     let mut image = region.as_sim().expect("sim").persistent_image();
-    let damages = (input.byte() % 4) as usize;
+    let damages = (input.u8() % 4) as usize;
     for _ in 0..damages {
         let at = input.u16() as usize % image.len();
-        image[at] ^= input.byte();
+        image[at] ^= input.u8();
     }
     (image, written, damages)
 }
@@ -144,7 +131,7 @@ fn damaged_log(input: &mut Input<'_>) -> (Vec<u8>, Contents, usize) {
 /// Opens a DecLog area (base 0) from fuzzer input; panics only on a bug.
 pub fn fuzz_open(data: &[u8]) {
     let mut input = Input(data);
-    let (image, written) = if input.byte() % 2 == 0 {
+    let (image, written) = if input.u8() % 2 == 0 {
         let mut image = input.0[..input.0.len().min(MAX_IMAGE_BYTES)].to_vec();
         image.resize(image.len().next_multiple_of(8), 0);
         (image, None)

@@ -23,8 +23,11 @@
 //!   (durable, cut record, key table copy, state clear) and
 //!   [`DecLog::truncate_to`] (with commits running) or
 //!   [`DecLog::truncate_all`];
-//! - [`crash_protocol`]: the crash test of all of the above;
-//! - [`fuzz`]: the fuzz entry for opening an area from arbitrary bytes;
+//! - the crash test of all of the above is `strata_crashtest::declog_stream`
+//!   (its planted bugs, [`crashtest_hooks`], only for tests and the
+//!   `crashtest` feature);
+//! - [`fuzz`] (under the `fuzz` feature): the fuzz entry for opening an area
+//!   from arbitrary bytes;
 //! - [`compress`]: log compression (4.4.1): the key hash table in PMem with
 //!   its DRAM mirror, delta-of-delta timestamps and XOR values per key, the
 //!   point payloads the engine submits and parsing returns, and how DecLog
@@ -70,7 +73,8 @@
 pub mod batch;
 pub mod compress;
 mod config;
-pub mod crash_protocol;
+#[cfg(any(test, feature = "crashtest"))]
+pub mod crashtest_hooks;
 mod declog;
 #[cfg(test)]
 mod declog_tests;
@@ -80,6 +84,7 @@ mod error;
 mod flush_hold_tests;
 #[cfg(test)]
 mod format_doc_tests;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod layout;
 mod pipeline;

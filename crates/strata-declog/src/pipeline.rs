@@ -47,10 +47,11 @@ use crate::layout::Ring;
 use crate::queues::{PendingEntry, QueueSet};
 use crate::snapshot::{Snapshot, SnapshotTable};
 
-/// Bugs the crash tests plant to show they would catch them (test builds only).
-#[cfg(test)]
+/// Bugs the crash tests plant to show they would catch them (tests and the
+/// `crashtest` feature only; see `crashtest_hooks`).
+#[cfg(any(test, feature = "crashtest"))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PlantedBug {
+pub enum PlantedBug {
     None,
     /// Update tails never wait for their thread snapshot.
     IgnoreSnapshot,
@@ -59,22 +60,22 @@ pub(crate) enum PlantedBug {
     SkipBodyOnlyFence,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 thread_local! {
-    pub(crate) static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 fn planted(bug: PlantedBug) -> bool {
     PLANTED_BUG.with(|b| b.get() == bug)
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 fn skip_fence_planted(wrote_tail: bool) -> bool {
     planted(PlantedBug::SkipBodyOnlyFence) && !wrote_tail
 }
 
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "crashtest")))]
 fn skip_fence_planted(_wrote_tail: bool) -> bool {
     false
 }
@@ -326,7 +327,7 @@ impl Pipeline {
             if b.body_durable && u.state == TailState::Pending {
                 let blocker =
                     u.snapshot.as_ref().and_then(|snap| env.snapshots.blocker(self.stream, u.lsn, snap));
-                #[cfg(test)]
+                #[cfg(any(test, feature = "crashtest"))]
                 let blocker = if planted(PlantedBug::IgnoreSnapshot) { None } else { blocker };
                 match blocker {
                     None => {
@@ -367,7 +368,7 @@ impl Pipeline {
         if !flushed {
             return if self.inflight.is_empty() { StepOutcome::Idle } else { StepOutcome::Blocked };
         }
-        if !(cfg!(test) && skip_fence_planted(wrote_tail)) {
+        if !(cfg!(any(test, feature = "crashtest")) && skip_fence_planted(wrote_tail)) {
             env.region.fence();
             bump(&env.stats.fences, 1);
         }

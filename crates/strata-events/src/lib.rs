@@ -22,16 +22,25 @@
 //! - `stream`: an event stream = a TAB+-tree + an out-of-order queue: late
 //!   events go to the flank leaf's spare room or the queue, the queue is
 //!   merged into the tree when full, queries include queued events.
+//!
+//! Test scaffolding, compiled only for tests and under a feature: the fuzz
+//! entries (`fuzz` feature), `crashtest_hooks` (planted bugs, `crashtest`
+//! feature) and `sample_events` (both). The crash protocols of the event
+//! store live in `strata-crashtest` (`events_*`).
 
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
 pub mod block_store;
+#[cfg(any(test, feature = "crashtest"))]
+pub mod crashtest_hooks;
 pub mod event;
 pub mod ids;
 pub mod node;
 pub mod ooo;
 pub mod pmem_arrays;
+#[cfg(any(test, feature = "crashtest", feature = "fuzz"))]
+pub mod sample_events;
 pub mod schema;
 pub mod stream;
 pub mod translation;

@@ -19,6 +19,7 @@
 //! and the entries it changed ([`LeafNode::entry_range`]).
 
 mod frame;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod header;
 pub mod index;
@@ -30,6 +31,7 @@ mod format_doc_tests;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_node_decode;
 pub use header::{peek_kind, read_header, NodeHeader};
 pub use index::{IndexEntry, IndexNode};

@@ -4,8 +4,10 @@
 //! [`RegionOffset`], never by pointer), the persist primitives (`flush`,
 //! `fence`, `persist`, failure-atomic aligned 8-byte stores), the backends
 //! (`dax`, `emulated`, `msync`, `sim`), persist accounting ([`PersistStats`]),
-//! the crash simulator and its harness ([`crash`]), and the Halloc allocator
-//! ([`halloc`], lsm-pmem.txt section 3.4).
+//! the crash simulator and the crash images of its crash points ([`crash`]),
+//! and the Halloc allocator ([`halloc`], lsm-pmem.txt section 3.4). The crash
+//! harness that checks those images against the oracle lives in
+//! `strata-crashtest`.
 //!
 //! All `unsafe` code of Strata lives in this crate (and the media crate's file
 //! preallocation), each block with a `// SAFETY:` comment.

@@ -10,7 +10,8 @@
 //! When capture is on, a [`CrashPoint`] is recorded right after every flush,
 //! right before every fence takes effect (stores issued since the last flush
 //! may be on media while flushed lines are not yet), and right after every
-//! fence; [`crate::crash`] turns those into images and checks them.
+//! fence; [`crate::crash`] turns those into images (the harness of
+//! `strata-crashtest` recovers and checks them).
 //!
 //! Two simplifications, both documented in ARCHITECTURE.md: a dirty word's
 //! candidates are its persisted and current values (and flushed snapshots),

@@ -11,7 +11,6 @@ pub mod core;
 pub mod declog;
 pub mod engine;
 pub mod error;
-mod fuzz_recipe;
 pub mod gorilla;
 pub mod index;
 pub mod manifest;
@@ -24,9 +23,6 @@ pub mod series_data;
 pub mod store;
 pub mod txn;
 pub mod wal;
-
-#[cfg(test)]
-mod test_support;
 
 pub use crate::core::checkpoint::CheckpointReport;
 pub use crate::core::EngineCounters;

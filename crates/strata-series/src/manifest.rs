@@ -10,6 +10,7 @@
 
 mod codec;
 mod file;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 
 use std::fmt::Write as _;
@@ -20,6 +21,7 @@ pub use codec::{
     MF_OFFSET_VERSION,
 };
 pub use file::{read_manifest, write_manifest, MANIFEST_FILE, MANIFEST_TMP_FILE};
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_manifest_decode;
 
 use crate::model::{FieldType, SeriesId, SeriesKey, TimestampNs};

@@ -18,7 +18,7 @@ fn section() -> &'static str {
 }
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    strata_media::doc_table::markdown_table(section(), heading)
+    strata_testkit::doc_table::markdown_table(section(), heading)
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod bits;
 pub mod codec;
 #[cfg(test)]
 mod format_doc_tests;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod key_table;
 pub(crate) mod log_codec;
@@ -25,6 +26,7 @@ pub mod point_payload;
 mod tests;
 
 pub use codec::{compress, decompress, Compressed, DecodedPoint, LogPoint};
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::{fuzz_decompress, fuzz_point_payload};
 pub use key_table::{key_hash, key_table_area_bytes, KeyRecord, KeyState, KeyTable};
 pub use log_codec::COMPRESSION_SLACK_BYTES;

@@ -1,7 +1,7 @@
 //! Keeps `docs/format/events-catalog.md` in agreement with the code: every
 //! constant, and the header table's offsets, sizes and order.
 
-use strata_media::doc_table::{markdown_table, table_value};
+use strata_testkit::doc_table::{markdown_table, table_value};
 
 use super::catalog::*;
 use super::{CREATING_PREFIX, DROPPED_PREFIX};

@@ -9,7 +9,7 @@ use super::*;
 #[test]
 fn format_doc_agrees_with_code() {
     let doc = include_str!("../../../../docs/format/events-blocks.md");
-    let value_of = |name: &str| strata_media::doc_table::table_value(doc, "## Constants", name);
+    let value_of = |name: &str| strata_testkit::doc_table::table_value(doc, "## Constants", name);
     assert_eq!(value_of("BLOCK_MAGIC"), format!("{BLOCK_MAGIC:#018x}"));
     assert!(doc.contains("`STREVBLK`"));
     for (name, value) in [
@@ -31,7 +31,7 @@ fn format_doc_agrees_with_code() {
         assert_eq!(value_of(name), value.to_string(), "{name}");
     }
     let check_fields = |heading: &str, fields: &[(&str, usize, usize)], total: usize| {
-        strata_media::doc_table::check_field_table(doc, heading, fields, Some(total))
+        strata_testkit::doc_table::check_field_table(doc, heading, fields, Some(total))
     };
     check_fields(
         "### Block header",

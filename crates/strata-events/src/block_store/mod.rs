@@ -40,6 +40,7 @@
 
 mod codec;
 mod format;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 mod open;
 mod read;
@@ -48,8 +49,6 @@ mod scan;
 mod store;
 mod writer;
 
-#[cfg(test)]
-mod crash_tests;
 #[cfg(test)]
 mod damage_tests;
 #[cfg(test)]
@@ -71,6 +70,7 @@ pub use format::{
     RECORD_ENCODING_RAW, RECORD_HEADER_BYTES, REC_OFFSET_ENCODING, REC_OFFSET_NODE_ID, REC_OFFSET_NODE_LEN,
     REC_OFFSET_RECORD_CRC, REC_OFFSET_STORED_LEN, TRANSLATION_PAYLOAD_BYTES,
 };
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_block_decode;
 pub use open::OpenReport;
 pub use read::TranslationBlock;

@@ -2,7 +2,7 @@
 //! constant, every field table (offsets, sizes, order, no gaps), the type
 //! codes, the paper's two streams and the capacities table.
 
-use strata_media::doc_table::markdown_table;
+use strata_testkit::doc_table::markdown_table;
 
 use super::header::*;
 use super::layout::{INDEX_ENTRY_FIXED_BYTES, INDEX_ENTRY_OFFSET_AGGREGATES, INDEX_ENTRY_OFFSET_CHILD};
@@ -21,7 +21,7 @@ fn table(heading: &str) -> Vec<Vec<String>> {
 /// Checks a field table (column layout, then the shared check).
 fn check_fields(heading: &str, fields: &[(&str, usize, usize)], total: Option<usize>) {
     assert_eq!(table(heading)[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
-    strata_media::doc_table::check_field_table(DOC, heading, fields, total);
+    strata_testkit::doc_table::check_field_table(DOC, heading, fields, total);
 }
 
 #[test]

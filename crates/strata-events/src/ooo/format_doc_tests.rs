@@ -2,7 +2,7 @@
 //! constant with its value, every field table row with the code's offset and
 //! size (DESIGN.md section 8).
 
-use strata_media::doc_table::markdown_table;
+use strata_testkit::doc_table::markdown_table;
 
 use super::flash_layout::*;
 use super::pmem_layout::*;
@@ -12,7 +12,7 @@ const DOC: &str = include_str!("../../../../docs/format/events-ooo-queue.md");
 
 #[test]
 fn format_doc_lists_every_constant() {
-    let value_of = |name: &str| strata_media::doc_table::table_value(DOC, "## Constants", name);
+    let value_of = |name: &str| strata_testkit::doc_table::table_value(DOC, "## Constants", name);
     assert_eq!(value_of("PMEM_MAGIC"), format!("{PMEM_MAGIC:#018x}"));
     assert_eq!(value_of("PMEM_VERSION"), PMEM_VERSION.to_string());
     assert_eq!(value_of("PMEM_HEADER_BYTES"), PMEM_HEADER_BYTES.to_string());
@@ -38,11 +38,11 @@ fn format_doc_lists_every_constant() {
 }
 
 /// Checks a field table in layout order, covering `total` bytes (the
-/// shared check of `strata_media::doc_table`).
+/// shared check of `strata_testkit::doc_table`).
 fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: u64) {
     let fields: Vec<(&str, usize, usize)> =
         fields.iter().map(|&(name, offset, size)| (name, offset as usize, size as usize)).collect();
-    strata_media::doc_table::check_field_table(DOC, heading, &fields, Some(total as usize));
+    strata_testkit::doc_table::check_field_table(DOC, heading, &fields, Some(total as usize));
 }
 
 #[test]

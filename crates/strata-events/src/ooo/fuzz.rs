@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use strata_pmem::{Region, RegionOffset};
 
-use super::crash_protocol::{workload_event, SplitMix64};
 use super::flash_layout::{decode_page, decode_page_header, encode_page, events_per_page, FLASH_PAGE_BYTES};
 use super::pmem_layout::{
     decode_header, record_crc, HEADER_CRC_OFFSET, PMEM_HEADER_BYTES, RECORD_CRC_OFFSET,
 };
 use super::{event_ts, OooIndexing, OooQueue, PmemOooQueue, MAX_EVENT_BYTES};
+use crate::sample_events::{workload_event, SplitMix64};
 
 /// Largest image mode 0 uses.
 const MAX_IMAGE_BYTES: usize = 64 << 10;

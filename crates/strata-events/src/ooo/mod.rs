@@ -19,7 +19,6 @@
 //!   current page buffered in DRAM and written with an fsync when full (up to
 //!   a page of events is lost in a crash, the original ChronicleDB); pure or
 //!   indexed (DRAM index of page and slot).
-//! - [`crash_protocol::OooPmemCrash`]: the PMem queue's crash test.
 //! - [`fuzz::fuzz_ooo_decode`]: the fuzz entry (recovery from arbitrary images).
 //!
 //! Events are fixed-size byte strings (`event_bytes`, the same for every event
@@ -44,16 +43,16 @@
 //! [`OooQueue::drain_sorted`] is steps 1 and 3 without 2 (for the DRAM queue,
 //! tests and callers without a durable tree).
 
-pub mod crash_protocol;
 mod dram;
 mod flash;
 pub mod flash_layout;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 mod pmem;
+#[cfg(any(test, feature = "crashtest"))]
+pub use pmem::{PlantedBug, PLANTED_BUG};
 pub mod pmem_layout;
 
-#[cfg(test)]
-mod crash_tests;
 #[cfg(test)]
 mod flash_tests;
 #[cfg(test)]

@@ -40,21 +40,21 @@ const SCAN_CHUNK_BYTES: u64 = 64 << 10;
 /// Bytes zeroed per write when formatting or resetting.
 const ZERO_CHUNK_BYTES: u64 = 1 << 20;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 thread_local! {
     /// A bug planted by the crash tests to show they catch it.
-    pub(crate) static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PlantedBug {
+pub enum PlantedBug {
     None,
     /// Push returns before its fence.
     SkipPushFence,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 fn planted(bug: PlantedBug) -> bool {
     PLANTED_BUG.with(|b| b.get() == bug)
 }
@@ -407,9 +407,9 @@ impl OooQueue for PmemOooQueue {
         let at = self.slot_offset(slot);
         self.region.write(at, &self.record_buf);
         self.region.flush(at, self.geometry.slot_bytes);
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         let skip_fence = planted(PlantedBug::SkipPushFence);
-        #[cfg(not(test))]
+        #[cfg(not(any(test, feature = "crashtest")))]
         let skip_fence = false;
         if !skip_fence {
             self.region.fence();

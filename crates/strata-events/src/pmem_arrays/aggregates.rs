@@ -142,11 +142,19 @@ pub struct AggregateArray {
     /// Serializes overwrites (one journal).
     journal: Mutex<()>,
     /// Planted bug for the crash test's self-check: seal in the record's fence.
-    #[cfg(test)]
-    pub(crate) planted_seal_with_record: std::sync::atomic::AtomicBool,
+    #[cfg(any(test, feature = "crashtest"))]
+    planted_seal_with_record: std::sync::atomic::AtomicBool,
 }
 
 impl AggregateArray {
+    /// Plants the crash test's bug on this array (sealing in the record's
+    /// fence): a crash-test hook, compiled only for tests and under the
+    /// `crashtest` feature, which only `strata-crashtest` turns on.
+    #[cfg(any(test, feature = "crashtest"))]
+    pub fn plant_seal_with_record(&self, on: bool) {
+        self.planted_seal_with_record.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Area size for `capacity` slots of `record_bytes` in `layout`.
     pub fn area_bytes_for(capacity: u64, record_bytes: u64, layout: SlotLayout) -> Result<u64, EventError> {
         check_record_bytes(record_bytes)?;
@@ -225,7 +233,7 @@ impl AggregateArray {
             slots_offset: header.slots_offset,
             pending: Mutex::new(BTreeMap::new()),
             journal: Mutex::new(()),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "crashtest"))]
             planted_seal_with_record: Default::default(),
         }
     }
@@ -314,7 +322,7 @@ impl AggregateArray {
         }
         let seal = seal_word(SEAL_TAG, i, record);
         self.area.write(self.slot_rel(i), record)?;
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         if self.planted_seal_with_record.load(std::sync::atomic::Ordering::Relaxed) {
             self.area.store_u64(self.seal_rel(i), seal)?;
             self.area.flush(self.slot_rel(i), self.record_bytes)?;

@@ -13,11 +13,11 @@ use super::*;
 const DOC: &str = include_str!("../../../../docs/format/events-pmem-arrays.md");
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    strata_media::doc_table::markdown_table(DOC, heading)
+    strata_testkit::doc_table::markdown_table(DOC, heading)
 }
 
 fn value_of(name: &str) -> String {
-    strata_media::doc_table::table_value(DOC, "## Constants", name)
+    strata_testkit::doc_table::table_value(DOC, "## Constants", name)
 }
 
 #[test]

@@ -23,14 +23,13 @@
 
 mod aggregates;
 mod area;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 mod header;
 mod index_nodes;
 
 #[cfg(test)]
 mod aggregates_tests;
-#[cfg(test)]
-mod crash_tests;
 #[cfg(test)]
 mod format_doc_tests;
 #[cfg(test)]
@@ -41,6 +40,7 @@ pub use aggregates::{
     JOURNAL_TARGET_OFFSET, MAX_RECORD_BYTES, SEAL_TAG, SEAL_WORD_BYTES,
 };
 pub use area::{PmemArrayCounters, AREA_ALIGN_BYTES, SLOTS_ALIGN_BYTES};
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::{fuzz_open_arrays, ArraysFuzzOutcome};
 pub use header::{
     HEADER_BYTES, HEADER_CRC_COVERED_BYTES, HEADER_OFFSET_AREA_BYTES, HEADER_OFFSET_CAPACITY,

@@ -182,11 +182,12 @@ mod tests {
     #[test]
     fn the_format_document_agrees_with_the_code() {
         const DOC: &str = include_str!("../../../../docs/format/events-ooo-queue.md");
-        let value = |name: &str| strata_media::doc_table::table_value(DOC, "### Merge input constants", name);
+        let value =
+            |name: &str| strata_testkit::doc_table::table_value(DOC, "### Merge input constants", name);
         assert_eq!(value("MERGE_INPUT_MAGIC"), format!("{MERGE_INPUT_MAGIC:#018X}").replace("0X", "0x"));
         assert_eq!(value("MERGE_INPUT_VERSION"), MERGE_INPUT_VERSION.to_string());
         assert_eq!(value("MERGE_INPUT_HEADER_BYTES"), MERGE_INPUT_HEADER_BYTES.to_string());
-        let rows = strata_media::doc_table::markdown_table(DOC, "### Merge input layout");
+        let rows = strata_testkit::doc_table::markdown_table(DOC, "### Merge input layout");
         let offset = |name: &str| -> String {
             rows.iter().find(|r| r[3] == name).unwrap_or_else(|| panic!("field {name} missing"))[0].clone()
         };

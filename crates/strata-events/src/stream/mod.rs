@@ -28,16 +28,13 @@
 //! The DRAM queue loses its events, so with a DRAM queue and a PMem flank
 //! the merge input is first written to a file ([`merge_input`]) and
 //! recovery resumes from it.
-//! [`crash_protocol::StreamOooPmemCrash`] checks this under the PMem crash
-//! simulator.
+//! `strata_crashtest::events_stream::StreamOooPmemCrash` checks this under
+//! the PMem crash simulator.
 
 pub mod config;
-pub mod crash_protocol;
 pub mod merge_input;
 pub mod merged_generation;
 
-#[cfg(test)]
-mod crash_tests;
 mod queries;
 #[cfg(test)]
 mod tests;
@@ -355,7 +352,7 @@ impl EventStream {
             merge_input::write(self.media.fs.as_ref(), &self.media.dir, generation, &sorted)?;
             self.tree.notify_ssd_sync();
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         if crate::tree::merge_bug_truncate_first() {
             self.queue.truncate()?;
         }
@@ -366,9 +363,9 @@ impl EventStream {
         if spill {
             merge_input::remove(self.media.fs.as_ref(), &self.media.dir)?;
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         let truncated = crate::tree::merge_bug_truncate_first();
-        #[cfg(not(test))]
+        #[cfg(not(any(test, feature = "crashtest")))]
         let truncated = false;
         if !truncated {
             self.queue.truncate()?;

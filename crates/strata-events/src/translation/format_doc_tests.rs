@@ -2,7 +2,7 @@
 //! every constant appears with the code's value, every header field row has
 //! the code's offset and size, and the fields tile their header.
 
-use strata_media::doc_table::markdown_table;
+use strata_testkit::doc_table::markdown_table;
 
 use super::att_node::*;
 use super::*;
@@ -10,17 +10,17 @@ use super::*;
 const DOC: &str = include_str!("../../../../docs/format/events-translation.md");
 
 fn value_of(heading: &str, name: &str) -> String {
-    strata_media::doc_table::table_value(DOC, heading, name)
+    strata_testkit::doc_table::table_value(DOC, heading, name)
 }
 
 /// Checks a field table in layout order, covering `total` bytes if given
-/// (the shared check of `strata_media::doc_table`; size `u64::MAX`:
+/// (the shared check of `strata_testkit::doc_table`; size `u64::MAX`:
 /// variable).
 fn check_fields(heading: &str, fields: &[(&str, u64, u64)], total: Option<u64>) {
     let size = |s: u64| if s == u64::MAX { usize::MAX } else { s as usize };
     let fields: Vec<(&str, usize, usize)> =
         fields.iter().map(|&(name, offset, s)| (name, offset as usize, size(s))).collect();
-    strata_media::doc_table::check_field_table(DOC, heading, &fields, total.map(|t| t as usize));
+    strata_testkit::doc_table::check_field_table(DOC, heading, &fields, total.map(|t| t as usize));
 }
 
 #[test]

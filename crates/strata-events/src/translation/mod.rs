@@ -27,13 +27,14 @@ mod att;
 pub mod att_node;
 #[cfg(test)]
 mod att_tests;
-pub mod crash_protocol;
 mod dram;
 #[cfg(test)]
 mod format_doc_tests;
 #[cfg(test)]
 mod model_tests;
 mod pmem_array;
+#[cfg(any(test, feature = "crashtest"))]
+pub use pmem_array::{PlantedBug, PLANTED_BUG};
 #[cfg(test)]
 mod pmem_array_tests;
 

@@ -71,10 +71,11 @@ pub struct PmemArrayTranslation {
     stats: TranslationStats,
 }
 
-/// Bugs the crash test must catch (planted by its tests only).
+/// Bugs the crash test must catch (planted by its tests only; compiled for
+/// tests and the `crashtest` feature, see `crate::crashtest_hooks`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) enum PlantedBug {
+#[cfg_attr(not(any(test, feature = "crashtest")), allow(dead_code))]
+pub enum PlantedBug {
     None,
     /// Persist slots of records the SSD may still lose.
     IgnoreDurableEnd,
@@ -82,15 +83,15 @@ pub(crate) enum PlantedBug {
     ReplayFromLast,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 thread_local! {
-    pub(crate) static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
 }
 
 fn planted(bug: PlantedBug) -> bool {
-    #[cfg(test)]
+    #[cfg(any(test, feature = "crashtest"))]
     return PLANTED_BUG.with(|b| b.get()) == bug;
-    #[cfg(not(test))]
+    #[cfg(not(any(test, feature = "crashtest")))]
     {
         let _ = bug;
         false

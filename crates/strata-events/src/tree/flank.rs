@@ -91,7 +91,7 @@ impl Flank {
 
     /// Entries of `level` not yet durable (all of them with a DRAM flank).
     pub(crate) fn unpersisted(&self, level: usize) -> usize {
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         if planted(PlantedBug::AckBeforePersist) {
             return 0;
         }
@@ -289,9 +289,9 @@ pub(crate) fn next_id(buf: &[u8]) -> Option<NodeId> {
 }
 
 /// Bugs the crash tests must catch (planted by those tests only).
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PlantedBug {
+pub enum PlantedBug {
     None,
     /// Report appended events durable before their batch is persisted.
     AckBeforePersist,
@@ -300,12 +300,12 @@ pub(crate) enum PlantedBug {
     UncheckedLeafCommit,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 thread_local! {
-    pub(crate) static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 pub(crate) fn planted(bug: PlantedBug) -> bool {
     PLANTED_BUG.with(|b| b.get()) == bug
 }

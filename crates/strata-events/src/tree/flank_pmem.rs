@@ -449,9 +449,9 @@ impl PmemFlankArea {
         if from > count || batch.end > slot.len() {
             return Err(format!("leaf commit word {:#018x} outside the slot", commit.word()));
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         let checked = !super::flank::planted(super::flank::PlantedBug::UncheckedLeafCommit);
-        #[cfg(not(test))]
+        #[cfg(not(any(test, feature = "crashtest")))]
         let checked = true;
         let durable =
             if !checked || crc32c::crc32c(&slot[batch]) == commit.crc { commit.count } else { commit.from };
@@ -669,9 +669,9 @@ impl PmemFlankArea {
         }
         let slot = self.slot_offset(level);
         let bytes = &node[entry.clone()];
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         let journaled = !super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::NoEntryJournal);
-        #[cfg(not(test))]
+        #[cfg(not(any(test, feature = "crashtest")))]
         let journaled = true;
         if journaled {
             self.write(slot + scratch as u64, bytes);

@@ -18,11 +18,11 @@ use crate::NodeId;
 const DOC: &str = include_str!("../../../../docs/format/events-flank.md");
 
 fn table(heading: &str) -> Vec<Vec<String>> {
-    strata_media::doc_table::markdown_table(DOC, heading)
+    strata_testkit::doc_table::markdown_table(DOC, heading)
 }
 
 fn value_of(name: &str) -> String {
-    strata_media::doc_table::table_value(DOC, "## Constants", name)
+    strata_testkit::doc_table::table_value(DOC, "## Constants", name)
 }
 
 fn hex(v: u64) -> String {

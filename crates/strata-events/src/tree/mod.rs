@@ -16,8 +16,10 @@
 //! - `open`, `recovery_pmem`, `recovery_dram`: create and recover.
 //! - `query`: time travel, replay, temporal aggregation, filter, point.
 //! - `verify`: the invariant check used by tests and tools.
-//! - [`crash_protocol`]: the PMem flank under the crash simulator; [`fuzz`]:
-//!   recovery from arbitrary flank images (the `events_flank_open` target).
+//! - [`fuzz`] (under the `fuzz` feature): recovery from arbitrary flank
+//!   images (the `events_flank_open` target). The PMem flank's crash protocol
+//!   is `strata_crashtest::events_flank`; its planted bugs ([`PlantedBug`],
+//!   [`MergeBug`]) are compiled only for tests and the `crashtest` feature.
 //!
 //! Events arrive in timestamp order (equal timestamps allowed). An event
 //! older than the newest one gets [`AppendOutcome::Late`]; section 4.3's
@@ -27,8 +29,8 @@
 //! spare room ([`TabTree::merge_ooo`]).
 
 pub mod config;
-pub mod crash_protocol;
 pub mod flank_pmem;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod merge_record;
 pub mod storage;
@@ -48,8 +50,6 @@ mod recovery_dram;
 mod recovery_pmem;
 mod verify;
 
-#[cfg(test)]
-mod crash_tests;
 #[cfg(test)]
 mod format_doc_tests;
 #[cfg(test)]
@@ -75,7 +75,6 @@ use crate::translation::TranslationStats;
 
 pub use aggregate_store::AggregateStoreStats;
 pub use config::{AggregatePlacement, FlankPlacement, IndexPlacement, PmemPlan, TreeConfig};
-pub use crash_protocol::FlankPmemCrash;
 pub use flank_pmem::FlankPmemStats;
 pub use ooo_merge::{OooMergeReport, PendingOooMerge};
 pub use query::{MergeByTs, QueryStats, RangeIter};
@@ -83,11 +82,13 @@ pub use recovery::TreeRecoveryReport;
 pub use storage::{NodeStorage, StorageStats, SyncObserver, TreeStorage};
 pub use verify::TreeCheck;
 
-#[cfg(test)]
-pub(crate) use ooo_steps::{MergeBug, MERGE_BUG};
+#[cfg(any(test, feature = "crashtest"))]
+pub use flank::{PlantedBug, PLANTED_BUG};
+#[cfg(any(test, feature = "crashtest"))]
+pub use ooo_steps::{MergeBug, MERGE_BUG};
 
 /// Whether the stream must truncate its queue before merging (a planted bug).
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 pub(crate) fn merge_bug_truncate_first() -> bool {
     ooo_steps::merge_bug(MergeBug::TruncateFirst)
 }

@@ -176,9 +176,9 @@ impl TabTree {
         if !all.is_empty() {
             report.flank_write_outs += u64::from(self.write_out_flank_leaf()?);
             let first = self.next_chunk(&all, 0)?;
-            #[cfg(test)]
+            #[cfg(any(test, feature = "crashtest"))]
             let skip = super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::NoRedoRecord);
-            #[cfg(not(test))]
+            #[cfg(not(any(test, feature = "crashtest")))]
             let skip = false;
             recorded = self.flank.is_pmem() && !skip;
             if recorded {

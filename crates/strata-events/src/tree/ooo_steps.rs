@@ -68,13 +68,13 @@ impl TabTree {
         chunk: &[&[u8]],
         report: &mut OooMergeReport,
     ) -> Result<StepOutcome, EventError> {
-        #[cfg(test)]
+        #[cfg(any(test, feature = "crashtest"))]
         let old = if merge_bug(MergeBug::RedoFromCurrentLeaf) {
             self.storage.read(leaf)?.as_ref().clone()
         } else {
             self.leaf_version(leaf, before)?
         };
-        #[cfg(not(test))]
+        #[cfg(not(any(test, feature = "crashtest")))]
         let old = self.leaf_version(leaf, before)?;
         let old_leaf = LeafNode::open(old.as_slice(), &self.leaf_layout)?;
         if old_leaf.is_empty() {
@@ -270,9 +270,9 @@ pub(crate) fn merge_in(mine: Vec<Vec<u8>>, add: &[&[u8]]) -> Vec<Vec<u8>> {
 
 /// Broken merge protocols the crash tests must catch (planted by them only,
 /// per thread: the crash harness sets it around each run and recovery).
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum MergeBug {
+pub enum MergeBug {
     None,
     /// Merge without the redo record: a crash leaves a partial merge.
     NoRedoRecord,
@@ -285,12 +285,12 @@ pub(crate) enum MergeBug {
     TruncateFirst,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 thread_local! {
-    pub(crate) static MERGE_BUG: std::cell::Cell<MergeBug> = const { std::cell::Cell::new(MergeBug::None) };
+    pub static MERGE_BUG: std::cell::Cell<MergeBug> = const { std::cell::Cell::new(MergeBug::None) };
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "crashtest"))]
 pub(crate) fn merge_bug(bug: MergeBug) -> bool {
     MERGE_BUG.with(|b| b.get()) == bug
 }

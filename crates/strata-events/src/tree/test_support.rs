@@ -16,8 +16,8 @@ use crate::pmem_arrays::SlotLayout;
 use crate::schema::StreamSchema;
 use crate::translation::TranslationKind;
 
-use super::crash_protocol::{crash_event, crash_schema};
 use super::{AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia};
+use crate::sample_events::{crash_event, crash_schema};
 
 /// One placement of each switch (Fig. 4).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

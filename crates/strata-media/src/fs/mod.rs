@@ -5,14 +5,13 @@
 //! - [`RealFs`]: `std::fs` plus `fallocate`/`fsync` through libc;
 //! - [`FaultFs`]: in memory, fault injecting, modelling the SSD crash model of
 //!   DESIGN.md section 3 (unsynced data lost, last sector torn, Nth operation
-//!   failing);
-//! - [`run_fs_crashtest`]: the SSD crash harness checking the section 3 oracle.
+//!   failing), and its crash points ([`FsCrashPoint`]); the harness that
+//!   checks them against the oracle is `strata_crashtest::fs_harness`.
 //!
 //! Durability contract every caller relies on: file content is durable only
 //! after `sync_data`/`sync_all` on the file; a directory entry (create, rename,
 //! remove) is durable only after `sync_dir` of its parent directory.
 
-mod crash;
 mod crash_point;
 mod fault;
 mod paged;
@@ -21,7 +20,6 @@ mod real;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use crash::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
 pub use crash_point::{FsCrashPoint, Tear, SECTOR_BYTES};
 pub use fault::{FailMode, FaultFs};
 pub use real::RealFs;

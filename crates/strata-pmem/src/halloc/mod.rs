@@ -12,7 +12,8 @@
 //! - `recovery`: the startup freelist traversal and leak reclamation (3.4.1);
 //! - `zone_pool`: zones, [`ZoneAppender`] and batch reclaiming (3.4.2);
 //! - `volatile`: [`VolatileAllocator`], volatile allocation on uncommitted zones (3.4.3);
-//! - `crash_protocol`: [`HallocCrashProtocol`], the crash-simulator workload and oracle.
+//!
+//! Its crash-simulator workload and oracle are `strata_crashtest::halloc_pmem`.
 //!
 //! Allocation protocol for applications (Figure 9): `get` an object, write
 //! and persist its contents, record its [`ObjectId`] in the application's own
@@ -24,7 +25,6 @@
 //! Addresses are never stored: objects are named by index and their offsets
 //! recomputed from the metadata, so the region may be mapped anywhere.
 
-mod crash_protocol;
 mod freelist;
 mod layout;
 #[cfg(test)]
@@ -39,7 +39,6 @@ mod zone_pool;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use crash_protocol::HallocCrashProtocol;
 pub use layout::{
     HallocConfig, PoolSpec, ARRAY_ALIGN_BYTES, COMMIT_BIT, DEFAULT_ZONE_SIZE_BYTES, HALLOC_MAGIC,
     HALLOC_VERSION, HEADER_BYTES, LINK_MASK, MAX_OBJECT_COUNT, OBJECT_ALIGN_BYTES, POOL_META_BYTES,
@@ -308,8 +307,11 @@ impl Halloc {
         Ok(self.pool(pool).free_list()?.into_iter().map(|i| ObjectId::new(pool, i)).collect())
     }
 
-    /// Planted bug for the crash test (see `object_pool`); never used outside it.
-    pub(crate) fn release_push_before_reset(&self, id: ObjectId) {
+    /// Planted bug for the crash test of `strata_crashtest::halloc_pmem`
+    /// (see `object_pool`): a crash-test hook, compiled only for tests and
+    /// under the `crashtest` feature, which only `strata-crashtest` turns on.
+    #[cfg(any(test, feature = "crashtest"))]
+    pub fn release_push_before_reset(&self, id: ObjectId) {
         self.pool(id.pool()).release_push_before_reset(id.index());
     }
 }

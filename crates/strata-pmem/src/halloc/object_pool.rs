@@ -178,6 +178,7 @@ impl PoolCore {
 
     /// Planted bug for the crash test: pushes onto the freelist *before*
     /// resetting the commit bit (the order the paper's Release forbids).
+    #[cfg(any(test, feature = "crashtest"))]
     pub fn release_push_before_reset(&self, index: u32) {
         let mut free = self.freelist.lock();
         let head = self.region.load_u64(self.geo.hd_offset());

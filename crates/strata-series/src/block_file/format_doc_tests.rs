@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::model::SeriesId;
-use crate::test_support::format_doc::{check_fields, constant};
+use strata_testkit::{check_fields, constant};
 
 const DOC: &str = include_str!("../../../../docs/format/block-file.md");
 

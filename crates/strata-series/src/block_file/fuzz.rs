@@ -4,8 +4,8 @@
 
 use super::format::{check_block, encode_block_file, BlockIndexEntry, BlockSpec, BLOCK_FILE_HEADER_BYTES};
 use super::BlockFile;
-use crate::fuzz_recipe::Recipe;
 use crate::model::SeriesId;
+use strata_media::fuzz_input::FuzzInput as Recipe;
 
 /// Feeds `data` to [`BlockFile::parse`] and panics if a property of
 /// `docs/format/block-file.md` fails.

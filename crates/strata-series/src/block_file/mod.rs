@@ -10,11 +10,13 @@
 //! - `fuzz`: the entry point of the `block_file_open` fuzz target.
 
 mod format;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 mod reader;
 mod writer;
 
 pub use format::*;
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_block_file_parse;
 pub use reader::{describe_block_file, BlockFile};
 pub use writer::{BlockFileMeta, BlockFileWriter, WRITE_CHUNK_BYTES};

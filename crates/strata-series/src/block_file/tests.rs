@@ -13,7 +13,7 @@ use super::fuzz::{block_specs, OwnedBlock};
 use super::*;
 use crate::error::EngineError;
 use crate::model::SeriesId;
-use crate::test_support::fuzz_smoke::fuzz_smoke_flagged_entry;
+use strata_testkit::fuzz_smoke_flagged_entry;
 
 /// A block to append: series, min_ts, max_ts, point count, bytes.
 pub(super) type TestBlock = OwnedBlock;

@@ -20,6 +20,7 @@ pub mod booleans;
 mod delta;
 pub mod error;
 pub mod floats;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod header;
 pub mod integers;
@@ -32,4 +33,5 @@ mod tests;
 
 pub use block::{decode_block, decode_timestamps, encode_points, BlockWriter, DecodedBlock, Values};
 pub use error::CodecError;
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_block_decode;

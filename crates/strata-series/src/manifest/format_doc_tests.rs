@@ -3,7 +3,7 @@
 //! example checked byte for byte against `encode_manifest`.
 
 use super::*;
-use crate::test_support::format_doc::{check_fields, constant, table};
+use strata_testkit::{check_fields, constant, markdown_table as table};
 
 const DOC: &str = include_str!("../../../../docs/format/manifest.md");
 

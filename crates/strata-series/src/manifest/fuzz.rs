@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use super::codec::{decode_manifest, encode_manifest};
 use super::{Manifest, ManifestSeries, ManifestTombstone};
-use crate::fuzz_recipe::Recipe;
 use crate::model::{FieldType, SeriesId, SeriesKey};
+use strata_media::fuzz_input::FuzzInput as Recipe;
 
 /// Feeds `data` to [`decode_manifest`] and panics if a property of
 /// `docs/format/manifest.md` fails.

@@ -11,7 +11,7 @@ use strata_media::fs::{FaultFs, FileSystem, RealFs};
 
 use super::*;
 use crate::error::EngineError;
-use crate::test_support::fuzz_smoke::fuzz_smoke_flagged_entry;
+use strata_testkit::fuzz_smoke_flagged_entry;
 
 fn key(measurement: &str, tags: &[(&str, &str)], field: &str) -> SeriesKey {
     SeriesKey {

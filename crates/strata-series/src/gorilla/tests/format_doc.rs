@@ -14,7 +14,7 @@ use crate::gorilla::strings::{STRING_EXPANSION_RATIO, STRING_EXPANSION_SLACK_BYT
 use crate::gorilla::timestamps::{TS_BUCKETS, TS_ESCAPE_DOD_BITS, TS_ESCAPE_VALUE, TS_FIRST_BITS};
 use crate::gorilla::{decode_block, encode_points};
 use crate::model::{FieldType, FieldValue};
-use crate::test_support::format_doc::table;
+use strata_testkit::markdown_table as table;
 
 const DOC: &str = include_str!("../../../../../docs/format/series-block.md");
 

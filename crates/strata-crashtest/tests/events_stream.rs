@@ -4,16 +4,17 @@
 
 use std::sync::Arc;
 
-use strata_media::{AckLog, CrashReport};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, CrashReport};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
 use strata_pmem::Region;
 
-use super::crash_protocol::StreamOooPmemCrash;
-use crate::tree::MergeBug;
+use strata_crashtest::events_stream::StreamOooPmemCrash;
+use strata_crashtest::protocol::CrashBuilder;
+use strata_events::crashtest_hooks::MergeBug;
 
 fn crashtest(proto: &StreamOooPmemCrash, samples: u64, max_images: u64) -> CrashReport {
     let cfg = PmemCrashConfig {
-        seed: proto.seed,
+        seed: proto.knobs.seed,
         samples_per_point: samples,
         max_images: Some(max_images),
         threads: 2,
@@ -22,7 +23,7 @@ fn crashtest(proto: &StreamOooPmemCrash, samples: u64, max_images: u64) -> Crash
     let report = run_pmem_crashtest(proto, &cfg);
     println!(
         "{:?}: {} points {} first failure: {:?}",
-        proto.bug,
+        proto.knobs.bug,
         report.line(),
         report.crash_points,
         report.first_failure
@@ -44,7 +45,7 @@ fn an_uncrashed_run_merges_often_carries_and_recovers_every_event() {
         if !proto.all_pmem {
             assert!(counts.events_carried > 0, "{}: {counts:?}", proto.name());
         }
-        assert_eq!(acks.len() as u64, proto.events, "every event acknowledged after the final sync");
+        assert_eq!(acks.len() as u64, proto.knobs.size, "every event acknowledged after the final sync");
         let image = Arc::new(Region::sim_from_image(region.as_sim().unwrap().persistent_image()));
         let (c, why) = proto.recover_and_check(&image, &acks.acked_by(0)).unwrap();
         assert!(c.is_clean(), "{c:?} {why:?}");
@@ -73,16 +74,18 @@ fn a_dram_queue_under_a_pmem_flank_resumes_interrupted_merges_from_the_spilled_i
     let acks = AckLog::new(|| 0);
     proto.run(&region, &acks);
     assert!(proto.run_counts().merges >= 5, "{:?}", proto.run_counts());
-    assert_eq!(acks.len() as u64, proto.events, "every event acknowledged after the final merge and sync");
+    assert_eq!(
+        acks.len() as u64,
+        proto.knobs.size,
+        "every event acknowledged after the final merge and sync"
+    );
     let report = crashtest(&proto, 2, 1200);
     assert!(report.crash_points > 500, "{}", report.line());
     assert!(report.is_clean(), "{}: {:?}", report.line(), report.first_failure);
 }
 
 fn planted(bug: MergeBug) -> StreamOooPmemCrash {
-    let mut proto = StreamOooPmemCrash::new(5).with_events(45);
-    proto.bug = bug;
-    proto
+    StreamOooPmemCrash::new(5).with_size(45).with_planted_bug(bug)
 }
 
 #[test]

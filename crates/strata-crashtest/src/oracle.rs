@@ -1,4 +1,6 @@
-//! The crash oracle of DESIGN.md section 3, shared by every crash test.
+//! The crash oracle of DESIGN.md section 3, shared by every crash test
+//! (moved here from `strata-media`; [`TxnId`] stays there, the log layers
+//! record it).
 //!
 //! After recovery: (1) every acknowledged transaction is present ("lost" counts
 //! violations); (2) no transaction is partially present ("partial"); (3) what is
@@ -8,15 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// Identifier of a transaction in a crash-test workload.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct TxnId(pub u64);
-
-impl fmt::Display for TxnId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "T{}", self.0)
-    }
-}
+pub use strata_media::TxnId;
 
 /// Violations found in one recovered image.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]

@@ -4,8 +4,8 @@
 //! lost, none partial, no update transaction present without the
 //! transactions it depends on.
 
-use strata_declog::crash_protocol::DeclogPmemCrash;
-use strata_pmem::crash::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig};
+use strata_crashtest::declog_stream::DeclogPmemCrash;
+use strata_crashtest::pmem_harness::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig};
 
 fn check(proto: &DeclogPmemCrash, seed: u64, max_images: u64) {
     let cfg = PmemCrashConfig { seed, max_images: Some(max_images), ..Default::default() };
@@ -46,7 +46,7 @@ fn unaligned_streams_survive_every_crash_point() {
 }
 
 /// More seeds and geometries (3 streams, 3 queues, queue length 1 and 8);
-/// run with `cargo test -p strata-declog --test crash -- --ignored`.
+/// run with `cargo test -p strata-crashtest --test declog_stream -- --ignored`.
 #[test]
 #[ignore = "soak: about ten seconds, 20 configurations of 8000 images"]
 fn soak_more_seeds_and_geometries() {

@@ -6,7 +6,7 @@
 //! keys (LSN 0); an update transaction updates 1-2 visible keys with the
 //! data-driven LSN max(uts) + 1 (section 4.1) and sets their uts, and depends
 //! on the last writer of each key. Following the engine contract of
-//! [`crate::DecLog`], inserted keys become visible once their transaction is
+//! [`DecLog`], inserted keys become visible once their transaction is
 //! acknowledged, updated keys at once (early lock release), so updates queue
 //! behind unacknowledged updates, in both streams.
 //!
@@ -42,47 +42,24 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
+use crate::workload::SplitMix64;
 use parking_lot::RwLock;
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
-use crate::compress::point_payload;
-use crate::config::{DeclogConfig, FlushMode};
-use crate::entry::EntryIn;
-use crate::layout::{Layout, DECLOG_MAGIC};
-use crate::pipeline::DeclogStats;
-use crate::recovery::RecoveredEntry;
-use crate::ticket::{Ticket, TicketStatus};
-use crate::{CutPoint, DecLog};
+use crate::error::{CheckResult, CrashCheckError};
+use strata_declog::compress::point_payload;
+use strata_declog::layout::{Layout, DECLOG_MAGIC};
+use strata_declog::{
+    CutPoint, DecLog, DeclogConfig, DeclogStats, EntryIn, FlushMode, RecoveredEntry, Ticket, TicketStatus,
+};
 
 const CHECKPOINT_WORD: RegionOffset = RegionOffset(0);
 const LOG_BASE: RegionOffset = RegionOffset(256);
 /// Updates pick mostly among the first few visible keys.
 const HOT_KEYS: usize = 6;
-
-/// SplitMix64: a small seeded generator, so the crate needs no RNG dependency.
-#[derive(Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
 
 /// The key hash of workload key `key`.
 pub fn key_hash(key: u64) -> u64 {
@@ -424,11 +401,7 @@ impl PmemCrashProtocol for DeclogPmemCrash {
         };
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let checkpointed = region.load_u64(CHECKPOINT_WORD);
         let record = self.record.read();
         // The checkpoint stands for the data of every transaction it covers.
@@ -443,16 +416,19 @@ impl PmemCrashProtocol for DeclogPmemCrash {
             // Formatting persists the magic last: without it there is no log
             // and nothing was acknowledged.
             Err(_) if region.load_u64(LOG_BASE) != DECLOG_MAGIC => Default::default(),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(CrashCheckError::step("parse")(e)),
         };
         for (lsn, bucket) in &recovered.updates {
             if let Some(e) = bucket.iter().find(|e| e.lsn != *lsn) {
-                return Err(format!("{} in LSN bucket {lsn} has LSN {}", e.txn, e.lsn));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "{} in LSN bucket {lsn} has LSN {}",
+                    e.txn, e.lsn
+                )));
             }
         }
         for (txn, entries) in recovered.txns() {
             if txn.0 > checkpointed && found.insert(txn, recovered_content(&entries)).is_some() {
-                return Err(format!("{txn} recovered twice"));
+                return Err(CrashCheckError::inconsistent(format!("{txn} recovered twice")));
             }
         }
         Ok(record.oracle.check(acked, &found))
@@ -466,9 +442,9 @@ impl PmemCrashProtocol for DeclogPmemCrash {
 fn resume_and_reparse(
     log: DecLog,
     region: &Arc<Region>,
-    first: &crate::Recovered,
+    first: &strata_declog::Recovered,
     compression: bool,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let next = first.max_txn_id.map_or(1, |t| t.0 + 1) + 1_000_000;
     let mut expect =
         first.txns().into_iter().map(|(t, e)| (t, recovered_content(&e))).collect::<BTreeMap<_, _>>();
@@ -479,11 +455,12 @@ fn resume_and_reparse(
             b"after restart".to_vec()
         };
         let e = [EntryIn { key_hash: i as u64, lsn: 0, compressed: false, payload: &payload }];
-        log.commit(TxnId(t), &e).map_err(|e| format!("commit after restart: {e}"))?;
+        log.commit(TxnId(t), &e).map_err(CrashCheckError::step("commit after restart"))?;
         expect.insert(TxnId(t), txn_content(&[(i as u64, 0, payload)]));
     }
     drop(log);
-    let second = crate::recovery::parse(region, LOG_BASE).map_err(|e| format!("second parse: {e}"))?;
+    let second =
+        strata_declog::recovery::parse(region, LOG_BASE).map_err(CrashCheckError::step("second parse"))?;
     let got: BTreeMap<_, _> = second.txns().into_iter().map(|(t, e)| (t, recovered_content(&e))).collect();
     if got != expect {
         let diff: Vec<_> = got
@@ -491,7 +468,9 @@ fn resume_and_reparse(
             .filter(|t| !expect.contains_key(t))
             .chain(expect.keys().filter(|t| !got.contains_key(t)))
             .collect();
-        return Err(format!("a second parse after resuming disagrees on {diff:?}"));
+        return Err(CrashCheckError::inconsistent(format!(
+            "a second parse after resuming disagrees on {diff:?}"
+        )));
     }
     Ok(())
 }
@@ -545,10 +524,10 @@ mod run_tests {
 mod planted_bug_tests {
     //! The crash test catches what it is for: each planted bug makes it fail.
     use super::*;
-    use crate::pipeline::{PlantedBug, PLANTED_BUG};
-    use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig};
+    use crate::pmem_harness::{run_pmem_crashtest, PmemCrashConfig};
+    use strata_declog::crashtest_hooks::{PlantedBug, PLANTED_BUG};
 
-    fn run_with(bug: PlantedBug, seed: u64) -> strata_media::CrashReport {
+    fn run_with(bug: PlantedBug, seed: u64) -> crate::oracle::CrashReport {
         PLANTED_BUG.with(|b| b.set(bug));
         let proto = DeclogPmemCrash::new(seed, 200);
         let cfg = PmemCrashConfig { seed, max_images: Some(4000), ..Default::default() };

@@ -5,18 +5,19 @@
 
 use std::sync::Arc;
 
-use strata_media::{AckLog, CrashReport};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, CrashReport};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
 use strata_pmem::Region;
 
-use super::flank::{PlantedBug, PLANTED_BUG};
-use super::FlankPmemCrash;
-use crate::translation::TranslationKind;
+use strata_crashtest::events_flank::FlankPmemCrash;
+use strata_crashtest::protocol::CrashBuilder;
+use strata_events::crashtest_hooks::{FlankBug as PlantedBug, FLANK_BUG as PLANTED_BUG};
+use strata_events::translation::TranslationKind;
 
 fn crashtest(proto: FlankPmemCrash, bug: PlantedBug, max_images: u64) -> CrashReport {
-    let proto = proto.with_planted(bug);
+    let proto = proto.with_planted_bug(bug);
     let cfg = PmemCrashConfig {
-        seed: proto.seed,
+        seed: proto.knobs.seed,
         samples_per_point: 8,
         max_images: Some(max_images),
         ..Default::default()
@@ -66,13 +67,13 @@ fn every_crash_image_keeps_every_acknowledged_event_exactly_once() {
 
 #[test]
 fn acknowledging_before_the_batch_is_persisted_shows_as_lost_events() {
-    let report = crashtest(FlankPmemCrash::new(25).with_events(40), PlantedBug::AckBeforePersist, 600);
+    let report = crashtest(FlankPmemCrash::new(25).with_size(40), PlantedBug::AckBeforePersist, 600);
     assert!(report.counts.lost > 0, "{}", report.line());
 }
 
 #[test]
 fn trusting_the_leaf_commit_word_without_its_crc_shows_as_damage() {
-    let report = crashtest(FlankPmemCrash::new(4).with_events(30), PlantedBug::UncheckedLeafCommit, 1500);
+    let report = crashtest(FlankPmemCrash::new(4).with_size(30), PlantedBug::UncheckedLeafCommit, 1500);
     assert!(report.counts.partial + report.counts.lost > 0, "{}", report.line());
 }
 

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Inputs per smoke test.
-pub(crate) const FUZZ_SMOKE_CASES: u32 = 20_000;
+pub const FUZZ_SMOKE_CASES: u32 = 20_000;
 
 /// Runs `entry` on [`FUZZ_SMOKE_CASES`] inputs seeded by `seed` and asserts
 /// it never panics. A quarter each: random images of up to
@@ -15,7 +15,7 @@ pub(crate) const FUZZ_SMOKE_CASES: u32 = 20_000;
 /// then truncated; images from `valid` unchanged, which
 /// `check_valid(index, image, context)` checks first; and random recipes of
 /// up to `max_recipe_bytes` with flag bits 0 (and maybe 1) set.
-pub(crate) fn fuzz_smoke_flagged_entry(
+pub fn fuzz_smoke_flagged_entry(
     seed: u64,
     valid: &[Vec<u8>],
     max_random_bytes: usize,

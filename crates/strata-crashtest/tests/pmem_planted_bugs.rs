@@ -8,11 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_crashtest::oracle::{AckLog, TxnOracle};
+use strata_media::TxnId;
 
-use super::{reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
-use crate::offset::RegionOffset;
-use crate::region::Region;
+use strata_crashtest::error::{CheckResult, CrashCheckError};
+use strata_crashtest::pmem_harness::{
+    reproduce_pmem_failure, run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol,
+};
+use strata_pmem::{Region, RegionOffset};
 
 const TXNS: u64 = 6;
 const SLOT_BYTES: u64 = 64;
@@ -85,11 +88,7 @@ impl PmemCrashProtocol for SlotLog {
         r.fence();
     }
 
-    fn recover_and_check(
-        &self,
-        r: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, r: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let mut found = BTreeMap::new();
         for t in 1..=TXNS {
             let slot = RegionOffset(t * SLOT_BYTES);
@@ -135,19 +134,16 @@ impl PmemCrashProtocol for LinkedRecords {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        r: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, r: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let mut found = BTreeMap::new();
         let mut at = r.load_u64(RegionOffset(0));
         let mut steps = 0;
         while at != 0 {
-            r.check_range(RegionOffset(at), SLOT_BYTES, "record").map_err(|e| e.to_string())?;
+            r.check_range(RegionOffset(at), SLOT_BYTES, "record")
+                .map_err(CrashCheckError::step("check_range"))?;
             steps += 1;
             if steps > TXNS {
-                return Err("cycle in record list".into());
+                return Err(CrashCheckError::inconsistent("cycle in record list"));
             }
             let txn = r.load_u64(RegionOffset(at + 8));
             let mut content = r.read_vec(RegionOffset(at + 16), 48);

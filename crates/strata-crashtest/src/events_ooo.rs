@@ -32,13 +32,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::PmemCrashProtocol;
 use parking_lot::RwLock;
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
-use super::pmem_layout::{u64_at, PMEM_MAGIC};
-use super::{event_ts, EventList, OooIndexing, OooQueue, PmemOooQueue};
+use strata_events::ooo::pmem_layout::PMEM_MAGIC;
+use strata_events::ooo::{event_ts, EventList, OooIndexing, OooQueue, PmemOooQueue};
+pub use strata_events::sample_events::workload_event;
+
+use crate::error::{CheckResult, CrashCheckError};
+use crate::workload::SplitMix64;
 
 /// The tree stand-in's merged-generation word.
 const MERGED_WORD: RegionOffset = RegionOffset(0);
@@ -47,43 +52,8 @@ const QUEUE_BASE: RegionOffset = RegionOffset(64);
 /// Ids of the events pushed after recovery start here.
 const RESUME_ID_BASE: u64 = 1 << 40;
 
-/// SplitMix64: a small seeded generator (no RNG dependency outside tests).
-#[derive(Clone)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
-
-/// The event of transaction `id` with timestamp `ts`: `ts | id | filler`.
-pub(crate) fn workload_event(ts: i64, id: u64, event_bytes: usize, rng: &mut SplitMix64) -> Vec<u8> {
-    let mut e = Vec::with_capacity(event_bytes);
-    e.extend_from_slice(&ts.to_le_bytes());
-    e.extend_from_slice(&id.to_le_bytes());
-    while e.len() < event_bytes {
-        e.push(rng.next_u64() as u8);
-    }
-    e.truncate(event_bytes);
-    e
-}
-
 fn event_id(event: &[u8]) -> u64 {
-    u64_at(event, 8)
+    u64::from_le_bytes(event[8..16].try_into().expect("an event holds ts | id"))
 }
 
 /// What the run recorded for the checks.
@@ -219,11 +189,7 @@ impl PmemCrashProtocol for OooPmemCrash {
         *self.record.write() = rec;
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let record = self.record.read();
         let merged = region.load_u64(MERGED_WORD);
         // The tree stands for every event of a generation it merged.
@@ -238,11 +204,11 @@ impl PmemCrashProtocol for OooPmemCrash {
             return Ok(record.oracle.check(acked, &found));
         }
         let (mut q, _report) = PmemOooQueue::open(region.clone(), QUEUE_BASE, OooIndexing::Indexed)
-            .map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("open"))?;
         if !self.skip_discard_if_merged {
-            q.discard_if_merged(merged).map_err(|e| e.to_string())?;
+            q.discard_if_merged(merged).map_err(CrashCheckError::step("discard_if_merged"))?;
         }
-        let sorted = q.sorted().map_err(|e| format!("sorted: {e}"))?;
+        let sorted = q.sorted().map_err(CrashCheckError::step("sorted"))?;
         let mut problems = Problems::default();
         for event in sorted.iter() {
             let txn = TxnId(event_id(event));
@@ -251,9 +217,9 @@ impl PmemCrashProtocol for OooPmemCrash {
             }
         }
         check_queries(&q, &sorted, self.seed, &mut problems)?;
-        let (pure, _) =
-            PmemOooQueue::open(region.clone(), QUEUE_BASE, OooIndexing::Pure).map_err(|e| e.to_string())?;
-        if pure.sorted().map_err(|e| format!("pure sorted: {e}"))? != sorted {
+        let (pure, _) = PmemOooQueue::open(region.clone(), QUEUE_BASE, OooIndexing::Pure)
+            .map_err(CrashCheckError::step("open pure"))?;
+        if pure.sorted().map_err(CrashCheckError::step("pure sorted"))? != sorted {
             problems.order("the pure flavour disagrees with the indexed one".to_string());
         }
         resume(q, region, &sorted, self.event_bytes, self.seed, &mut problems)?;
@@ -288,7 +254,7 @@ fn check_queries(
     sorted: &EventList,
     seed: u64,
     problems: &mut Problems,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let keys: Vec<(i64, u64)> = sorted.iter().map(|e| (event_ts(e), event_id(e))).collect();
     if let Some(w) = keys.windows(2).find(|w| w[0] >= w[1]) {
         problems.order(format!("sorted() puts {:?} before {:?}", w[0], w[1]));
@@ -302,11 +268,11 @@ fn check_queries(
         let a = lo_ts.saturating_add(rng.below(span + 1) as i64);
         let b = a.saturating_add(rng.below(40) as i64);
         let want: Vec<&[u8]> = sorted.iter().filter(|e| (a..=b).contains(&event_ts(e))).collect();
-        let got = q.get_range(a, b).map_err(|e| format!("get_range: {e}"))?;
+        let got = q.get_range(a, b).map_err(CrashCheckError::step("get_range"))?;
         if got.iter().collect::<Vec<_>>() != want {
             problems.order(format!("get_range({a}, {b}) disagrees with sorted()"));
         }
-        let point = q.point(a).map_err(|e| format!("point: {e}"))?;
+        let point = q.point(a).map_err(CrashCheckError::step("point"))?;
         if point.iter().collect::<Vec<_>>()
             != want.iter().copied().filter(|e| event_ts(e) == a).collect::<Vec<_>>()
         {
@@ -325,7 +291,7 @@ fn resume(
     event_bytes: usize,
     seed: u64,
     problems: &mut Problems,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut rng = SplitMix64::new(seed.rotate_left(17));
     let mut expect: Vec<Vec<u8>> = sorted.to_vecs();
     for k in 0..2 {
@@ -334,13 +300,13 @@ fn resume(
         }
         let ts = expect.first().map_or(0, |e| event_ts(e)).saturating_add(k);
         let event = workload_event(ts, RESUME_ID_BASE + k as u64, event_bytes, &mut rng);
-        q.push(&event).map_err(|e| format!("push after recovery: {e}"))?;
+        q.push(&event).map_err(CrashCheckError::step("push after recovery"))?;
         expect.push(event);
     }
     drop(q);
     let (again, _) = PmemOooQueue::open(region.clone(), QUEUE_BASE, OooIndexing::Indexed)
-        .map_err(|e| format!("reopen: {e}"))?;
-    let got = again.sorted().map_err(|e| format!("sorted after reopen: {e}"))?;
+        .map_err(CrashCheckError::step("reopen"))?;
+    let got = again.sorted().map_err(CrashCheckError::step("sorted after reopen"))?;
     if got != model_sorted(&expect, event_bytes) {
         problems.partial("a reopen after resuming disagrees with what was pushed".to_string());
     }

@@ -1,17 +1,18 @@
 //! The PMem OOO queue under the crash harness (DESIGN.md section 3): every
 //! flush and fence of a seeded workload is a crash point, and the oracle of
-//! [`super::crash_protocol`] must hold on every image; planted bugs show the
+//! `strata_crashtest::events_ooo` must hold on every image; planted bugs show the
 //! harness catches lost and duplicated events.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use strata_media::{AckLog, TxnId};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::AckLog;
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_media::TxnId;
 use strata_pmem::Region;
 
-use super::crash_protocol::OooPmemCrash;
-use super::pmem::{PlantedBug, PLANTED_BUG};
+use strata_crashtest::events_ooo::OooPmemCrash;
+use strata_events::crashtest_hooks::{OooBug as PlantedBug, OOO_BUG as PLANTED_BUG};
 
 fn config(seed: u64, max_images: u64) -> PmemCrashConfig {
     PmemCrashConfig { seed, max_images: Some(max_images), ..Default::default() }

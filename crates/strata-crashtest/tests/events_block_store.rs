@@ -9,12 +9,21 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_media::fs::{run_fs_crashtest, FileSystem, FsCrashConfig, FsCrashProtocol};
-use strata_media::{AckLog, OracleCounts, TxnId, TxnOracle};
+use strata_crashtest::fs_harness::{run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
+use strata_crashtest::oracle::{AckLog, TxnOracle};
+use strata_media::fs::FileSystem;
+use strata_media::TxnId;
 
-use super::test_support::path;
-use super::*;
-use crate::ids::NodeId;
+use std::path::Path;
+
+use strata_crashtest::error::{CheckResult, CrashCheckError};
+use strata_events::block_store::{sample_node, BlockStore};
+use strata_events::NodeId;
+
+/// The block file's path (the block store's tests use the same).
+fn path() -> &'static Path {
+    Path::new("blocks.evb")
+}
 
 /// The SSD crash model on the block store: appends, flushes (rewrites
 /// of the open block), translation blocks and syncs; a node is
@@ -63,11 +72,7 @@ impl FsCrashProtocol for StoreCrash {
         *self.contents.lock() = contents;
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let contents = self.contents.lock();
         let mut oracle = TxnOracle::new();
         let by_id: BTreeMap<NodeId, TxnId> = contents.iter().map(|(t, (id, _))| (*id, *t)).collect();
@@ -77,12 +82,14 @@ impl FsCrashProtocol for StoreCrash {
         if !fs.exists(path()) {
             return Ok(oracle.check(acked, &BTreeMap::new()));
         }
-        let (store, _) = BlockStore::open(&*fs, path()).map_err(|e| e.to_string())?;
+        let (store, _) = BlockStore::open(&*fs, path()).map_err(CrashCheckError::step("BlockStore::open"))?;
         let mut found = BTreeMap::new();
         for rec in store.scan() {
-            let rec = rec.map_err(|e| e.to_string())?;
-            let bytes = store.read(rec.addr).map_err(|e| e.to_string())?;
-            let txn = by_id.get(&rec.node_id).ok_or(format!("unknown node {}", rec.node_id))?;
+            let rec = rec.map_err(CrashCheckError::step("scan"))?;
+            let bytes = store.read(rec.addr).map_err(CrashCheckError::step("read"))?;
+            let txn = by_id
+                .get(&rec.node_id)
+                .ok_or_else(|| CrashCheckError::Unidentified(format!("unknown node {}", rec.node_id)))?;
             found.insert(*txn, bytes);
         }
         Ok(oracle.check(acked, &found))

@@ -2,13 +2,17 @@
 //! correct one (fdatasync, then acknowledge) and a wrong one (acknowledge,
 //! then fdatasync).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::*;
-use crate::fs::create_durably;
-use crate::oracle::TxnOracle;
+use strata_crashtest::error::{CheckResult, CrashCheckError};
+use strata_crashtest::fs_harness::{
+    is_selected, reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol,
+};
+use strata_crashtest::{AckLog, TxnId, TxnOracle};
+use strata_media::fs::{create_durably, parent_dir, FileSystem};
 
 /// Record: `len: u32 LE | checksum: u64 LE | txn: u64 LE | payload[len]`,
 /// the checksum (FNV-1a) covering `len`, `txn` and the payload.
@@ -87,7 +91,7 @@ impl FsCrashProtocol for AppendLog {
 
     fn run(&self, fs: Arc<dyn FileSystem>, acks: &AckLog) {
         let path = Self::path();
-        fs.create_dir_all(crate::fs::parent_dir(&path)).expect("create /db");
+        fs.create_dir_all(parent_dir(&path)).expect("create /db");
         let file = create_durably(&*fs, &path).expect("create log");
         let mut offset = 0u64;
         for txn in 0..self.txns {
@@ -108,18 +112,14 @@ impl FsCrashProtocol for AppendLog {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
-        let log = Self::read_log(&*fs, &Self::path()).map_err(|e| e.to_string())?;
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult {
+        let log = Self::read_log(&*fs, &Self::path()).map_err(CrashCheckError::step("read_log"))?;
         Ok(self.oracle().check(acked, &Self::replay(&log)))
     }
 }
 
 fn mix(x: u64) -> u64 {
-    super::super::crash_point::splitmix64(x)
+    strata_crashtest::workload::SplitMix64::new(x).next_u64()
 }
 
 fn fnv1a(parts: &[&[u8]]) -> u64 {
@@ -196,12 +196,8 @@ fn recovery_error_counts_as_partial() {
             fs.create_dir_all(Path::new("/db")).expect("mkdir");
             create_durably(&*fs, Path::new("/db/x")).expect("create");
         }
-        fn recover_and_check(
-            &self,
-            _fs: Arc<dyn FileSystem>,
-            _acked: &BTreeSet<TxnId>,
-        ) -> Result<(OracleCounts, Option<String>), String> {
-            Err("corrupt".to_string())
+        fn recover_and_check(&self, _fs: Arc<dyn FileSystem>, _acked: &BTreeSet<TxnId>) -> CheckResult {
+            Err(CrashCheckError::inconsistent("corrupt"))
         }
     }
     let report = run_fs_crashtest(&Broken, &FsCrashConfig::default());

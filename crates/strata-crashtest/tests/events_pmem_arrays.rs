@@ -11,17 +11,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_media::{AckLog, OracleCounts, TxnId};
-use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_crashtest::oracle::{AckLog, OracleCounts};
+use strata_crashtest::pmem_harness::{run_pmem_crashtest, PmemCrashConfig, PmemCrashProtocol};
+use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
-use super::{AggregateArray, IndexNodeArray, SlotLayout};
-use crate::ids::EventError;
+use strata_crashtest::error::{CheckResult, CrashCheckError};
+use strata_events::pmem_arrays::{AggregateArray, IndexNodeArray, SlotLayout};
+use strata_events::EventError;
 
 const BASE: RegionOffset = RegionOffset(256);
 /// Write number 0 is the format.
@@ -98,7 +99,7 @@ impl PmemCrashProtocol for AggregatesCrash {
             AggregateArray::format(region.clone(), BASE, self.area_bytes(), self.record_bytes, self.layout)
                 .unwrap();
         acks.ack(FORMAT);
-        array.planted_seal_with_record.store(self.planted_seal_with_record, Ordering::Relaxed);
+        array.plant_seal_with_record(self.planted_seal_with_record);
         let mut sealed = BTreeSet::new();
         let mut pending: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
         for (k, op) in self.ops.iter().enumerate() {
@@ -145,11 +146,7 @@ impl PmemCrashProtocol for AggregatesCrash {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let Some(array) = opened(AggregateArray::open(region.clone(), BASE, self.area_bytes()), acked)?
         else {
             return Ok((OracleCounts::default(), None));
@@ -317,11 +314,7 @@ impl PmemCrashProtocol for IndexNodesCrash {
         }
     }
 
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         let Some(array) = opened(IndexNodeArray::open(region.clone(), BASE, Self::area_bytes()), acked)?
         else {
             return Ok((OracleCounts::default(), None));
@@ -354,7 +347,7 @@ impl PmemCrashProtocol for IndexNodesCrash {
             }
         }
         for node in 0..count {
-            let content = array.read_node(node).map_err(|e| format!("read of counted node {node}: {e}"))?;
+            let content = array.read_node(node).map_err(CrashCheckError::step("read of a counted node"))?;
             for at in 0..NODE_BYTES {
                 let Some(writes) = bytes.get(&(node, at)) else { continue };
                 let Some(last) = writes.iter().rposition(|(_, durable)| *durable) else { continue };
@@ -387,10 +380,10 @@ fn index_node_array_survives_a_crash_at_every_persist_point() {
 /// An array as recovery opens it: `None` if the format was interrupted (an
 /// unacknowledged format reads as unformatted), an error if a completed
 /// format does not open.
-fn opened<T>(open: Result<T, EventError>, acked: &BTreeSet<TxnId>) -> Result<Option<T>, String> {
+fn opened<T>(open: Result<T, EventError>, acked: &BTreeSet<TxnId>) -> Result<Option<T>, CrashCheckError> {
     match open {
         Ok(a) => Ok(Some(a)),
         Err(e) if !acked.contains(&FORMAT) && e.is_corruption() => Ok(None),
-        Err(e) => Err(format!("open after a completed format: {e}")),
+        Err(e) => Err(CrashCheckError::inconsistent(format!("open after a completed format: {e}"))),
     }
 }

@@ -1,6 +1,8 @@
 //! Reads Markdown tables out of the format documents in `docs/format/`, for
 //! the tests that keep every format's code and document in agreement
-//! (DESIGN.md section 8). One parser serves every crate's agreement test.
+//! (DESIGN.md section 8). One parser serves every crate's agreement test
+//! (moved here from `strata_testkit::doc_table`, with the series crate's
+//! `constant` and `check_fields` helpers).
 
 /// The first table after the heading line `heading` (e.g. `"## Header"`, or
 /// part of a heading line's text),
@@ -84,6 +86,22 @@ pub fn check_field_table(doc: &str, heading: &str, fields: &[(&str, usize, usize
     }
 }
 
+/// The value column of constant `name` in the `## Constants` table.
+pub fn constant(doc: &str, name: &str) -> String {
+    table_value(doc, "## Constants", name)
+}
+
+/// [`check_field_table`] on a table whose columns are exactly
+/// `offset | size | type | name | meaning`, whose fields fill `total` bytes.
+pub fn check_fields(doc: &str, heading: &str, fields: &[(&str, usize, usize)], total: usize) {
+    let rows = markdown_table(doc, heading);
+    assert_eq!(rows[0], ["offset", "size", "type", "name", "meaning"], "{heading}: column layout");
+    let names: Vec<&str> = rows[1..].iter().map(|r| r[3].as_str()).collect();
+    let expected: Vec<&str> = fields.iter().map(|f| f.0).collect();
+    assert_eq!(names, expected, "{heading}: field order");
+    check_field_table(doc, heading, fields, Some(total));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +122,12 @@ mod tests {
             std::panic::catch_unwind(|| markdown_table(doc, "## C")).is_err(),
             "a missing section panics"
         );
+    }
+
+    #[test]
+    fn table_reads_the_first_table_of_a_section() {
+        let doc = "# T\n## A\ntext\n| x | `y` |\n|---|---|\n| `1` | 2 |\n\n| other | table |\n## B\n| z |\n";
+        assert_eq!(markdown_table(doc, "## A"), [["x", "y"], ["1", "2"]]);
+        assert_eq!(markdown_table(doc, "## B"), [["z"]]);
     }
 }

@@ -2,13 +2,18 @@
 //! a capturing [`FaultFs`], then recovers every crash image the model allows
 //! at every crash point and checks the oracle against the transactions
 //! acknowledged before that point. A failure reproduces from
-//! `(seed, point, image)` with [`reproduce_fs_failure`].
+//! `(seed, point, image)` with [`reproduce_fs_failure`]. Moved here from
+//! `strata_media::fs`, which keeps the fault-injecting file system and its
+//! crash points; the harness's self-tests are `tests/fs_harness.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::{FaultFs, FileSystem, FsCrashPoint};
-use crate::oracle::{AckLog, CrashReport, OracleCounts, TxnId};
+use strata_media::fs::{FaultFs, FileSystem, FsCrashPoint};
+use strata_media::TxnId;
+
+use crate::error::CheckResult;
+use crate::oracle::{AckLog, CrashReport, OracleCounts};
 
 /// A commit protocol on SSD under crash test.
 pub trait FsCrashProtocol {
@@ -19,11 +24,7 @@ pub trait FsCrashProtocol {
     /// Recovers from `fs` (a crash image) and checks the DESIGN.md oracle
     /// against the transactions acknowledged before the crash point.
     /// `Err(description)` if recovery itself failed (counted as partial=1).
-    fn recover_and_check(
-        &self,
-        fs: Arc<dyn FileSystem>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String>;
+    fn recover_and_check(&self, fs: Arc<dyn FileSystem>, acked: &BTreeSet<TxnId>) -> CheckResult;
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -107,7 +108,7 @@ fn check_image(
 }
 
 /// Whether image number `index` of `total` is among `max` evenly spread ones.
-fn is_selected(index: u64, total: u64, max: Option<u64>) -> bool {
+pub fn is_selected(index: u64, total: u64, max: Option<u64>) -> bool {
     match max {
         Some(max) if max < total => {
             let (index, total, max) = (u128::from(index), u128::from(total), u128::from(max));
@@ -116,7 +117,3 @@ fn is_selected(index: u64, total: u64, max: Option<u64>) -> bool {
         _ => true,
     }
 }
-
-#[cfg(test)]
-#[path = "crash_tests.rs"]
-mod tests;

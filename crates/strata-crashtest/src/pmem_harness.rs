@@ -3,19 +3,20 @@
 //! image the model allows (or a seeded sample) restarts a simulated region
 //! from the image, recovers, and checks the oracle. Reports how many images it
 //! checked; a failure names (seed, point, image) and [`reproduce_pmem_failure`]
-//! replays exactly that image.
-
-mod images;
-#[cfg(test)]
-mod planted_bugs;
+//! replays exactly that image. Moved here from `strata_pmem::crash`, which
+//! keeps the simulator's crash images ([`CrashPoint`]); the harness's
+//! self-tests with planted bugs are `tests/pmem_planted_bugs.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-pub use images::{image_seed, CrashPoint, UncertainWord};
-use strata_media::{AckLog, CrashReport, OracleCounts, TxnId};
-
-use crate::region::Region;
+use crate::error::CheckResult;
+use crate::oracle::{AckLog, CrashReport, OracleCounts};
+use strata_media::fs::Tear;
+use strata_media::FaultFs;
+use strata_media::TxnId;
+pub use strata_pmem::crash::{image_seed, CrashPoint, UncertainWord};
+use strata_pmem::Region;
 
 /// A commit protocol under test, with its deterministic workload and oracle.
 pub trait PmemCrashProtocol: Sync {
@@ -32,11 +33,7 @@ pub trait PmemCrashProtocol: Sync {
     /// defaults to the other; implementing neither recurses forever). The
     /// default is `recover_and_check_at` with no crash point known
     /// (`u64::MAX`: as of the end of the run).
-    fn recover_and_check(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn recover_and_check(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>) -> CheckResult {
         self.recover_and_check_at(region, acked, u64::MAX)
     }
     /// [`PmemCrashProtocol::recover_and_check`], told the simulator operation
@@ -47,10 +44,26 @@ pub trait PmemCrashProtocol: Sync {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let _ = crash_op;
         self.recover_and_check(region, acked)
     }
+}
+
+/// The simulator's operation count (flushes and fences so far; 0 off the
+/// simulator): the clock protocols tag their file-system states with.
+pub fn sim_ops(region: &Region) -> u64 {
+    region.as_sim().map_or(0, |s| s.ops())
+}
+
+/// A fresh crash image of the file system as a crash at simulator operation
+/// `op` leaves it, from states tagged with [`sim_ops`] after each sync (tags
+/// increasing): the latest state tagged `<= op`, or with `or_first` the
+/// first state if none is (file work before the first PMem operation).
+pub fn fs_as_of(states: &[(u64, FaultFs)], op: u64, or_first: bool) -> Option<FaultFs> {
+    let found = states.iter().rev().find(|(tag, _)| *tag <= op);
+    let found = if or_first { found.or_else(|| states.first()) } else { found };
+    found.map(|(_, fs)| fs.crash(Tear::None))
 }
 
 #[derive(Clone, Debug)]

@@ -30,73 +30,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::{fs_as_of, sim_ops, PmemCrashProtocol};
+use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::Region;
 
-use crate::event::{self, Event, Value};
-use crate::schema::{Attr, AttrType, StreamSchema};
-use crate::translation::TranslationKind;
-
-use super::flank_pmem::FLANK_MAGIC;
-use super::{AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia};
-
-/// Numeric attributes of the crash schema (the first is the sequence number).
-pub const CRASH_NUMERIC_ATTRS: usize = 40;
-
-/// The wide schema of the crash workload: `seq` (i64), 39 f64 values, two
-/// 255-byte strings; 838-byte events.
-pub fn crash_schema() -> StreamSchema {
-    let mut attrs = vec![Attr::new("seq", AttrType::I64)];
-    attrs.extend((1..CRASH_NUMERIC_ATTRS).map(|i| Attr::new(format!("v{i}"), AttrType::F64)));
-    attrs.push(Attr::new("label", AttrType::FixedStr(255)));
-    attrs.push(Attr::new("note", AttrType::FixedStr(255)));
-    StreamSchema::new(attrs).expect("the crash schema is valid")
-}
-
-/// Event number `seq` of the crash workload: timestamps in runs of up to
-/// three equal values, small integral values (exact sums).
-pub fn crash_event(schema: &StreamSchema, seed: u64, seq: u64) -> Vec<u8> {
-    let ts = 1_000 + (seq / 3) as i64 * 10 + ((seq % 3 == 2) as i64);
-    let shape = CrashValues { mul: 31, step: 7, pad: 'x', pad_mod: 200 };
-    crash_event_shaped(schema, seed, seq, ts, shape)
-}
-
-/// How the attribute values of a crash event vary with its number.
-#[derive(Copy, Clone)]
-pub(crate) struct CrashValues {
-    pub mul: u64,
-    pub step: u64,
-    pub pad: char,
-    pub pad_mod: u64,
-}
-
-/// Event `seq` at `ts`: its number, numeric attributes that are small
-/// integers (exact sums), a text naming it and a padding of varying length.
-pub(crate) fn crash_event_shaped(
-    schema: &StreamSchema,
-    seed: u64,
-    seq: u64,
-    ts: i64,
-    shape: CrashValues,
-) -> Vec<u8> {
-    let mut values = vec![Value::I64(seq as i64)];
-    values.extend(
-        (1..CRASH_NUMERIC_ATTRS as u64).map(|i| {
-            Value::F64(((seq.wrapping_mul(shape.mul) + i * shape.step + seed) % 1000) as f64 - 500.0)
-        }),
-    );
-    values.push(Value::Str(format!("event {seq} of seed {seed}")));
-    values.push(Value::Str(shape.pad.to_string().repeat((seq % shape.pad_mod) as usize)));
-    event::encode(schema, &Event::new(ts, values)).expect("crash events fit the schema")
-}
-
-/// The sequence number an event of the crash workload carries.
-pub(crate) fn seq_of(schema: &StreamSchema, bytes: &[u8]) -> Option<u64> {
-    event::attr_as_f64(schema, bytes, 0).map(|v| v as u64)
-}
+use crate::error::{CheckResult, CrashCheckError};
+use strata_events::crashtest_hooks::{FlankBug, FLANK_BUG};
+use strata_events::sample_events::seq_of;
+pub use strata_events::sample_events::{crash_event, crash_schema, CRASH_NUMERIC_ATTRS};
+use strata_events::translation::TranslationKind;
+use strata_events::tree::flank_pmem::FLANK_MAGIC;
+use strata_events::tree::{
+    AggregatePlacement, FlankPlacement, IndexPlacement, TabTree, TreeConfig, TreeMedia,
+};
 
 #[derive(Default)]
 struct RunRecord {
@@ -109,22 +59,23 @@ struct RunRecord {
 
 /// The PMem right flank under crash test (module comment).
 pub struct FlankPmemCrash {
-    pub seed: u64,
-    pub events: u64,
+    /// Seed, events appended, planted bug (set through [`CrashBuilder`]).
+    pub knobs: Knobs<FlankBug>,
     pub batch_events: u32,
     pub aggregates: AggregatePlacement,
     pub index: IndexPlacement,
     pub translation: TranslationKind,
     /// Spare room per node, permille (smaller nodes make taller trees).
     pub spare_permille: u32,
-    /// A bug the crash tests plant (set on whichever thread runs or recovers).
-    #[cfg(test)]
-    pub(crate) planted: super::flank::PlantedBug,
     record: RwLock<RunRecord>,
 }
 
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
+impl CrashBuilder for FlankPmemCrash {
+    type Bug = FlankBug;
+
+    fn knobs_mut(&mut self) -> &mut Knobs<FlankBug> {
+        &mut self.knobs
+    }
 }
 
 impl FlankPmemCrash {
@@ -132,15 +83,12 @@ impl FlankPmemCrash {
     /// index nodes on SSD, PMem translation, 100 events (a tree of height 3).
     pub fn new(batch_events: u32) -> FlankPmemCrash {
         FlankPmemCrash {
-            seed: 1,
-            events: 100,
+            knobs: Knobs { seed: 1, size: 100, bug: FlankBug::None },
             batch_events,
             aggregates: AggregatePlacement::Inline,
             index: IndexPlacement::Ssd,
             translation: TranslationKind::PmemArray,
             spare_permille: 300,
-            #[cfg(test)]
-            planted: super::flank::PlantedBug::None,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -151,33 +99,15 @@ impl FlankPmemCrash {
     /// event per leaf.
     pub fn all_pmem(batch_events: u32) -> FlankPmemCrash {
         FlankPmemCrash {
-            aggregates: AggregatePlacement::PmemArray(crate::pmem_arrays::SlotLayout::Dense),
+            aggregates: AggregatePlacement::PmemArray(strata_events::pmem_arrays::SlotLayout::Dense),
             index: IndexPlacement::Pmem,
             spare_permille: 900,
-            events: 70,
-            ..FlankPmemCrash::new(batch_events)
+            ..FlankPmemCrash::new(batch_events).with_size(70)
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn with_planted(mut self, bug: super::flank::PlantedBug) -> Self {
-        self.planted = bug;
-        self
-    }
-
-    #[cfg(test)]
     fn plant(&self) {
-        super::flank::PLANTED_BUG.with(|b| b.set(self.planted));
-    }
-
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    pub fn with_events(mut self, events: u64) -> Self {
-        self.events = events;
-        self
+        FLANK_BUG.with(|b| b.set(self.knobs.bug));
     }
 
     pub fn with_translation(mut self, translation: TranslationKind) -> Self {
@@ -193,7 +123,7 @@ impl FlankPmemCrash {
             .with_aggregates(self.aggregates)
             .with_index(self.index)
             .with_translation(self.translation)
-            .with_capacity(self.events + 16, self.events / 2 + 16);
+            .with_capacity(self.knobs.size + 16, self.knobs.size / 2 + 16);
         c.max_levels = 6;
         c.att_fanout = 4;
         c
@@ -211,9 +141,7 @@ impl FlankPmemCrash {
 
     /// The file system as a crash at simulator operation `op` leaves it.
     fn fs_at(&self, op: u64) -> Option<FaultFs> {
-        let r = self.record.read();
-        let found = r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).or_else(|| r.snapshots.first());
-        found.map(|(_, fs)| fs.crash(Tear::None))
+        fs_as_of(&self.record.read().snapshots, op, true)
     }
 }
 
@@ -235,9 +163,8 @@ impl PmemCrashProtocol for FlankPmemCrash {
     }
 
     fn run(&self, region: &Arc<Region>, acks: &AckLog) {
-        #[cfg(test)]
         self.plant();
-        let seed = self.seed;
+        let seed = self.knobs.seed;
         let config = self.config();
         let schema = config.schema.clone();
         let fs = FaultFs::new();
@@ -257,7 +184,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
                 acked += 1;
             }
         };
-        for seq in 0..self.events {
+        for seq in 0..self.knobs.size {
             let bytes = crash_event(&schema, seed, seq);
             let deps = seq.checked_sub(1).map(TxnId).into_iter().collect();
             oracle.attempt(TxnId(seq), bytes.clone(), deps);
@@ -271,7 +198,7 @@ impl PmemCrashProtocol for FlankPmemCrash {
         let height = tree.height();
         drop(tree);
         let snapshots = std::mem::take(&mut *snapshots.lock());
-        *self.record.write() = RunRecord { oracle, snapshots, appended: self.events, height };
+        *self.record.write() = RunRecord { oracle, snapshots, appended: self.knobs.size, height };
     }
 
     fn recover_and_check_at(
@@ -279,21 +206,21 @@ impl PmemCrashProtocol for FlankPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
-        #[cfg(test)]
+    ) -> CheckResult {
         self.plant();
         let config = self.config();
         let schema = config.schema.clone();
-        let plan = config.pmem_plan(0).map_err(|e| e.to_string())?;
-        let flank_base = plan.flank.as_ref().ok_or("no flank area")?.start;
+        let plan = config.pmem_plan(0).map_err(CrashCheckError::step("pmem plan"))?;
+        let flank_base =
+            plan.flank.as_ref().ok_or_else(|| CrashCheckError::inconsistent("no flank area"))?.start;
         let record = self.record.read();
         if region.load_u64(strata_pmem::RegionOffset(flank_base)) != FLANK_MAGIC {
             // The flank is formatted last by create: nothing was acknowledged.
             return Ok(record.oracle.check(acked, &BTreeMap::new()));
         }
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let (mut tree, _) = TabTree::recover(config.clone(), self.media(&fs, region))
-            .map_err(|e| format!("recovery: {e}"))?;
+            .map_err(CrashCheckError::step("recovery"))?;
         let mut counts = OracleCounts::default();
         let mut why = None;
         if let Err(e) = tree.verify() {
@@ -303,9 +230,10 @@ impl PmemCrashProtocol for FlankPmemCrash {
         let mut found = BTreeMap::new();
         let mut replayed = 0u64;
         for e in tree.replay() {
-            let e = e.map_err(|e| format!("replay: {e}"))?;
+            let e = e.map_err(CrashCheckError::step("replay"))?;
             replayed += 1;
-            let seq = seq_of(&schema, &e).ok_or("an event without a sequence number")?;
+            let seq = seq_of(&schema, &e)
+                .ok_or_else(|| CrashCheckError::Unidentified("an event without a sequence number".into()))?;
             if found.insert(TxnId(seq), e).is_some() {
                 counts.partial += 1;
                 why.get_or_insert_with(|| format!("event {seq} recovered twice"));
@@ -319,27 +247,33 @@ impl PmemCrashProtocol for FlankPmemCrash {
         drop(record);
         // Resume: three more events, synced, must survive a second recovery.
         let next = found.keys().last().map_or(0, |t| t.0 + 1);
-        let mut expect: Vec<Vec<u8>> = tree.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        let mut expect: Vec<Vec<u8>> =
+            tree.replay().collect::<Result<_, _>>().map_err(CrashCheckError::step("replay"))?;
         for seq in next..next + 3 {
-            let bytes = crash_event(&schema, self.seed, seq);
-            tree.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
+            let bytes = crash_event(&schema, self.knobs.seed, seq);
+            tree.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }
-        tree.sync().map_err(|e| format!("sync after recovery: {e}"))?;
+        tree.sync().map_err(CrashCheckError::step("sync after recovery"))?;
         if replayed + 3 != tree.len() {
-            return Err(format!("the resumed tree counts {} events, expected {}", tree.len(), replayed + 3));
+            return Err(CrashCheckError::inconsistent(format!(
+                "the resumed tree counts {} events, expected {}",
+                tree.len(),
+                replayed + 3
+            )));
         }
         drop(tree);
         let (again, _) = TabTree::recover(config, self.media(&fs.crash(Tear::None), region))
-            .map_err(|e| format!("second recovery: {e}"))?;
-        again.verify().map_err(|e| format!("second recovery fails verification: {e}"))?;
-        let got: Vec<Vec<u8>> = again.replay().collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("second recovery"))?;
+        again.verify().map_err(CrashCheckError::step("second recovery fails verification"))?;
+        let got: Vec<Vec<u8>> =
+            again.replay().collect::<Result<_, _>>().map_err(CrashCheckError::step("second replay"))?;
         if got != expect {
-            return Err(format!(
+            return Err(CrashCheckError::inconsistent(format!(
                 "a second recovery after resuming holds {} events, expected {}",
                 got.len(),
                 expect.len()
-            ));
+            )));
         }
         Ok((counts, why))
     }

@@ -33,15 +33,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, TxnOracle};
+use crate::pmem_harness::{fs_as_of, sim_ops, PmemCrashProtocol};
 use parking_lot::RwLock;
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::{Region, RegionOffset};
 
-use super::{PmemArrayTranslation, Translation, PMEM_TRANSLATION_MAGIC};
-use crate::block_store::{BlockStore, PhysAddr};
-use crate::ids::{NodeId, NodeKind};
+use strata_events::block_store::{BlockStore, PhysAddr};
+use strata_events::translation::{PmemArrayTranslation, Translation, PMEM_TRANSLATION_MAGIC};
+use strata_events::{NodeId, NodeKind};
+
+use crate::error::{CheckResult, CrashCheckError};
+use crate::workload::SplitMix64;
 
 const BLOCK_FILE: &str = "events.blocks";
 const AREA_BASE: RegionOffset = RegionOffset(0);
@@ -98,26 +102,7 @@ impl PmemTranslationCrash {
 
     /// The file system as of a crash at simulator operation `op`.
     fn fs_at(&self, op: u64) -> Option<FaultFs> {
-        let r = self.record.read();
-        r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).map(|(_, fs)| fs.crash(Tear::None))
-    }
-}
-
-/// SplitMix64: a small seeded generator (the crate has no RNG dependency).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        fs_as_of(&self.record.read().snapshots, op, false)
     }
 }
 
@@ -134,10 +119,6 @@ fn node_bytes(rng: &mut SplitMix64, txn: u64, max_len: usize) -> Vec<u8> {
         }
     }));
     b
-}
-
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
 }
 
 impl PmemCrashProtocol for PmemTranslationCrash {
@@ -163,7 +144,7 @@ impl PmemCrashProtocol for PmemTranslationCrash {
             self.index_capacity,
         )
         .expect("format translation area");
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut oracle = TxnOracle::new();
         let mut versions: BTreeMap<NodeId, Vec<(TxnId, Vec<u8>)>> = BTreeMap::new();
         let (mut next_leaf, mut next_index) = (0u64, 0u64);
@@ -233,18 +214,18 @@ impl PmemCrashProtocol for PmemTranslationCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let record = self.record.read();
         let empty = BTreeMap::new();
         if region.load_u64(AREA_BASE) != PMEM_TRANSLATION_MAGIC {
             // Formatting persists the magic last; nothing was acknowledged before.
             return Ok(record.oracle.check(acked, &empty));
         }
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let path = Path::new(BLOCK_FILE);
-        let (mut store, _) = BlockStore::open(&fs, path).map_err(|e| format!("open block file: {e}"))?;
+        let (mut store, _) = BlockStore::open(&fs, path).map_err(CrashCheckError::step("open block file"))?;
         let (mut t, _) = PmemArrayTranslation::recover(region.clone(), AREA_BASE, self.area_bytes(), &store)
-            .map_err(|e| format!("recover translations: {e}"))?;
+            .map_err(CrashCheckError::step("recover translations"))?;
         let mut found = BTreeMap::new();
         let mut garbage = 0u64;
         let mut first_garbage = None;
@@ -253,7 +234,7 @@ impl PmemCrashProtocol for PmemTranslationCrash {
             let capacity = t.capacity(kind);
             for number in 0..capacity {
                 let id = NodeId { kind, number };
-                let addr = t.get(&store, id).map_err(|e| format!("get {id}: {e}"))?;
+                let addr = t.get(&store, id).map_err(CrashCheckError::step("translation get"))?;
                 let Some(addr) = addr else {
                     continue;
                 };
@@ -293,25 +274,26 @@ fn resume_and_recheck(
     store: &mut BlockStore,
     t: &mut PmemArrayTranslation,
     first: &BTreeMap<NodeId, PhysAddr>,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut expect = first.clone();
     for (i, id) in [NodeId::leaf(proto.leaf_capacity - 1), NodeId::index(proto.index_capacity - 1)]
         .into_iter()
         .enumerate()
     {
-        let addr = store.append(id, format!("resumed {i}").as_bytes()).map_err(|e| format!("append: {e}"))?;
-        t.set(store, id, addr).map_err(|e| format!("set after recovery: {e}"))?;
+        let addr =
+            store.append(id, format!("resumed {i}").as_bytes()).map_err(CrashCheckError::step("append"))?;
+        t.set(store, id, addr).map_err(CrashCheckError::step("set after recovery"))?;
         expect.insert(id, addr);
     }
-    t.sync(store).map_err(|e| format!("sync after recovery: {e}"))?;
-    let (store, _) = BlockStore::open(fs, Path::new(BLOCK_FILE)).map_err(|e| format!("reopen: {e}"))?;
+    t.sync(store).map_err(CrashCheckError::step("sync after recovery"))?;
+    let (store, _) = BlockStore::open(fs, Path::new(BLOCK_FILE)).map_err(CrashCheckError::step("reopen"))?;
     let (t, _) = PmemArrayTranslation::recover(region.clone(), AREA_BASE, proto.area_bytes(), &store)
-        .map_err(|e| format!("second recovery: {e}"))?;
+        .map_err(CrashCheckError::step("second recovery"))?;
     let mut got = BTreeMap::new();
     for kind in [NodeKind::Leaf, NodeKind::Index] {
         for number in 0..t.capacity(kind) {
             let id = NodeId { kind, number };
-            if let Some(addr) = t.get(&store, id).map_err(|e| format!("get {id}: {e}"))? {
+            if let Some(addr) = t.get(&store, id).map_err(CrashCheckError::step("translation get"))? {
                 got.insert(id, addr);
             }
         }
@@ -323,7 +305,9 @@ fn resume_and_recheck(
             .map(|(id, _)| *id)
             .chain(expect.keys().filter(|id| !got.contains_key(id)).copied())
             .collect();
-        return Err(format!("a second recovery after resuming disagrees on {diff:?}"));
+        return Err(CrashCheckError::inconsistent(format!(
+            "a second recovery after resuming disagrees on {diff:?}"
+        )));
     }
     Ok(())
 }
@@ -331,8 +315,8 @@ fn resume_and_recheck(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translation::pmem_array::{PlantedBug, PLANTED_BUG};
-    use strata_pmem::crash::{run_pmem_crashtest, PmemCrashConfig};
+    use crate::pmem_harness::{run_pmem_crashtest, PmemCrashConfig};
+    use strata_events::crashtest_hooks::{TranslationBug as PlantedBug, TRANSLATION_BUG as PLANTED_BUG};
 
     /// One uncrashed run: batches and several blocks were written, and the
     /// final image passes the oracle with everything acknowledged.
@@ -352,7 +336,7 @@ mod tests {
         assert!(counts.is_clean(), "{counts:?} {why:?}");
     }
 
-    fn crashtest(seed: u64, bug: PlantedBug) -> strata_media::CrashReport {
+    fn crashtest(seed: u64, bug: PlantedBug) -> crate::oracle::CrashReport {
         PLANTED_BUG.with(|b| b.set(bug));
         let proto = PmemTranslationCrash::new(seed, 140);
         let cfg =

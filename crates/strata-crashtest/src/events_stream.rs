@@ -4,7 +4,7 @@
 //! PMem crash simulator; the crash line `events-stream-ooo/pmem`.
 //!
 //! Workload (deterministic for a seed): events of the wide crash schema
-//! ([`crate::tree::crash_protocol::crash_schema`]: 838 bytes, nine to a
+//! ([`crash_schema`]: 838 bytes, nine to a
 //! leaf; 10% spare room, so written-out leaves hold eight and a ninth event
 //! fits, more are carried) with timestamps in pairs of equal values; a share of them (`ooo_permille`)
 //! arrives late, with the timestamp of an event up to 30 places earlier
@@ -17,13 +17,13 @@
 //! appends are the flank leaf's unpersisted batch), a queued event when its
 //! push returns (with the DRAM queue, [`StreamOooPmemCrash::with_dram_queue`]:
 //! when a merge took it into the tree; merges then spill their input to
-//! [`super::merge_input`] first, which recovery resumes from). Tree events depend on the tree event before them, queued
+//! `strata_events::stream::merge_input` first, which recovery resumes from). Tree events depend on the tree event before them, queued
 //! events on the queued event before them.
 //!
 //! The block file lives on a [`FaultFs`]; the tree's sync observer keeps a
 //! copy as a crash leaves it after every store sync, and a crash at PMem
 //! operation `c` recovers with the latest copy taken at or before `c` (as in
-//! [`crate::tree::FlankPmemCrash`]).
+//! [`crate::events_flank::FlankPmemCrash`]).
 //!
 //! Oracle after [`EventStream::recover`] (which resumes an interrupted
 //! merge): recovery succeeds; [`EventStream::verify`] passes (else
@@ -38,23 +38,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::oracle::{AckLog, OracleCounts, TxnOracle};
+use crate::pmem_harness::{fs_as_of, sim_ops, PmemCrashProtocol};
+use crate::protocol::{CrashBuilder, Knobs};
 use parking_lot::{Mutex, RwLock};
 use strata_media::fs::Tear;
-use strata_media::{AckLog, FaultFs, OracleCounts, TxnId, TxnOracle};
-use strata_pmem::crash::PmemCrashProtocol;
+use strata_media::{FaultFs, TxnId};
 use strata_pmem::Region;
 
-use crate::aggregate::Aggregates;
-use crate::event::timestamp_of;
-use crate::ooo::crash_protocol::SplitMix64;
-use crate::ooo::OooIndexing;
-use crate::pmem_arrays::SlotLayout;
-use crate::schema::StreamSchema;
-use crate::translation::TranslationKind;
-use crate::tree::crash_protocol::{crash_event_shaped, crash_schema, seq_of, CrashValues};
-use crate::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
+use strata_events::aggregate::Aggregates;
+use strata_events::crashtest_hooks::{MergeBug, MERGE_BUG};
+use strata_events::event::timestamp_of;
+use strata_events::ooo::OooIndexing;
+use strata_events::pmem_arrays::SlotLayout;
+use strata_events::sample_events::{crash_event_shaped, crash_schema, seq_of, CrashValues};
+use strata_events::schema::StreamSchema;
+use strata_events::stream::{EventStream, Placed, QueuePlacement, StreamConfig, StreamMedia};
+use strata_events::translation::TranslationKind;
+use strata_events::tree::{AggregatePlacement, FlankPlacement, IndexPlacement, TreeConfig};
 
-use super::{EventStream, Placed, QueuePlacement, StreamConfig, StreamMedia};
+use crate::error::{CheckResult, CrashCheckError};
+use crate::workload::SplitMix64;
 
 /// Numbers of the events appended after recovery start here.
 const RESUME_SEQ_BASE: u64 = 1 << 20;
@@ -94,8 +98,8 @@ pub struct StreamCrashRunCounts {
 
 /// An event stream's out-of-order merges under crash test (module comment).
 pub struct StreamOooPmemCrash {
-    pub seed: u64,
-    pub events: u64,
+    /// Seed, events appended, planted merge bug (set through [`CrashBuilder`]).
+    pub knobs: Knobs<MergeBug>,
     /// The PMem flank's batch size `k`.
     pub batch_events: u32,
     /// Events the queue holds before it is merged.
@@ -109,12 +113,14 @@ pub struct StreamOooPmemCrash {
     /// their input to a file first.
     pub dram_queue: bool,
     record: RwLock<RunRecord>,
-    #[cfg(test)]
-    pub(crate) bug: crate::tree::MergeBug,
 }
 
-fn sim_ops(region: &Region) -> u64 {
-    region.as_sim().map_or(0, |s| s.ops())
+impl CrashBuilder for StreamOooPmemCrash {
+    type Bug = MergeBug;
+
+    fn knobs_mut(&mut self) -> &mut Knobs<MergeBug> {
+        &mut self.knobs
+    }
 }
 
 impl StreamOooPmemCrash {
@@ -127,16 +133,13 @@ impl StreamOooPmemCrash {
     /// events, 70 events of which 40% late.
     pub fn new(batch_events: u32) -> StreamOooPmemCrash {
         StreamOooPmemCrash {
-            seed: 1,
-            events: 70,
+            knobs: Knobs { seed: 1, size: 70, bug: MergeBug::None },
             batch_events,
             queue_events: 4,
             ooo_permille: 400,
             all_pmem: false,
             dram_queue: false,
             record: RwLock::new(RunRecord::default()),
-            #[cfg(test)]
-            bug: crate::tree::MergeBug::None,
         }
     }
 
@@ -144,17 +147,7 @@ impl StreamOooPmemCrash {
     /// array (completed index nodes are rewritten in place by merges); 100
     /// events, so the tree has completed index nodes.
     pub fn all_pmem(batch_events: u32) -> StreamOooPmemCrash {
-        StreamOooPmemCrash { all_pmem: true, events: 100, ..StreamOooPmemCrash::new(batch_events) }
-    }
-
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    pub fn with_events(mut self, events: u64) -> Self {
-        self.events = events;
-        self
+        StreamOooPmemCrash { all_pmem: true, ..StreamOooPmemCrash::new(batch_events).with_size(100) }
     }
 
     /// The DRAM queue (crash line `events-stream-ooo-dramq/pmem`).
@@ -169,7 +162,7 @@ impl StreamOooPmemCrash {
             .with_spare_permille(if self.all_pmem { 900 } else { 100 })
             .with_flank(FlankPlacement::Pmem { batch_events: self.batch_events })
             .with_translation(TranslationKind::PmemArray)
-            .with_capacity(self.events + 64, self.events / 2 + 32);
+            .with_capacity(self.knobs.size + 64, self.knobs.size / 2 + 32);
         if self.all_pmem {
             // Index nodes with the aggregates out of line have a large
             // fan-out: 90% spare room (one event per written-out leaf, 50
@@ -207,37 +200,29 @@ impl StreamOooPmemCrash {
 
     /// The workload's events in arrival order: `(seq, bytes)`.
     fn arrivals(&self, schema: &StreamSchema) -> Vec<(u64, Vec<u8>)> {
-        let mut rng = SplitMix64::new(self.seed ^ 0x5EED_0000_0000_0001);
-        (0..self.events)
+        let mut rng = SplitMix64::new(self.knobs.seed ^ 0x5EED_0000_0000_0001);
+        (0..self.knobs.size)
             .map(|seq| {
                 let late = seq >= 4 && rng.below(1000) < self.ooo_permille;
                 let ts = if late { in_order_ts(seq - 1 - rng.below(seq.min(30))) } else { in_order_ts(seq) };
-                (seq, stream_crash_event(schema, self.seed, seq, ts))
+                (seq, stream_crash_event(schema, self.knobs.seed, seq, ts))
             })
             .collect()
     }
 
     fn fs_at(&self, op: u64) -> Option<FaultFs> {
-        let r = self.record.read();
-        let found = r.snapshots.iter().rev().find(|(tag, _)| *tag <= op).or_else(|| r.snapshots.first());
-        found.map(|(_, fs)| fs.crash(Tear::None))
+        fs_as_of(&self.record.read().snapshots, op, true)
     }
 
-    #[cfg(test)]
     fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {
-        crate::tree::MERGE_BUG.with(|b| b.set(self.bug));
+        MERGE_BUG.with(|b| b.set(self.knobs.bug));
         let out = f();
-        crate::tree::MERGE_BUG.with(|b| b.set(crate::tree::MergeBug::None));
+        MERGE_BUG.with(|b| b.set(MergeBug::None));
         out
     }
 
-    #[cfg(not(test))]
-    fn with_bug<T>(&self, f: impl FnOnce() -> T) -> T {
-        f()
-    }
-
     fn run_workload(&self, region: &Arc<Region>, acks: &AckLog) {
-        let seed = self.seed;
+        let seed = self.knobs.seed;
         let config = self.config();
         let schema = config.tree.schema.clone();
         let fs = FaultFs::new();
@@ -299,43 +284,49 @@ impl StreamOooPmemCrash {
     }
 
     /// Range, point and aggregate queries against the recovered events.
-    fn check_queries(&self, s: &EventStream, present: &[Vec<u8>]) -> Result<(), String> {
+    fn check_queries(&self, s: &EventStream, present: &[Vec<u8>]) -> Result<(), CrashCheckError> {
         let spec = &s.config().tree.spec;
         let schema = &s.config().tree.schema;
         let key = |e: &Vec<u8>| (timestamp_of(e), seq_of(schema, e));
         let mut model = present.to_vec();
         model.sort_by_key(key);
         let last = model.last().map_or(1_000, |e| timestamp_of(e));
-        let mut rng = SplitMix64::new(self.seed ^ present.len() as u64);
+        let mut rng = SplitMix64::new(self.knobs.seed ^ present.len() as u64);
         for q in 0..6 {
             let lo = 990 + rng.below((last - 980).max(1) as u64) as i64;
             let hi = if q == 0 { i64::MAX } else { lo + rng.below(120) as i64 };
             let want: Vec<Vec<u8>> =
                 model.iter().filter(|e| (lo..=hi).contains(&timestamp_of(e))).cloned().collect();
-            let got = s.range(lo, hi).map_err(|e| format!("range: {e}"))?;
+            let got = s.range(lo, hi).map_err(CrashCheckError::step("range"))?;
             if got.windows(2).any(|w| timestamp_of(&w[0]) > timestamp_of(&w[1])) {
-                return Err(format!("range {lo}..={hi} is not in time order"));
+                return Err(CrashCheckError::inconsistent(format!("range {lo}..={hi} is not in time order")));
             }
             let mut sorted = got.clone();
             sorted.sort_by_key(key);
             if sorted != want {
-                return Err(format!("range {lo}..={hi}: {} events, the model has {}", got.len(), want.len()));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "range {lo}..={hi}: {} events, the model has {}",
+                    got.len(),
+                    want.len()
+                )));
             }
-            let mut point = s.point(lo).map_err(|e| format!("point: {e}"))?;
+            let mut point = s.point(lo).map_err(CrashCheckError::step("point"))?;
             point.sort_by_key(key);
             let want_point: Vec<Vec<u8>> = want.iter().filter(|e| timestamp_of(e) == lo).cloned().collect();
             if point != want_point {
-                return Err(format!(
+                return Err(CrashCheckError::inconsistent(format!(
                     "point {lo}: {} events, the model has {}",
                     point.len(),
                     want_point.len()
-                ));
+                )));
             }
-            let aggs = s.aggregate(lo, hi).map_err(|e| format!("aggregate: {e}"))?;
-            let expected =
-                Aggregates::of_events(spec, want.iter().map(Vec::as_slice)).map_err(|e| e.to_string())?;
+            let aggs = s.aggregate(lo, hi).map_err(CrashCheckError::step("aggregate"))?;
+            let expected = Aggregates::of_events(spec, want.iter().map(Vec::as_slice))
+                .map_err(CrashCheckError::step("model aggregates"))?;
             if aggs != expected {
-                return Err(format!("aggregate {lo}..={hi}: {aggs:?}, the model's {expected:?}"));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "aggregate {lo}..={hi}: {aggs:?}, the model's {expected:?}"
+                )));
             }
         }
         Ok(())
@@ -370,7 +361,7 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
         region: &Arc<Region>,
         acked: &BTreeSet<TxnId>,
         crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    ) -> CheckResult {
         let record = self.record.read();
         if crash_op < record.created_at {
             // Cut inside create: nothing was acknowledged yet.
@@ -382,27 +373,23 @@ impl PmemCrashProtocol for StreamOooPmemCrash {
 }
 
 impl StreamOooPmemCrash {
-    fn check_recovery(
-        &self,
-        region: &Arc<Region>,
-        acked: &BTreeSet<TxnId>,
-        crash_op: u64,
-    ) -> Result<(OracleCounts, Option<String>), String> {
+    fn check_recovery(&self, region: &Arc<Region>, acked: &BTreeSet<TxnId>, crash_op: u64) -> CheckResult {
         let config = self.config();
         let schema = config.tree.schema.clone();
-        let fs = self.fs_at(crash_op).ok_or("no file system state before the crash point")?;
+        let fs = self.fs_at(crash_op).ok_or(CrashCheckError::NoFileSystemState)?;
         let (mut s, _) = EventStream::recover(config.clone(), self.media(&fs, region))
-            .map_err(|e| format!("recovery: {e}"))?;
+            .map_err(CrashCheckError::step("recovery"))?;
         let mut counts = OracleCounts::default();
         let mut why = None;
         if let Err(e) = s.verify() {
             counts.partial += 1;
             why = Some(format!("recovered stream fails verification: {e}"));
         }
-        let present = s.replay().map_err(|e| format!("replay: {e}"))?;
+        let present = s.replay().map_err(CrashCheckError::step("replay"))?;
         let mut found = BTreeMap::new();
         for e in &present {
-            let seq = seq_of(&schema, e).ok_or("an event without a sequence number")?;
+            let seq = seq_of(&schema, e)
+                .ok_or_else(|| CrashCheckError::Unidentified("an event without a sequence number".into()))?;
             if found.insert(TxnId(seq), e.clone()).is_some() {
                 counts.partial += 1;
                 why.get_or_insert_with(|| format!("event {seq} recovered twice"));
@@ -416,35 +403,35 @@ impl StreamOooPmemCrash {
         if counts.is_clean() {
             if let Err(e) = self.check_queries(&s, &present) {
                 counts.order_violations += 1;
-                why = Some(e);
+                why = Some(e.to_string());
             }
         }
         // Resume: two in-order and two late events, synced, survive a second recovery.
         let newest = present.iter().map(|e| timestamp_of(e)).max().unwrap_or(1_000);
         let mut expect = present.clone();
         for (k, ts) in [newest + 10, newest + 20, newest - 15, newest - 3].into_iter().enumerate() {
-            let bytes = stream_crash_event(&schema, self.seed, RESUME_SEQ_BASE + k as u64, ts);
-            s.append(&bytes).map_err(|e| format!("append after recovery: {e}"))?;
+            let bytes = stream_crash_event(&schema, self.knobs.seed, RESUME_SEQ_BASE + k as u64, ts);
+            s.append(&bytes).map_err(CrashCheckError::step("append after recovery"))?;
             expect.push(bytes);
         }
         if self.dram_queue && !s.queue().is_empty() {
-            s.merge().map_err(|e| format!("merge after recovery: {e}"))?;
+            s.merge().map_err(CrashCheckError::step("merge after recovery"))?;
         }
-        s.sync().map_err(|e| format!("sync after recovery: {e}"))?;
+        s.sync().map_err(CrashCheckError::step("sync after recovery"))?;
         drop(s);
         let (again, _) = EventStream::recover(config, self.media(&fs.crash(Tear::None), region))
-            .map_err(|e| format!("second recovery: {e}"))?;
-        again.verify().map_err(|e| format!("second recovery fails verification: {e}"))?;
-        let mut got = again.replay().map_err(|e| e.to_string())?;
+            .map_err(CrashCheckError::step("second recovery"))?;
+        again.verify().map_err(CrashCheckError::step("second recovery fails verification"))?;
+        let mut got = again.replay().map_err(CrashCheckError::step("second replay"))?;
         let key = |e: &Vec<u8>| (timestamp_of(e), seq_of(&schema, e));
         got.sort_by_key(key);
         expect.sort_by_key(key);
         if got != expect {
-            return Err(format!(
+            return Err(CrashCheckError::inconsistent(format!(
                 "a second recovery after resuming holds {} events, expected {}",
                 got.len(),
                 expect.len()
-            ));
+            )));
         }
         Ok((counts, why))
     }
