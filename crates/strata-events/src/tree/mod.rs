@@ -42,6 +42,8 @@ mod ooo_merge;
 mod ooo_path;
 mod ooo_steps;
 mod open;
+#[cfg(test)]
+mod planted;
 mod query;
 mod recovery;
 mod recovery_dram;
