@@ -1,6 +1,7 @@
 //! Errors of DecLog. `Corruption` (bytes on media that no crash can produce,
 //! with their offset) is distinct from `Full`, from bad input, and from the
 //! log having refused writes after an earlier failure (`Poisoned`).
+//! [`DecodeError`] is what the decoders of DecLog's formats return.
 
 use strata_pmem::PmemError;
 

@@ -10,6 +10,9 @@
 //!
 //! `Pad` records fill the end of a ring lap; their CRC covers the header only
 //! and their payload bytes are never read.
+//!
+//! [`RecordError`] says why bytes are not a valid record (or SSD segment
+//! header); replay decides whether that is a torn tail or corruption.
 
 use crate::lsn::{Lsn, StreamPos, MAX_LSN};
 use strata_media::TxnId;

@@ -1,5 +1,6 @@
 //! Errors of the series engine. `Corruption` (bad bytes on media) is kept
 //! apart from `Io` (the device failed) and from caller mistakes.
+//! [`FormatError`] is what the decoders of its on-media formats return.
 
 use std::sync::Arc;
 
