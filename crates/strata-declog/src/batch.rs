@@ -15,6 +15,7 @@
 //! once the writer has written past it parsing still accepts it.
 
 use crate::entry::{encode_entry, EntryMeta, Stamp};
+use crate::error::DecodeError;
 
 /// "DLGB" read as a little-endian u32.
 pub const BATCH_MAGIC: u32 = u32::from_le_bytes(*b"DLGB");
@@ -72,19 +73,21 @@ pub fn sealed_first_word(header: &BatchHeader) -> u64 {
 
 /// Decodes a header expected at stream position `pos`; `Err` for anything
 /// that is not a complete header written at `pos` (zeroes, torn, a stale lap).
-pub fn decode_header(b: &[u8], pos: u64) -> Result<BatchHeader, String> {
+pub fn decode_header(b: &[u8], pos: u64) -> Result<BatchHeader, DecodeError> {
     if (b.len() as u64) < BATCH_HEADER_BYTES {
-        return Err("truncated batch header".into());
+        return Err(DecodeError::Truncated {
+            what: "batch header",
+            need: BATCH_HEADER_BYTES,
+            have: b.len() as u64,
+        });
     }
     let u16_at = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
     let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4"));
     let magic = u32_at(BATCH_OFFSET_MAGIC);
     if magic != BATCH_MAGIC {
-        return Err(format!("no batch (magic {magic:#010x})"));
+        return Err(DecodeError::BadMagic { what: "batch", found: magic });
     }
-    if u32_at(BATCH_OFFSET_CRC) != header_crc(b) {
-        return Err("batch header CRC mismatch".into());
-    }
+    DecodeError::check_crc("batch header", u32_at(BATCH_OFFSET_CRC), header_crc(b))?;
     let h = BatchHeader {
         kind: u16_at(BATCH_OFFSET_KIND),
         seal: u16_at(BATCH_OFFSET_SEAL),
@@ -96,16 +99,19 @@ pub fn decode_header(b: &[u8], pos: u64) -> Result<BatchHeader, String> {
         entry_count: u32_at(BATCH_OFFSET_ENTRY_COUNT),
     };
     if h.pos != pos {
-        return Err(format!("batch stamped {} found at {pos} (stale lap)", h.pos));
+        return Err(DecodeError::Stale { what: "batch", stamped: h.pos, found_at: pos });
     }
     if h.kind != BATCH_KIND_ENTRIES && h.kind != BATCH_KIND_WRAP {
-        return Err(format!("unknown batch kind {}", h.kind));
+        return Err(DecodeError::Unknown { what: "batch kind", value: h.kind.into() });
     }
     if h.seal != 0 && h.seal != BATCH_SEAL_TORN {
-        return Err(format!("unknown batch seal {}", h.seal));
+        return Err(DecodeError::Unknown { what: "batch seal", value: h.seal.into() });
     }
     if (h.batch_bytes as u64) < BATCH_HEADER_BYTES {
-        return Err(format!("batch of {} bytes is shorter than its header", h.batch_bytes));
+        return Err(DecodeError::Invalid(format!(
+            "batch of {} bytes is shorter than its header",
+            h.batch_bytes
+        )));
     }
     Ok(h)
 }
@@ -259,7 +265,9 @@ mod tests {
     #[test]
     fn header_rejects_stale_position_and_accepts_its_seal() {
         let b = build_batch(&[BatchEntry { meta: meta(1, 0), payload: b"x" }], 512, 1, 256, false);
-        assert!(decode_header(&b.bytes, 512 + 8192).unwrap_err().contains("stale"));
+        let stale = decode_header(&b.bytes, 512 + 8192).unwrap_err();
+        assert!(matches!(stale, DecodeError::Stale { stamped: 512, .. }), "{stale}");
+        assert!(stale.to_string().contains("stale"));
         let h = decode_header(&b.bytes, 512).unwrap();
         let mut sealed = b.bytes.clone();
         sealed[..8].copy_from_slice(&sealed_first_word(&h).to_le_bytes());

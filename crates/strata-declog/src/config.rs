@@ -6,7 +6,10 @@
 
 use crate::compress::key_table::KEY_TABLE_MAX_SLOTS;
 use crate::error::DeclogError;
-use crate::layout::MAX_THREADS;
+
+/// Most logging threads (streams). The layout's head arrays have this many
+/// words each, so it is part of the format (`layout` re-exports it).
+pub const MAX_THREADS: usize = 64;
 
 /// The paper's defaults (section 5.1: 2 queues of length 300; we default to 2
 /// logging threads because Strata's reference machine has 2 cores).

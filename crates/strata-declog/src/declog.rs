@@ -76,13 +76,6 @@ struct Stream {
     keys: Mutex<Option<KeyTable>>,
 }
 
-/// Where a checkpoint cut the log ([`DecLog::cut`]): every stream's end
-/// position at the cut, in stream order. [`DecLog::truncate_to`] takes it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CutPoint {
-    pub ends: Vec<u64>,
-}
-
 struct Shared {
     region: Arc<Region>,
     layout: Layout,

@@ -20,6 +20,8 @@
 
 use strata_media::TxnId;
 
+use crate::error::DecodeError;
+
 pub const ENTRY_HEADER_BYTES: u64 = 40;
 pub const ENTRY_TAIL_BYTES: u64 = 8;
 /// Entries start at multiples of this inside a batch.
@@ -203,27 +205,29 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// `stamp`. `Err` when the header or payload is not intact (torn, zero, or
 /// stale); an intact entry whose tail word is not its commit word decodes with
 /// `committed: false`.
-pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, String> {
+pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, DecodeError> {
     if (bytes.len() as u64) < MIN_ENTRY_BYTES {
-        return Err(format!("{} bytes left, an entry needs at least {MIN_ENTRY_BYTES}", bytes.len()));
+        return Err(DecodeError::Truncated {
+            what: "entry",
+            need: MIN_ENTRY_BYTES,
+            have: bytes.len() as u64,
+        });
     }
     let payload_len = u32_at(bytes, ENTRY_OFFSET_PAYLOAD_LEN) as u64;
     let len = entry_len(payload_len);
     if len > bytes.len() as u64 {
-        return Err(format!("entry of {len} bytes overruns the {} bytes left in its batch", bytes.len()));
+        return Err(DecodeError::Overrun { what: "entry", len, room: bytes.len() as u64 });
     }
     let header = &bytes[..ENTRY_HEADER_BYTES as usize];
     let payload = &bytes[ENTRY_HEADER_BYTES as usize..(ENTRY_HEADER_BYTES + payload_len) as usize];
     let crc = u32_at(header, ENTRY_OFFSET_CRC);
-    if entry_crc(stamp, header, payload) != crc {
-        return Err("entry CRC mismatch".into());
-    }
+    DecodeError::check_crc("entry", crc, entry_crc(stamp, header, payload))?;
     let flags = u32_at(header, ENTRY_OFFSET_FLAGS);
     if flags & !(ENTRY_FLAG_COMPRESSED | ENTRY_FLAG_DEFERRED_TAIL | ENTRY_FLAG_RAW_POINT) != 0 {
-        return Err(format!("unknown entry flags {flags:#x}"));
+        return Err(DecodeError::Unknown { what: "entry flags", value: flags.into() });
     }
     if flags & ENTRY_FLAG_COMPRESSED != 0 && flags & ENTRY_FLAG_RAW_POINT != 0 {
-        return Err("entry flagged both compressed and raw".into());
+        return Err(DecodeError::Invalid("entry flagged both compressed and raw".into()));
     }
     let meta = EntryMeta {
         txn: TxnId(u64_at(header, ENTRY_OFFSET_TXN_ID)),
@@ -235,11 +239,14 @@ pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, String> 
         raw: flags & ENTRY_FLAG_RAW_POINT != 0,
     };
     if meta.entry_count == 0 || meta.op_index >= meta.entry_count {
-        return Err(format!("entry {} of {} is out of range", meta.op_index, meta.entry_count));
+        return Err(DecodeError::Invalid(format!(
+            "entry {} of {} is out of range",
+            meta.op_index, meta.entry_count
+        )));
     }
     let deferred_flag = flags & ENTRY_FLAG_DEFERRED_TAIL != 0;
     if deferred_flag && meta.lsn > 0 {
-        return Err("deferred-tail flag on an update entry".into());
+        return Err(DecodeError::Invalid("deferred-tail flag on an update entry".into()));
     }
     let tail = u64_at(bytes, (len - ENTRY_TAIL_BYTES) as usize);
     let committed = tail == tail_word(crc, meta.lsn);

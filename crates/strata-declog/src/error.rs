@@ -1,8 +1,45 @@
 //! Errors of DecLog. `Corruption` (bytes on media that no crash can produce,
 //! with their offset) is distinct from `Full`, from bad input, and from the
 //! log having refused writes after an earlier failure (`Poisoned`).
+//! [`DecodeError`] is what the decoders of DecLog's formats return.
 
 use strata_pmem::PmemError;
+
+/// Why bytes do not decode as one of DecLog's formats (entry, batch header,
+/// point or compressed payload, varint, bit stream). The caller decides what
+/// that means: a torn tail, corruption, or bad input.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("input ends inside the {what}: {need} bytes needed, {have} left")]
+    Truncated { what: &'static str, need: u64, have: u64 },
+    #[error("bit stream of {len_bytes} bytes ends inside a {width}-bit field at bit {at_bit}")]
+    BitsExhausted { len_bytes: usize, width: u32, at_bit: usize },
+    #[error("{what} of {len} bytes overruns the {room} bytes left")]
+    Overrun { what: &'static str, len: u64, room: u64 },
+    #[error("bad varint: {0}")]
+    BadVarint(&'static str),
+    #[error("no {what} (magic {found:#010x})")]
+    BadMagic { what: &'static str, found: u32 },
+    #[error("{what} CRC mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    BadChecksum { what: &'static str, stored: u32, computed: u32 },
+    #[error("{what} stamped {stamped} found at {found_at} (stale lap)")]
+    Stale { what: &'static str, stamped: u64, found_at: u64 },
+    #[error("unknown {what} {value:#x}")]
+    Unknown { what: &'static str, value: u64 },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl DecodeError {
+    /// Checks a stored CRC against the computed one.
+    pub(crate) fn check_crc(what: &'static str, stored: u32, computed: u32) -> Result<(), DecodeError> {
+        if stored == computed {
+            Ok(())
+        } else {
+            Err(DecodeError::BadChecksum { what, stored, computed })
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeclogError {

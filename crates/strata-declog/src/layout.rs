@@ -25,6 +25,7 @@ use strata_pmem::{Region, RegionOffset};
 
 use crate::compress::key_table::{key_table_area_bytes, write_empty_area};
 use crate::config::DeclogConfig;
+pub use crate::config::MAX_THREADS;
 use crate::error::DeclogError;
 
 /// "STDECLOG" as a little-endian u64.
@@ -52,8 +53,6 @@ pub const EPOCH_WORD_OFFSET: u64 = 64;
 pub const HEAD_SELECT_WORD_OFFSET: u64 = 128;
 pub const HEAD_ARRAY_0_OFFSET: u64 = 256;
 pub const HEAD_ARRAY_1_OFFSET: u64 = 768;
-/// Most logging threads (streams); each head array has this many words.
-pub const MAX_THREADS: usize = 64;
 /// The cut record (relative to the base).
 pub const CUT_RECORD_OFFSET: u64 = 1280;
 pub const CUT_RECORD_BYTES: u64 = 768;
@@ -214,6 +213,21 @@ impl Ring {
 pub struct CutRecord {
     pub seq: u64,
     pub ends: Vec<u64>,
+}
+
+/// Where a checkpoint cut the log (`DecLog::cut`): every stream's end
+/// position at the cut, in stream order. `DecLog::truncate_to` takes it; the
+/// cut record stores it. Here, below both `declog` and `recovery`, which
+/// both hand it out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutPoint {
+    pub ends: Vec<u64>,
+}
+
+impl From<&CutRecord> for CutPoint {
+    fn from(c: &CutRecord) -> CutPoint {
+        CutPoint { ends: c.ends.clone() }
+    }
 }
 
 /// The mutable control state: writer epoch, head generation, the heads and

@@ -98,9 +98,10 @@ pub use config::{
     DeclogConfig, FlushMode, DEFAULT_ALIGN_BYTES, DEFAULT_KEY_SLOTS, DEFAULT_QUEUES_PER_THREAD,
     DEFAULT_QUEUE_LEN, DEFAULT_THREADS, MAX_QUEUE_LEN, MAX_TXN_ENTRIES,
 };
-pub use declog::{CutPoint, DecLog, FlushHold};
+pub use declog::{DecLog, FlushHold};
 pub use entry::{EntryIn, EntryOwned};
-pub use error::DeclogError;
+pub use error::{DeclogError, DecodeError};
+pub use layout::CutPoint;
 pub use pipeline::{DeclogStats, StepOutcome};
 pub use recovery::{parse, Recovered, RecoveredEntry, StreamParse};
 pub use strata_media::TxnId;

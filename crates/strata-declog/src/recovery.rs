@@ -43,10 +43,9 @@ use strata_pmem::{Region, RegionOffset};
 use crate::batch::{decode_header, BatchHeader, BATCH_HEADER_BYTES, BATCH_KIND_WRAP};
 use crate::compress::key_table::KeyTable;
 use crate::compress::log_codec::decompress_point;
-use crate::declog::CutPoint;
 use crate::entry::{decode_entry, Stamp};
 use crate::error::DeclogError;
-use crate::layout::{read_area, Control, Layout, Ring};
+use crate::layout::{read_area, Control, CutPoint, Layout, Ring};
 
 /// One entry of a complete transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,7 +181,7 @@ pub(crate) fn parse_area(
         streams,
         epoch: control.epoch,
         generation: control.generation,
-        last_cut: control.cut.as_ref().map(|c| CutPoint { ends: c.ends.clone() }),
+        last_cut: control.cut.as_ref().map(CutPoint::from),
         ..Default::default()
     };
     for (txn, mut entries) in by_txn {
@@ -270,7 +269,7 @@ fn scan_stream(
         let h = match decode_header(&header, pos) {
             Ok(h) => h,
             Err(why) => {
-                out.stop_reason = Some(why);
+                out.stop_reason = Some(why.to_string());
                 break;
             }
         };

@@ -19,7 +19,16 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid configuration: {0}")]
     Invalid(String),
+    #[error("invalid configuration: {0}")]
+    UnknownProtocol(#[from] UnknownProtocol),
+    #[error("invalid configuration: {0}")]
+    UnknownPmemMode(#[from] strata_pmem::UnknownPmemMode),
 }
+
+/// A commit protocol name that is none of [`Protocol::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("unknown commit protocol `{0}` (expected none, serial-pmem, serial-ssd, declog-pmem or declog-ssd)")]
+pub struct UnknownProtocol(pub String);
 
 /// The commit protocol of the series engine.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -62,13 +71,9 @@ impl Protocol {
 }
 
 impl FromStr for Protocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
-            format!(
-                "unknown commit protocol `{s}` (expected none, serial-pmem, serial-ssd, declog-pmem or declog-ssd)"
-            )
-        })
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Self, UnknownProtocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| UnknownProtocol(s.to_string()))
     }
 }
 
@@ -276,9 +281,14 @@ impl Config {
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        Config::from_toml(&text).map_err(|e| match e {
-            ConfigError::Invalid(message) => ConfigError::Parse { path: path.to_path_buf(), message },
-            other => other,
+        Config::from_toml(&text).map_err(|e| {
+            let message = match e {
+                ConfigError::Invalid(message) => message,
+                ConfigError::UnknownProtocol(e) => e.to_string(),
+                ConfigError::UnknownPmemMode(e) => e.to_string(),
+                other => return other,
+            };
+            ConfigError::Parse { path: path.to_path_buf(), message }
         })
     }
 
@@ -334,11 +344,11 @@ impl Config {
     }
 
     pub fn protocol(&self) -> Result<Protocol, ConfigError> {
-        self.storage.protocol.parse().map_err(ConfigError::Invalid)
+        Ok(self.storage.protocol.parse()?)
     }
 
     pub fn pmem_mode(&self) -> Result<PmemMode, ConfigError> {
-        self.pmem.mode.parse().map_err(ConfigError::Invalid)
+        Ok(self.pmem.mode.parse()?)
     }
 
     pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {

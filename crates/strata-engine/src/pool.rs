@@ -9,8 +9,35 @@
 
 use std::sync::Arc;
 
-use strata_log::{LogRecord, SerialLog};
+use strata_log::{LogError, LogRecord, SerialLog};
 use strata_pmem::{Region, RegionOffset};
+
+/// Why the pool would not open. The header variants are corruption of the
+/// pool's own header; the log variants carry the log's error, which keeps
+/// corruption and I/O failure apart.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("not a Strata PMem pool (magic {0:#018x})")]
+    BadMagic(u64),
+    #[error("PMem pool header CRC mismatch (corruption): stored {stored:#x}, computed {computed:#x}")]
+    BadChecksum { stored: u64, computed: u32 },
+    #[error("PMem pool format version {0} is not supported (expected {POOL_FORMAT_VERSION})")]
+    UnsupportedVersion(u64),
+    #[error("formatting the PMem log: {0}")]
+    FormatLog(#[source] LogError),
+    #[error("opening the PMem log: {0}")]
+    OpenLog(#[source] LogError),
+}
+
+impl PoolError {
+    /// Whether the pool's bytes are bad (rather than the device failing).
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            PoolError::BadMagic(_) | PoolError::BadChecksum { .. } | PoolError::UnsupportedVersion(_) => true,
+            PoolError::FormatLog(e) | PoolError::OpenLog(e) => e.is_corruption(),
+        }
+    }
+}
 
 /// "STRATAPO" as a little-endian u64.
 pub const POOL_MAGIC: u64 = u64::from_le_bytes(*b"STRATAPO");
@@ -40,12 +67,12 @@ fn header_crc(region: &Region) -> u32 {
 pub fn open_pool_log(
     region: Arc<Region>,
     log_capacity_bytes: u64,
-) -> Result<(SerialLog, Vec<LogRecord>, bool), String> {
+) -> Result<(SerialLog, Vec<LogRecord>, bool), PoolError> {
     let magic = region.load_u64(RegionOffset(POOL_OFFSET_MAGIC));
     if magic == 0 {
         let base = RegionOffset(POOL_HEADER_BYTES);
         let log = SerialLog::create_pmem(region.clone(), base, log_capacity_bytes, POOL_LOG_ALIGN_BYTES)
-            .map_err(|e| format!("formatting the PMem log: {e}"))?;
+            .map_err(PoolError::FormatLog)?;
         region.store_u64(RegionOffset(POOL_OFFSET_VERSION), POOL_FORMAT_VERSION as u64);
         region.store_u64(RegionOffset(POOL_OFFSET_LOG_BASE), base.0);
         region.store_u64(RegionOffset(POOL_OFFSET_LOG_CAPACITY), log_capacity_bytes);
@@ -55,21 +82,19 @@ pub fn open_pool_log(
         return Ok((log, Vec::new(), true));
     }
     if magic != POOL_MAGIC {
-        return Err(format!("not a Strata PMem pool (magic {magic:#018x})"));
+        return Err(PoolError::BadMagic(magic));
     }
-    let crc = region.load_u64(RegionOffset(POOL_OFFSET_CRC));
-    if crc != header_crc(&region) as u64 {
-        return Err("PMem pool header CRC mismatch (corruption)".into());
+    let stored = region.load_u64(RegionOffset(POOL_OFFSET_CRC));
+    let computed = header_crc(&region);
+    if stored != computed as u64 {
+        return Err(PoolError::BadChecksum { stored, computed });
     }
     let version = region.load_u64(RegionOffset(POOL_OFFSET_VERSION));
     if version != POOL_FORMAT_VERSION as u64 {
-        return Err(format!(
-            "PMem pool format version {version} is not supported (expected {POOL_FORMAT_VERSION})"
-        ));
+        return Err(PoolError::UnsupportedVersion(version));
     }
     let base = RegionOffset(region.load_u64(RegionOffset(POOL_OFFSET_LOG_BASE)));
-    let (log, records) =
-        SerialLog::open_pmem(region, base).map_err(|e| format!("opening the PMem log: {e}"))?;
+    let (log, records) = SerialLog::open_pmem(region, base).map_err(PoolError::OpenLog)?;
     Ok((log, records, false))
 }
 
@@ -97,7 +122,8 @@ mod tests {
         let mut bad = image;
         bad[20] ^= 1;
         let e = open_pool_log(Arc::new(Region::sim_from_image(bad)), 64 << 10).err().unwrap();
-        assert!(e.contains("CRC mismatch"), "{e}");
+        assert!(matches!(e, PoolError::BadChecksum { .. }) && e.is_corruption(), "{e}");
+        assert!(e.to_string().contains("CRC mismatch"), "{e}");
     }
 
     #[test]

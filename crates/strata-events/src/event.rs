@@ -9,7 +9,7 @@
 //! [`StreamSchema::attr_offset`]: integers and floats little-endian, `Bool`
 //! one byte 0 or 1, `FixedStr(n)` the UTF-8 bytes zero-padded to `n`.
 
-use crate::ids::EventError;
+use crate::ids::{DecodeError, EventError};
 use crate::schema::{AttrType, StreamSchema, TIMESTAMP_BYTES};
 
 /// One attribute value; the variant matches the attribute's [`AttrType`].
@@ -146,12 +146,12 @@ fn check_len(schema: &StreamSchema, bytes: &[u8]) -> Result<(), EventError> {
 
 /// The string of a `FixedStr` field: the bytes before the first NUL, which
 /// must be UTF-8 and followed only by NULs.
-fn fixed_str(field: &[u8]) -> Result<&str, String> {
+fn fixed_str(field: &[u8]) -> Result<&str, DecodeError> {
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
     if field[end..].iter().any(|&b| b != 0) {
-        return Err("string padding is not all zero".into());
+        return Err(DecodeError::Invalid("string padding is not all zero".into()));
     }
-    std::str::from_utf8(&field[..end]).map_err(|_| "string is not UTF-8".into())
+    std::str::from_utf8(&field[..end]).map_err(|_| DecodeError::Invalid("string is not UTF-8".into()))
 }
 
 /// Decodes an event. A wrong length is `InvalidInput`; a `Bool` other than

@@ -92,6 +92,49 @@ impl EventError {
     }
 }
 
+/// Why bytes do not decode as one of the event store's formats (block-store
+/// records and blocks, ATT nodes, merge step records, flank slots, event
+/// fields). Decoders return it without a location; callers turn it into
+/// [`EventError::Corruption`] (bytes read back from a medium) or
+/// [`EventError::InvalidInput`] (bytes a caller passed in).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("{what} of {have} bytes is shorter than the {need} bytes it needs")]
+    Truncated { what: &'static str, need: u64, have: u64 },
+    #[error("{what} of {len} bytes at offset {offset} overruns the block")]
+    Overrun { what: &'static str, offset: usize, len: u64 },
+    #[error("bad {0} magic")]
+    BadMagic(&'static str),
+    #[error("unknown {what} version {version}")]
+    UnsupportedVersion { what: &'static str, version: u32 },
+    #[error("{what} CRC mismatch at offset {offset} (stored {stored:#010x}, computed {computed:#010x})")]
+    BadChecksum { what: &'static str, offset: usize, stored: u32, computed: u32 },
+    #[error("unknown {what} {value:#x}")]
+    Unknown { what: &'static str, value: u64 },
+    #[error("{what} {raw:#x} is no address")]
+    BadAddress { what: &'static str, raw: u64 },
+    #[error("record {index} of {count}: {inner}")]
+    InRecord { index: u32, count: u32, inner: Box<DecodeError> },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl DecodeError {
+    /// Checks a stored CRC against the computed one.
+    pub(crate) fn check_crc(
+        what: &'static str,
+        offset: usize,
+        stored: u32,
+        computed: u32,
+    ) -> Result<(), DecodeError> {
+        if stored == computed {
+            Ok(())
+        } else {
+            Err(DecodeError::BadChecksum { what, offset, stored, computed })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

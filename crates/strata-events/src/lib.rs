@@ -46,4 +46,4 @@ pub mod stream;
 pub mod translation;
 pub mod tree;
 
-pub use ids::{EventError, NodeId, NodeKind};
+pub use ids::{DecodeError, EventError, NodeId, NodeKind};

@@ -21,6 +21,6 @@ pub mod ssd_log;
 
 pub use error::LogError;
 pub use lsn::{Lsn, StreamPos};
-pub use record::{LogRecord, RecordKind};
+pub use record::{LogRecord, RecordError, RecordKind};
 pub use serial::{CommitLog, NoLog, SerialLog};
 pub use strata_media::TxnId;

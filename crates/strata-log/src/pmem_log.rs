@@ -126,7 +126,7 @@ pub struct PmemReplay {
     pub records: Vec<LogRecord>,
     pub head: StreamPos,
     pub end: StreamPos,
-    pub torn_tail: Option<String>,
+    pub torn_tail: Option<crate::record::RecordError>,
 }
 
 impl PmemLog {

@@ -10,9 +10,52 @@
 //!
 //! `Pad` records fill the end of a ring lap; their CRC covers the header only
 //! and their payload bytes are never read.
+//!
+//! [`RecordError`] says why bytes are not a valid record (or SSD segment
+//! header); replay decides whether that is a torn tail or corruption.
 
 use crate::lsn::{Lsn, StreamPos, MAX_LSN};
 use strata_media::TxnId;
+
+/// Why bytes do not decode as a valid record or SSD segment header. Every
+/// variant means "not a committed record here": the scan decides whether
+/// that is a torn tail or corruption.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("truncated {what}: {need} bytes needed, {have} given")]
+    Truncated { what: &'static str, need: u64, have: u64 },
+    #[error("bad {what} magic {found:#010x}")]
+    BadMagic { what: &'static str, found: u64 },
+    #[error("unknown {what} format version {version}")]
+    UnsupportedVersion { what: &'static str, version: u32 },
+    #[error("unknown record kind {0}")]
+    UnknownKind(u16),
+    #[error("payload length {0} over the limit")]
+    PayloadTooLarge(u64),
+    #[error("record of {len} bytes overruns the {room} bytes available")]
+    Overrun { len: u64, room: u64 },
+    #[error("{what} CRC mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    BadChecksum { what: &'static str, stored: u32, computed: u32 },
+    #[error("no tail (uncommitted)")]
+    NoTail,
+    #[error("commit flag clear")]
+    CommitFlagClear,
+    #[error("LSN {lsn} is not the {expected} expected at {pos} (stale record)")]
+    Stale { lsn: u64, expected: u64, pos: StreamPos },
+    #[error("segment base {0} is not a valid record position")]
+    BadSegmentBase(u64),
+    #[error("{0}")]
+    Invalid(&'static str),
+}
+
+/// Checks a stored CRC against the computed one.
+pub(crate) fn check_crc(what: &'static str, stored: u32, computed: u32) -> Result<(), RecordError> {
+    if stored == computed {
+        Ok(())
+    } else {
+        Err(RecordError::BadChecksum { what, stored, computed })
+    }
+}
 
 /// First four bytes of every record: "STRL".
 pub const RECORD_MAGIC: u32 = u32::from_le_bytes(*b"STRL");
@@ -183,29 +226,26 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Validates the fixed part of a header. `room_bytes` is how many bytes the
 /// record may occupy at its position (to the end of the ring lap or file).
-pub fn decode_header(h: &[u8], room_bytes: u64) -> Result<RecordHeader, String> {
+pub fn decode_header(h: &[u8], room_bytes: u64) -> Result<RecordHeader, RecordError> {
     if (h.len() as u64) < HEADER_BYTES {
-        return Err("truncated header".into());
+        return Err(RecordError::Truncated { what: "header", need: HEADER_BYTES, have: h.len() as u64 });
     }
     let magic = u32_at(h, OFFSET_MAGIC);
     if magic != RECORD_MAGIC {
-        return Err(format!("bad record magic {magic:#010x}"));
+        return Err(RecordError::BadMagic { what: "record", found: magic.into() });
     }
     let version = u16_at(h, OFFSET_VERSION);
     if version != RECORD_FORMAT_VERSION {
-        return Err(format!("unknown record format version {version}"));
+        return Err(RecordError::UnsupportedVersion { what: "record", version: version.into() });
     }
     let kind_raw = u16_at(h, OFFSET_KIND);
-    let kind = RecordKind::from_u16(kind_raw).ok_or_else(|| format!("unknown record kind {kind_raw}"))?;
+    let kind = RecordKind::from_u16(kind_raw).ok_or(RecordError::UnknownKind(kind_raw))?;
     let payload_len = u32_at(h, OFFSET_PAYLOAD_LEN) as u64;
     if payload_len > MAX_PAYLOAD_BYTES {
-        return Err(format!("payload length {payload_len} over the limit"));
+        return Err(RecordError::PayloadTooLarge(payload_len));
     }
     if record_len(payload_len) > room_bytes {
-        return Err(format!(
-            "record of {} bytes overruns the {room_bytes} bytes available",
-            record_len(payload_len)
-        ));
+        return Err(RecordError::Overrun { len: record_len(payload_len), room: room_bytes });
     }
     Ok(RecordHeader {
         kind,
@@ -217,34 +257,30 @@ pub fn decode_header(h: &[u8], room_bytes: u64) -> Result<RecordHeader, String> 
 
 /// Decodes a whole record (`bytes` is exactly `header.record_len()` long,
 /// though a `Pad` record's payload bytes may be anything) found at `pos`.
-pub fn decode_record(bytes: &[u8], pos: StreamPos) -> Result<LogRecord, String> {
+pub fn decode_record(bytes: &[u8], pos: StreamPos) -> Result<LogRecord, RecordError> {
     let header = decode_header(bytes, bytes.len() as u64)?;
     let len = header.record_len();
     if bytes.len() as u64 != len {
-        return Err(format!("record is {len} bytes, {} given", bytes.len()));
+        return Err(RecordError::Truncated { what: "record", need: len, have: bytes.len() as u64 });
     }
     let payload_end = (HEADER_BYTES + header.payload_len) as usize;
     let payload = &bytes[HEADER_BYTES as usize..payload_end];
     let mut zeroed = [0u8; HEADER_BYTES as usize];
     zeroed.copy_from_slice(&bytes[..HEADER_BYTES as usize]);
     zeroed[OFFSET_BODY_CRC..OFFSET_BODY_CRC + 4].fill(0);
-    if body_crc(&zeroed, header.kind, payload) != header.body_crc {
-        return Err("body CRC mismatch".into());
-    }
+    check_crc("body", header.body_crc, body_crc(&zeroed, header.kind, payload))?;
     let tail = &bytes[(len - TAIL_BYTES) as usize..];
     if u32_at(tail, TAIL_OFFSET_TAIL_MAGIC) != TAIL_MAGIC {
-        return Err("no tail (uncommitted)".into());
+        return Err(RecordError::NoTail);
     }
     let word = u64_at(tail, TAIL_OFFSET_COMMIT_WORD);
-    if u32_at(tail, TAIL_OFFSET_TAIL_CRC) != tail_crc(word, header.body_crc) {
-        return Err("tail CRC mismatch".into());
-    }
+    check_crc("tail", u32_at(tail, TAIL_OFFSET_TAIL_CRC), tail_crc(word, header.body_crc))?;
     if word & COMMIT_FLAG == 0 {
-        return Err("commit flag clear".into());
+        return Err(RecordError::CommitFlagClear);
     }
     let lsn = Lsn(word & !COMMIT_FLAG);
     if lsn.0 != pos.0 + len {
-        return Err(format!("LSN {} is not the {} expected at {pos} (stale record)", lsn.0, pos.0 + len));
+        return Err(RecordError::Stale { lsn: lsn.0, expected: pos.0 + len, pos });
     }
     let payload = if header.kind == RecordKind::Pad { Vec::new() } else { payload.to_vec() };
     Ok(LogRecord { kind: header.kind, txn: header.txn, lsn, pos, payload })
@@ -273,7 +309,8 @@ mod tests {
         let mut out = Vec::new();
         encode_record(RecordKind::Txn, TxnId(1), StreamPos(0), b"abc", &mut out);
         let err = decode_record(&out, StreamPos(4096)).unwrap_err();
-        assert!(err.contains("stale"), "{err}");
+        assert!(matches!(err, RecordError::Stale { .. }), "{err}");
+        assert!(err.to_string().contains("stale"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 use crate::error::LogError;
 use crate::lsn::StreamPos;
 use crate::record::{
-    decode_header, decode_record, LogRecord, RecordKind, HEADER_BYTES, RECORD_ALIGN_BYTES, RECORD_MAGIC,
+    decode_header, decode_record, LogRecord, RecordError, RecordKind, HEADER_BYTES, RECORD_ALIGN_BYTES,
+    RECORD_MAGIC,
 };
 
 /// A log laid out in stream positions.
@@ -51,14 +52,15 @@ pub(crate) struct ScanOutcome {
     pub end: StreamPos,
     /// Why the scan stopped at an invalid record (a torn tail, zeroes, or a
     /// stale record of an earlier ring lap), if it did not stop at the limit.
-    pub torn_tail: Option<String>,
+    pub torn_tail: Option<RecordError>,
 }
 
-fn try_record(src: &dyn LogSource, pos: StreamPos) -> Result<LogRecord, String> {
+fn try_record(src: &dyn LogSource, pos: StreamPos) -> Result<LogRecord, RecordError> {
     let room = src.room(pos);
-    let header = src.read(pos, HEADER_BYTES).ok_or("no bytes")?;
+    let header = src.read(pos, HEADER_BYTES).ok_or(RecordError::Invalid("no bytes"))?;
     let h = decode_header(&header, room)?;
-    let bytes = src.read(pos, h.record_len()).ok_or("record runs past the readable end")?;
+    let bytes =
+        src.read(pos, h.record_len()).ok_or(RecordError::Invalid("record runs past the readable end"))?;
     decode_record(&bytes, pos)
 }
 

@@ -26,7 +26,7 @@ use strata_media::TxnId;
 
 use crate::error::LogError;
 use crate::lsn::{Lsn, StreamPos, MAX_LSN};
-use crate::record::{self, encode_record, LogRecord, RecordKind, RECORD_ALIGN_BYTES};
+use crate::record::{self, check_crc, encode_record, LogRecord, RecordError, RecordKind, RECORD_ALIGN_BYTES};
 use crate::scan::{scan, LogSource};
 
 /// "STRATASL" as a little-endian u64.
@@ -87,7 +87,7 @@ pub struct SsdReplay {
     pub records: Vec<LogRecord>,
     pub base: StreamPos,
     pub end: StreamPos,
-    pub torn_tail: Option<String>,
+    pub torn_tail: Option<RecordError>,
 }
 
 fn segment_name(base: StreamPos) -> String {
@@ -110,28 +110,30 @@ fn segment_header(base: StreamPos) -> [u8; SEGMENT_HEADER_BYTES as usize] {
     h
 }
 
-fn check_segment_header(h: &[u8], base: StreamPos) -> Result<(), String> {
+fn check_segment_header(h: &[u8], base: StreamPos) -> Result<(), RecordError> {
     if h.len() < SEGMENT_HEADER_BYTES as usize {
-        return Err("segment shorter than its header".into());
+        return Err(RecordError::Truncated {
+            what: "segment header",
+            need: SEGMENT_HEADER_BYTES,
+            have: h.len() as u64,
+        });
     }
     let word = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().expect("8"));
     let word32 = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4"));
     if word(SEG_OFFSET_MAGIC) != SSD_LOG_MAGIC {
-        return Err("bad segment magic".into());
+        return Err(RecordError::BadMagic { what: "segment", found: word(SEG_OFFSET_MAGIC) });
     }
-    if word32(SEG_OFFSET_CRC) != crc32c::crc32c(&h[..SEG_CRC_COVERED_BYTES]) {
-        return Err("segment header CRC mismatch".into());
-    }
+    check_crc("segment header", word32(SEG_OFFSET_CRC), crc32c::crc32c(&h[..SEG_CRC_COVERED_BYTES]))?;
     if word32(SEG_OFFSET_VERSION) != SSD_LOG_FORMAT_VERSION {
-        return Err(format!("unknown segment version {}", word32(SEG_OFFSET_VERSION)));
+        return Err(RecordError::UnsupportedVersion { what: "segment", version: word32(SEG_OFFSET_VERSION) });
     }
     if word(SEG_OFFSET_BASE_POS) != base.0 {
-        return Err("segment base does not match its file name".into());
+        return Err(RecordError::Invalid("segment base does not match its file name"));
     }
     if !base.0.is_multiple_of(RECORD_ALIGN_BYTES)
         || base.0.checked_add(h.len() as u64).is_none_or(|e| e > MAX_LSN)
     {
-        return Err(format!("segment base {} is not a valid record position", base.0));
+        return Err(RecordError::BadSegmentBase(base.0));
     }
     Ok(())
 }

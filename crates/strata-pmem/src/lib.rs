@@ -25,6 +25,6 @@ mod stats;
 pub use error::PmemError;
 pub use offset::{RegionOffset, CACHE_LINE_BYTES, MEDIA_BLOCK_BYTES, WORD_BYTES};
 pub use persist_insn::{detected_flush_instruction, FlushInstruction};
-pub use region::{PmemMode, Region, RegionOptions};
+pub use region::{PmemMode, Region, RegionOptions, UnknownPmemMode};
 pub use sim::{SimOpKind, SimRegion};
 pub use stats::{thread_persist_stats, PersistStats};

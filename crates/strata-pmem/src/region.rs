@@ -40,15 +40,20 @@ impl PmemMode {
     }
 }
 
+/// A PMem mode name that is none of dax, emulated, msync or sim.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown pmem mode `{0}` (expected dax, emulated, msync or sim)")]
+pub struct UnknownPmemMode(pub String);
+
 impl FromStr for PmemMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownPmemMode;
+    fn from_str(s: &str) -> Result<Self, UnknownPmemMode> {
         match s {
             "dax" => Ok(PmemMode::Dax),
             "emulated" => Ok(PmemMode::Emulated),
             "msync" => Ok(PmemMode::Msync),
             "sim" => Ok(PmemMode::Sim),
-            other => Err(format!("unknown pmem mode `{other}` (expected dax, emulated, msync or sim)")),
+            other => Err(UnknownPmemMode(other.to_string())),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! bounded by the bytes left so that a corrupt count cannot make a decoder
 //! allocate more than its input justifies.
 
+use crate::error::FormatError;
 use crate::model::SeriesKey;
 
 /// The smallest encoding of a string: its length.
@@ -37,8 +38,8 @@ pub(crate) fn put_series_key(out: &mut Vec<u8>, key: &SeriesKey) {
     put_str(out, &key.field);
 }
 
-/// Reads little-endian values from a byte slice. Errors are messages that
-/// name the position as `<place> <offset>` (e.g. "body offset 12").
+/// Reads little-endian values from a byte slice. Errors name the position as
+/// `<place> <offset>` (e.g. "body offset 12").
 pub(crate) struct ByteReader<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -57,44 +58,43 @@ impl<'a> ByteReader<'a> {
     }
 
     /// Ok if every byte was read, else "`N` trailing bytes after the `what`".
-    pub(crate) fn finish(&self, what: &str) -> Result<(), String> {
+    pub(crate) fn finish(&self, what: &'static str) -> Result<(), FormatError> {
         match self.remaining() {
             0 => Ok(()),
-            left => Err(format!("{left} trailing bytes after the {what}")),
+            left => Err(FormatError::TrailingBytes { left, what }),
         }
     }
 
-    pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
+    pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], FormatError> {
         let end = self.at.checked_add(len).filter(|&end| end <= self.bytes.len());
-        let end =
-            end.ok_or_else(|| format!("truncated: {len} bytes needed at {} {}", self.place, self.at))?;
+        let end = end.ok_or(FormatError::Truncated { need: len, place: self.place, at: self.at })?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
     }
 
-    pub(crate) fn u8(&mut self) -> Result<u8, String> {
+    pub(crate) fn u8(&mut self) -> Result<u8, FormatError> {
         Ok(self.take(1)?[0])
     }
 
-    pub(crate) fn u32(&mut self) -> Result<u32, String> {
+    pub(crate) fn u32(&mut self) -> Result<u32, FormatError> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
-    pub(crate) fn u64(&mut self) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self) -> Result<u64, FormatError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
     /// A string written by [`put_str`]; `what` names it in errors.
-    pub(crate) fn string(&mut self, what: &str) -> Result<String, String> {
+    pub(crate) fn string(&mut self, what: &'static str) -> Result<String, FormatError> {
         let at = self.at;
         let len = self.u32()? as usize;
         let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{what} at {} {at} is not UTF-8", self.place))
+        String::from_utf8(bytes.to_vec()).map_err(|_| FormatError::NotUtf8 { what, place: self.place, at })
     }
 
     /// A series key written by [`put_series_key`].
-    pub(crate) fn series_key(&mut self) -> Result<SeriesKey, String> {
+    pub(crate) fn series_key(&mut self) -> Result<SeriesKey, FormatError> {
         let measurement = self.string("measurement")?;
         let count = self.count("tags", 2 * STRING_MIN_BYTES)?;
         let mut tags = Vec::with_capacity(count);
@@ -107,15 +107,12 @@ impl<'a> ByteReader<'a> {
 
     /// A u32 list count, checked against the bytes left given that each item
     /// takes at least `item_min_bytes`.
-    pub(crate) fn count(&mut self, what: &str, item_min_bytes: usize) -> Result<usize, String> {
+    pub(crate) fn count(&mut self, what: &'static str, item_min_bytes: usize) -> Result<usize, FormatError> {
         let at = self.at;
         let count = self.u32()? as usize;
         let left = self.remaining();
         if count > left / item_min_bytes.max(1) {
-            return Err(format!(
-                "{count} {what} cannot fit in the {left} bytes left (count at {} {at})",
-                self.place
-            ));
+            return Err(FormatError::BadCount { count, what, left, place: self.place, at });
         }
         Ok(count)
     }
@@ -152,13 +149,15 @@ mod tests {
     #[test]
     fn errors_name_the_place_and_offset() {
         let mut r = ByteReader::new(&[1, 0, 0, 0, 0xFF, 9], "body offset");
-        assert_eq!(r.string("tag key"), Err("tag key at body offset 0 is not UTF-8".to_string()));
-        assert_eq!(r.finish("tombstones"), Err("1 trailing bytes after the tombstones".to_string()));
-        assert_eq!(r.u32(), Err("truncated: 4 bytes needed at body offset 5".to_string()));
+        let msg = |e: Result<_, FormatError>| e.map(|_: ()| ()).unwrap_err().to_string();
+        assert_eq!(msg(r.string("tag key").map(drop)), "tag key at body offset 0 is not UTF-8");
+        assert_eq!(msg(r.finish("tombstones")), "1 trailing bytes after the tombstones");
+        assert_eq!(r.u32(), Err(FormatError::Truncated { need: 4, place: "body offset", at: 5 }));
+        assert_eq!(msg(r.u32().map(drop)), "truncated: 4 bytes needed at body offset 5");
         let mut r = ByteReader::new(&[3, 0, 0, 0, 1, 2, 3, 4, 5], "record offset");
         assert_eq!(
-            r.count("series", 2),
-            Err("3 series cannot fit in the 5 bytes left (count at record offset 0)".to_string())
+            msg(r.count("series", 2).map(drop)),
+            "3 series cannot fit in the 5 bytes left (count at record offset 0)"
         );
         let mut r = ByteReader::new(&[2, 0, 0, 0, 1, 2, 3, 4], "record offset");
         assert_eq!(r.count("series", 2), Ok(2));

@@ -1,5 +1,6 @@
 //! Errors of the series engine. `Corruption` (bad bytes on media) is kept
 //! apart from `Io` (the device failed) and from caller mistakes.
+//! [`FormatError`] is what the decoders of its on-media formats return.
 
 use std::sync::Arc;
 
@@ -49,6 +50,49 @@ pub enum EngineError {
     Storage { what: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("the group this transaction was submitted with failed: {0}")]
     GroupFailed(Arc<EngineError>),
+}
+
+/// Why bytes do not decode as (or a value does not fit) one of the series
+/// engine's formats: block files, the manifest, series WAL records, DecLog
+/// entry keys and payloads. Decoders say what is wrong; callers add the file
+/// or record and decide whether it is `Corruption` (read back from a medium)
+/// or a caller's mistake (`InvalidArgument`).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum FormatError {
+    #[error("{have} bytes, shorter than the {need}-byte {what}")]
+    TooShort { what: &'static str, need: u64, have: u64 },
+    #[error("truncated: {need} bytes needed at {place} {at}")]
+    Truncated { need: usize, place: &'static str, at: usize },
+    #[error("{left} trailing bytes after the {what}")]
+    TrailingBytes { left: usize, what: &'static str },
+    #[error("{what} at {place} {at} is not UTF-8")]
+    NotUtf8 { what: &'static str, place: &'static str, at: usize },
+    #[error("{count} {what} cannot fit in the {left} bytes left (count at {place} {at})")]
+    BadCount { count: usize, what: &'static str, left: usize, place: &'static str, at: usize },
+    /// The whole message, e.g. "bad magic (not a manifest)".
+    #[error("{0}")]
+    BadMagic(&'static str),
+    #[error("unknown {what} format version {version}")]
+    UnsupportedVersion { what: &'static str, version: u32 },
+    #[error("{what} CRC mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    BadChecksum { what: String, stored: u32, computed: u32 },
+    #[error("unknown {what} {code}")]
+    UnknownCode { what: &'static str, code: u64 },
+    #[error(transparent)]
+    PointPayload(#[from] strata_declog::DecodeError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl FormatError {
+    /// Checks a stored CRC against the computed one.
+    pub(crate) fn check_crc(what: impl Into<String>, stored: u32, computed: u32) -> Result<(), FormatError> {
+        if stored == computed {
+            Ok(())
+        } else {
+            Err(FormatError::BadChecksum { what: what.into(), stored, computed })
+        }
+    }
 }
 
 impl EngineError {

@@ -28,7 +28,7 @@ pub use crate::core::checkpoint::CheckpointReport;
 pub use crate::core::EngineCounters;
 pub use declog::{DeclogEngineOptions, DeclogOpener, DeclogProtocol, DeclogSide};
 pub use engine::{EngineStats, SeriesEngine};
-pub use error::EngineError;
+pub use error::{EngineError, FormatError};
 pub use model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
 pub use options::EngineOptions;
 pub use protocol::wal::WalOpener;

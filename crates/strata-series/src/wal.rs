@@ -8,6 +8,7 @@
 //! every length against the bytes present and never panics.
 
 use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader};
+use crate::error::FormatError;
 use crate::model::{FieldType, FieldValue, SeriesId, SeriesKey, TimeRange, TimestampNs};
 
 pub const WAL_FORMAT_VERSION: u8 = 1;
@@ -88,11 +89,11 @@ impl WalRecord {
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<WalRecord, String> {
+    pub fn decode(bytes: &[u8]) -> Result<WalRecord, FormatError> {
         let mut r = ByteReader::new(bytes, "record offset");
         let version = r.u8()?;
         if version != WAL_FORMAT_VERSION {
-            return Err(format!("unknown series WAL format version {version}"));
+            return Err(FormatError::UnsupportedVersion { what: "series WAL", version: version.into() });
         }
         let kind = r.u8()?;
         let rec = match kind {
@@ -129,19 +130,21 @@ impl WalRecord {
                 db: r.string("database name")?,
                 measurement: r.string("measurement")?,
             },
-            other => return Err(format!("unknown series WAL record kind {other}")),
+            other => {
+                return Err(FormatError::UnknownCode { what: "series WAL record kind", code: other.into() })
+            }
         };
         r.finish("record")?;
         Ok(rec)
     }
 }
 
-fn read_field_type(r: &mut ByteReader<'_>) -> Result<FieldType, String> {
+fn read_field_type(r: &mut ByteReader<'_>) -> Result<FieldType, FormatError> {
     let c = r.u8()?;
-    FieldType::from_code(c).ok_or_else(|| format!("unknown field type code {c}"))
+    FieldType::from_code(c).ok_or(FormatError::UnknownCode { what: "field type code", code: c.into() })
 }
 
-fn read_value(r: &mut ByteReader<'_>) -> Result<FieldValue, String> {
+fn read_value(r: &mut ByteReader<'_>) -> Result<FieldValue, FormatError> {
     Ok(match read_field_type(r)? {
         FieldType::Float => FieldValue::Float(f64::from_bits(r.u64()?)),
         FieldType::Integer => FieldValue::Integer(r.u64()? as i64),
@@ -149,7 +152,7 @@ fn read_value(r: &mut ByteReader<'_>) -> Result<FieldValue, String> {
         FieldType::Boolean => match r.u8()? {
             0 => FieldValue::Boolean(false),
             1 => FieldValue::Boolean(true),
-            b => return Err(format!("boolean byte {b}")),
+            b => return Err(FormatError::UnknownCode { what: "boolean byte", code: b.into() }),
         },
         FieldType::String => FieldValue::String(r.string("string value")?),
     })

@@ -6,6 +6,8 @@
 //! Bits are written most significant first into bytes; the last byte is
 //! zero-padded. The reader reports running out of bits as an error.
 
+use crate::error::DecodeError;
+
 /// Appends bits, most significant first.
 #[derive(Default, Debug)]
 pub(crate) struct BitWriter {
@@ -50,26 +52,27 @@ impl<'a> BitReader<'a> {
         BitReader { bytes, bit_pos: 0 }
     }
 
-    pub(crate) fn read_bit(&mut self) -> Result<bool, String> {
-        let byte = self
-            .bytes
-            .get(self.bit_pos / 8)
-            .ok_or_else(|| format!("bit stream ends after {} bits", self.bit_pos))?;
+    pub(crate) fn read_bit(&mut self) -> Result<bool, DecodeError> {
+        let byte = self.bytes.get(self.bit_pos / 8).ok_or_else(|| self.exhausted(1))?;
         let bit = byte & (0x80 >> (self.bit_pos % 8)) != 0;
         self.bit_pos += 1;
         Ok(bit)
     }
 
     /// Reads `count <= 64` bits as the low bits of a u64.
-    pub(crate) fn read_bits(&mut self, count: u32) -> Result<u64, String> {
+    pub(crate) fn read_bits(&mut self, count: u32) -> Result<u64, DecodeError> {
         if self.bit_pos + count as usize > self.bytes.len() * 8 {
-            return Err(format!("bit stream of {} bytes ends inside a {count}-bit field", self.bytes.len()));
+            return Err(self.exhausted(count));
         }
         let mut value = 0u64;
         for _ in 0..count {
             value = (value << 1) | self.read_bit()? as u64;
         }
         Ok(value)
+    }
+
+    fn exhausted(&self, width: u32) -> DecodeError {
+        DecodeError::BitsExhausted { len_bytes: self.bytes.len(), width, at_bit: self.bit_pos }
     }
 
     /// Bytes consumed, counting a partly read byte as whole.
@@ -89,24 +92,24 @@ pub(crate) fn write_varint(out: &mut Vec<u8>, mut value: u64) {
 
 /// Reads a LEB128 varint at `*at`, advancing it. Rejects overlong or
 /// overflowing encodings.
-pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+pub(crate) fn read_varint(bytes: &[u8], at: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     for i in 0..10 {
-        let b = *bytes.get(*at).ok_or("payload ends inside a varint")?;
+        let b = *bytes.get(*at).ok_or(DecodeError::BadVarint("payload ends inside a varint"))?;
         *at += 1;
         let low = (b & 0x7F) as u64;
         if i == 9 && b > 1 {
-            return Err("varint overflows 64 bits".into());
+            return Err(DecodeError::BadVarint("varint overflows 64 bits"));
         }
         value |= low << (7 * i);
         if b & 0x80 == 0 {
             if i > 0 && b == 0 {
-                return Err("overlong varint".into());
+                return Err(DecodeError::BadVarint("overlong varint"));
             }
             return Ok(value);
         }
     }
-    Err("varint longer than 10 bytes".into())
+    Err(DecodeError::BadVarint("varint longer than 10 bytes"))
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@
 
 use super::bits::{read_varint, write_varint, BitReader, BitWriter};
 use super::key_table::{KeyState, KeyTable, KEY_TABLE_MAX_KEY_BYTES, XOR_NO_WINDOW};
-use crate::error::DeclogError;
+use crate::error::{DeclogError, DecodeError};
 
 /// Delta-of-delta buckets after the single bit `0` (delta-of-delta zero):
 /// (control code, control bits, value bits), the value in two's complement.
@@ -98,7 +98,7 @@ fn write_dod(w: &mut BitWriter, dod: i64) {
     }
 }
 
-fn read_dod(r: &mut BitReader<'_>) -> Result<i64, String> {
+fn read_dod(r: &mut BitReader<'_>) -> Result<i64, DecodeError> {
     if !r.read_bit()? {
         return Ok(0);
     }
@@ -138,13 +138,13 @@ fn write_xor(w: &mut BitWriter, s: &KeyState, value_bits: u64) -> (u8, u8) {
 }
 
 /// Reads a value XORed against the state; returns its bits and the window.
-fn read_xor(r: &mut BitReader<'_>, s: &KeyState) -> Result<(u64, u8, u8), String> {
+fn read_xor(r: &mut BitReader<'_>, s: &KeyState) -> Result<(u64, u8, u8), DecodeError> {
     if !r.read_bit()? {
         return Ok((s.last_value_bits, s.xor_leading, s.xor_trailing));
     }
     let (leading, trailing) = if !r.read_bit()? {
         if s.xor_leading == XOR_NO_WINDOW {
-            return Err("XOR value reuses a window that is not open".into());
+            return Err(DecodeError::Invalid("XOR value reuses a window that is not open".into()));
         }
         (s.xor_leading as u32, s.xor_trailing as u32)
     } else {
@@ -154,7 +154,9 @@ fn read_xor(r: &mut BitReader<'_>, s: &KeyState) -> Result<(u64, u8, u8), String
             m => m,
         };
         if leading + meaningful > 64 {
-            return Err(format!("XOR window of {leading} leading zeros and {meaningful} bits exceeds 64"));
+            return Err(DecodeError::Invalid(format!(
+                "XOR window of {leading} leading zeros and {meaningful} bits exceeds 64"
+            )));
         }
         (leading, 64 - leading - meaningful)
     };
@@ -234,8 +236,8 @@ fn key_ref(id: u32, reset: bool) -> u64 {
     ((id as u64) << 1) | reset as u64
 }
 
-fn bad(what: impl Into<String>) -> DeclogError {
-    DeclogError::corruption(0, format!("compressed log payload: {}", what.into()))
+fn bad(what: impl std::fmt::Display) -> DeclogError {
+    DeclogError::corruption(0, format!("compressed log payload: {what}"))
 }
 
 fn u64_at(b: &[u8], at: usize) -> Result<u64, DeclogError> {

@@ -49,7 +49,7 @@ pub(crate) fn compress_point(
     point_payload: &[u8],
     entry_meta: u64,
 ) -> Result<(Compressed, KeyState), DeclogError> {
-    let p = point_payload::decode(point_payload).map_err(DeclogError::InvalidInput)?;
+    let p = point_payload::decode(point_payload).map_err(|e| DeclogError::InvalidInput(e.to_string()))?;
     let before = table.get(p.key).map_or(KeyState::CLEARED, |r| r.state);
     let point =
         LogPoint { key: p.key, timestamp: p.timestamp, value: f64::from_bits(p.value_bits), rest: p.rest };

@@ -11,6 +11,7 @@
 //! `encode(decode(b)) == b` for every `b` that decodes.
 
 use super::bits::{read_varint, write_varint};
+use crate::error::DecodeError;
 
 /// Bytes of the two fixed fields (timestamp and value bits).
 pub const POINT_PAYLOAD_FIXED_BYTES: usize = 16;
@@ -61,20 +62,18 @@ pub fn encode(key: &[u8], timestamp: i64, value_bits: u64, rest: &[u8]) -> Vec<u
 }
 
 /// Decodes a point payload; `Err` (never a panic) for bytes that are not one.
-pub fn decode(bytes: &[u8]) -> Result<PointPayloadRef<'_>, String> {
+pub fn decode(bytes: &[u8]) -> Result<PointPayloadRef<'_>, DecodeError> {
     let mut at = 0;
-    let key_len = read_varint(bytes, &mut at).map_err(|e| format!("point payload key length: {e}"))?;
+    let key_len = read_varint(bytes, &mut at)?;
     let left = (bytes.len() - at) as u64;
     if key_len > left {
-        return Err(format!("point payload key of {key_len} bytes overruns the {left} bytes left"));
+        return Err(DecodeError::Overrun { what: "point payload key", len: key_len, room: left });
     }
     let key_end = at + key_len as usize;
-    let fixed = bytes.get(key_end..key_end + POINT_PAYLOAD_FIXED_BYTES).ok_or_else(|| {
-        format!(
-            "point payload of {} bytes ends inside its timestamp and value ({} bytes after the key)",
-            bytes.len(),
-            bytes.len() - key_end
-        )
+    let fixed = bytes.get(key_end..key_end + POINT_PAYLOAD_FIXED_BYTES).ok_or(DecodeError::Truncated {
+        what: "point payload's timestamp and value",
+        need: POINT_PAYLOAD_FIXED_BYTES as u64,
+        have: (bytes.len() - key_end) as u64,
     })?;
     let timestamp = i64::from_le_bytes(fixed[..8].try_into().expect("8 bytes"));
     let value_bits = u64::from_le_bytes(fixed[8..].try_into().expect("8 bytes"));
@@ -120,9 +119,9 @@ mod tests {
     #[test]
     fn short_or_overlong_input_is_an_error() {
         assert!(decode(&[]).is_err());
-        assert!(decode(&[5, b'a']).unwrap_err().contains("overruns"));
-        assert!(decode(&[0; 16]).unwrap_err().contains("ends inside"));
-        assert!(decode(&[0x80, 0x00]).is_err(), "overlong varint");
+        assert!(matches!(decode(&[5, b'a']), Err(DecodeError::Overrun { len: 5, room: 1, .. })));
+        assert!(decode(&[0; 16]).unwrap_err().to_string().contains("ends inside"));
+        assert!(matches!(decode(&[0x80, 0x00]), Err(DecodeError::BadVarint(_))), "overlong varint");
         assert!(decode(&[0; 17]).is_ok(), "empty key, zero fields");
     }
 }

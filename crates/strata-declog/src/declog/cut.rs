@@ -3,10 +3,11 @@
 //! copied and their states cleared), truncation to a cut or of everything,
 //! and the key table copies a checkpoint keeps.
 
-use super::{CutPoint, DecLog};
+use super::DecLog;
 use crate::batch::{decode_header, BATCH_HEADER_BYTES};
 use crate::compress::key_table::KeyTable;
 use crate::error::DeclogError;
+use crate::layout::CutPoint;
 use crate::layout::{persist_cut_record, persist_heads, CutRecord, Ring};
 
 impl DecLog {
@@ -71,7 +72,7 @@ impl DecLog {
 
     /// The last cut recorded in this log (also after a restart), if any.
     pub fn last_cut(&self) -> Option<CutPoint> {
-        self.shared.control.lock().cut.as_ref().map(|c| CutPoint { ends: c.ends.clone() })
+        self.shared.control.lock().cut.as_ref().map(CutPoint::from)
     }
 
     /// After the engine's checkpoint covers everything before `heads`: moves

@@ -95,7 +95,8 @@ impl DecLog {
             let mut keys = stream.keys.lock();
             let Some(table) = keys.as_mut() else { return Ok(()) };
             for e in entries.iter().filter(|e| self.stream_of(e.key_hash) == s) {
-                let p = point_payload::decode(e.payload).map_err(DeclogError::InvalidInput)?;
+                let p =
+                    point_payload::decode(e.payload).map_err(|e| DeclogError::InvalidInput(e.to_string()))?;
                 match register_key(table, p.key) {
                     // Too long, or the table is full: its entries are logged raw.
                     Ok(()) | Err(DeclogError::InvalidInput(_)) => {}

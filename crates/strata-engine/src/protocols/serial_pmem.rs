@@ -20,8 +20,9 @@ pub struct SerialPmemFactory;
 impl SerialPmemFactory {
     fn open_log(config: &Config) -> Result<(Arc<Region>, SerialLog, Vec<LogRecord>), DbError> {
         let region = open_region(config)?;
-        let (log, records, _) = open_pool_log(region.clone(), config.pmem.log_bytes)
-            .map_err(|message| DbError::Pool { path: config.pool_path().display().to_string(), message })?;
+        let (log, records, _) = open_pool_log(region.clone(), config.pmem.log_bytes).map_err(|e| {
+            DbError::Pool { path: config.pool_path().display().to_string(), message: e.to_string() }
+        })?;
         Ok((region, log, records))
     }
 }

@@ -2,10 +2,10 @@
 //! Layout"; `docs/format/events-blocks.md`): choosing a record's encoding
 //! (LZ4 or raw), encoding a record with its CRC32C, decoding and checking a
 //! record, decompressing its node, checking a whole block, and salvaging the
-//! CRC-valid records at the start of a torn block. Errors are `String`s
-//! saying what is wrong; the callers add where.
+//! CRC-valid records at the start of a torn block. Errors are
+//! [`DecodeError`]s saying what is wrong; the callers add where.
 
-use crate::ids::NodeId;
+use crate::ids::{DecodeError, NodeId};
 
 use super::format::{
     block_crc, record_crc, u16_at, u32_at, u64_at, BlockHeader, BlockKind, RecordHeader, BLOCK_BYTES,
@@ -45,41 +45,41 @@ pub(super) fn encode_record(out: &mut [u8], node_id: NodeId, node_len: usize, en
 
 /// Decodes the record at `offset` of `block` and checks its CRC. `Err` says
 /// what is wrong.
-pub fn decode_record(block: &[u8], offset: usize) -> Result<RecordHeader, String> {
+pub fn decode_record(block: &[u8], offset: usize) -> Result<RecordHeader, DecodeError> {
     let end = block.len().min(BLOCK_BYTES);
     if offset < BLOCK_HEADER_BYTES || offset.checked_add(RECORD_HEADER_BYTES).is_none_or(|e| e > end) {
-        return Err(format!("record header at offset {offset} does not fit the block"));
+        return Err(DecodeError::Overrun { what: "record header", offset, len: RECORD_HEADER_BYTES as u64 });
     }
     let h = &block[offset..offset + RECORD_HEADER_BYTES];
     let stored_len = u32_at(h, REC_OFFSET_STORED_LEN);
     let node_len = u32_at(h, REC_OFFSET_NODE_LEN);
     let encoding = h[REC_OFFSET_ENCODING];
     if node_len as usize > MAX_NODE_BYTES {
-        return Err(format!("node length {node_len} exceeds {MAX_NODE_BYTES}"));
+        return Err(DecodeError::Invalid(format!("node length {node_len} exceeds {MAX_NODE_BYTES}")));
     }
     match encoding {
         RECORD_ENCODING_RAW if stored_len != node_len => {
-            return Err(format!("raw record stores {stored_len} bytes of a {node_len}-byte node"))
+            return Err(DecodeError::Invalid(format!(
+                "raw record stores {stored_len} bytes of a {node_len}-byte node"
+            )))
         }
         RECORD_ENCODING_LZ4 if stored_len >= node_len => {
-            return Err(format!(
+            return Err(DecodeError::Invalid(format!(
                 "lz4 record of {stored_len} bytes is not smaller than its {node_len}-byte node"
-            ))
+            )))
         }
         RECORD_ENCODING_RAW | RECORD_ENCODING_LZ4 => {}
-        other => return Err(format!("unknown record encoding {other}")),
+        other => return Err(DecodeError::Unknown { what: "record encoding", value: other.into() }),
     }
     if h[REC_OFFSET_ENCODING + 1..REC_OFFSET_RECORD_CRC] != [0; 3] {
-        return Err("reserved record header bytes are not zero".into());
+        return Err(DecodeError::Invalid("reserved record header bytes are not zero".into()));
     }
     let stored_end = offset + RECORD_HEADER_BYTES + stored_len as usize;
     if stored_end > end {
-        return Err(format!("record of {stored_len} bytes at offset {offset} overruns the block"));
+        return Err(DecodeError::Overrun { what: "record", offset, len: stored_len.into() });
     }
     let stored = &block[offset + RECORD_HEADER_BYTES..stored_end];
-    if record_crc(h, stored) != u32_at(h, REC_OFFSET_RECORD_CRC) {
-        return Err(format!("record CRC mismatch at offset {offset}"));
-    }
+    DecodeError::check_crc("record", offset, u32_at(h, REC_OFFSET_RECORD_CRC), record_crc(h, stored))?;
     Ok(RecordHeader {
         node_id: NodeId::from_u64(u64_at(h, REC_OFFSET_NODE_ID)),
         stored_len,
@@ -89,15 +89,18 @@ pub fn decode_record(block: &[u8], offset: usize) -> Result<RecordHeader, String
 }
 
 /// Decompresses the stored bytes of a record.
-pub(super) fn decode_node(h: &RecordHeader, stored: &[u8]) -> Result<Vec<u8>, String> {
+pub(super) fn decode_node(h: &RecordHeader, stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
     match h.encoding {
         RECORD_ENCODING_RAW => Ok(stored.to_vec()),
         _ => {
             let mut out = vec![0; h.node_len as usize];
             match lz4_flex::block::decompress_into(stored, &mut out) {
                 Ok(n) if n == out.len() => Ok(out),
-                Ok(n) => Err(format!("lz4 record decompresses to {n} bytes, header says {}", h.node_len)),
-                Err(e) => Err(format!("lz4 record does not decompress: {e}")),
+                Ok(n) => Err(DecodeError::Invalid(format!(
+                    "lz4 record decompresses to {n} bytes, header says {}",
+                    h.node_len
+                ))),
+                Err(e) => Err(DecodeError::Invalid(format!("lz4 record does not decompress: {e}"))),
             }
         }
     }
@@ -107,44 +110,45 @@ pub(super) fn decode_node(h: &RecordHeader, stored: &[u8]) -> Result<Vec<u8>, St
 /// requires: header fields, CRC, zero padding, and for a data block that its
 /// `record_count` records tile `[BLOCK_HEADER_BYTES, used_bytes)` with valid
 /// CRCs. `Err` says what is wrong.
-pub fn validate_block(block: &[u8], block_number: u64) -> Result<BlockHeader, String> {
+pub fn validate_block(block: &[u8], block_number: u64) -> Result<BlockHeader, DecodeError> {
     if block.len() != BLOCK_BYTES {
-        return Err(format!("block of {} bytes, expected {BLOCK_BYTES}", block.len()));
+        return Err(DecodeError::Invalid(format!("block of {} bytes, expected {BLOCK_BYTES}", block.len())));
     }
     if u64_at(block, HDR_OFFSET_MAGIC) != BLOCK_MAGIC {
-        return Err("bad magic".into());
+        return Err(DecodeError::BadMagic("block"));
     }
     let version = u16_at(block, HDR_OFFSET_VERSION);
     if version != BLOCK_FORMAT_VERSION {
-        return Err(format!("unknown version {version}"));
+        return Err(DecodeError::UnsupportedVersion { what: "block", version: version.into() });
     }
-    if block_crc(block) != u32_at(block, HDR_OFFSET_BLOCK_CRC) {
-        return Err("block CRC mismatch".into());
-    }
+    DecodeError::check_crc("block", 0, u32_at(block, HDR_OFFSET_BLOCK_CRC), block_crc(block))?;
     let kind = match block[HDR_OFFSET_KIND] {
         BLOCK_KIND_DATA => BlockKind::Data,
         BLOCK_KIND_TRANSLATION => BlockKind::Translation,
-        other => return Err(format!("unknown block kind {other}")),
+        other => return Err(DecodeError::Unknown { what: "block kind", value: other.into() }),
     };
     let flags = block[HDR_OFFSET_FLAGS];
     if flags & !BLOCK_FLAG_SEALED != 0 {
-        return Err(format!("unknown block flags {flags:#x}"));
+        return Err(DecodeError::Unknown { what: "block flags", value: flags.into() });
     }
     let number = u64_at(block, HDR_OFFSET_BLOCK_NUMBER);
     if number != block_number {
-        return Err(format!("block says it is number {number}"));
+        return Err(DecodeError::Invalid(format!("block says it is number {number}")));
     }
     let prev_raw = u64_at(block, HDR_OFFSET_PREV_TRANSLATION);
     if prev_raw > block_number {
-        return Err(format!("previous translation block {} is not before this block", prev_raw - 1));
+        return Err(DecodeError::Invalid(format!(
+            "previous translation block {} is not before this block",
+            prev_raw - 1
+        )));
     }
     let record_count = u32_at(block, HDR_OFFSET_RECORD_COUNT);
     let used = u32_at(block, HDR_OFFSET_USED_BYTES);
     if (used as usize) < BLOCK_HEADER_BYTES || used as usize > BLOCK_BYTES {
-        return Err(format!("used bytes {used} out of range"));
+        return Err(DecodeError::Invalid(format!("used bytes {used} out of range")));
     }
     if block[used as usize..].iter().any(|&b| b != 0) {
-        return Err("padding after the used bytes is not zero".into());
+        return Err(DecodeError::Invalid("padding after the used bytes is not zero".into()));
     }
     let h = BlockHeader {
         kind,
@@ -157,18 +161,21 @@ pub fn validate_block(block: &[u8], block_number: u64) -> Result<BlockHeader, St
     match kind {
         BlockKind::Translation => {
             if record_count != 0 || !h.sealed {
-                return Err("a translation block has records or is unsealed".into());
+                return Err(DecodeError::Invalid("a translation block has records or is unsealed".into()));
             }
         }
         BlockKind::Data => {
             let mut offset = BLOCK_HEADER_BYTES;
             for i in 0..record_count {
-                let r = decode_record(&block[..used as usize], offset)
-                    .map_err(|e| format!("record {i} of {record_count}: {e}"))?;
+                let r = decode_record(&block[..used as usize], offset).map_err(|e| {
+                    DecodeError::InRecord { index: i, count: record_count, inner: Box::new(e) }
+                })?;
                 offset += r.record_bytes();
             }
             if offset != used as usize {
-                return Err(format!("{record_count} records end at {offset}, header says {used}"));
+                return Err(DecodeError::Invalid(format!(
+                    "{record_count} records end at {offset}, header says {used}"
+                )));
             }
         }
     }

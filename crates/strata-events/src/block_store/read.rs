@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use strata_media::fs::FsFile;
 
-use crate::ids::{EventError, NodeId};
+use crate::ids::{DecodeError, EventError, NodeId};
 
 use super::codec::{decode_node, decode_record, validate_block};
 use super::format::{
@@ -27,7 +27,7 @@ pub struct TranslationBlock {
 /// The node id and decompressed bytes of the record at `offset` of `block`
 /// (a block image, or its prefix up to the record's end). `Err` says what
 /// is wrong.
-fn decode_node_at(block: &[u8], offset: usize) -> Result<(NodeId, Vec<u8>), String> {
+fn decode_node_at(block: &[u8], offset: usize) -> Result<(NodeId, Vec<u8>), DecodeError> {
     let h = decode_record(block, offset)?;
     let stored = &block[offset + RECORD_HEADER_BYTES..offset + h.record_bytes()];
     Ok((h.node_id, decode_node(&h, stored)?))
@@ -62,7 +62,9 @@ impl BlockStore {
     /// The node id and decompressed bytes of the record at `addr`.
     pub fn read_node(&self, addr: PhysAddr) -> Result<(NodeId, Vec<u8>), EventError> {
         self.check_record_addr(addr)?;
-        let corrupt = |what: String| EventError::corruption(format!("{} {addr}", self.path.display()), what);
+        let corrupt = |what: DecodeError| {
+            EventError::corruption(format!("{} {addr}", self.path.display()), what.to_string())
+        };
         let offset = addr.offset() as usize;
         if addr.block() == self.open.number {
             return decode_node_at(&self.open.buf[..self.open.used], offset).map_err(corrupt);
@@ -93,7 +95,7 @@ impl BlockStore {
         self.reads.block_reads.fetch_add(1, Ordering::Relaxed);
         self.reads.bytes_read.fetch_add(BLOCK_BYTES as u64, Ordering::Relaxed);
         let h = validate_block(&buf, number).map_err(|what| {
-            EventError::corruption(format!("{} block {number}", self.path.display()), what)
+            EventError::corruption(format!("{} block {number}", self.path.display()), what.to_string())
         })?;
         Ok((h, buf))
     }

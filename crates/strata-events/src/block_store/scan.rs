@@ -71,7 +71,10 @@ impl BlockScan<'_> {
             if let Some((number, offset, left)) = self.cursor {
                 if left > 0 {
                     let h = decode_record(&self.block, offset).map_err(|what| {
-                        EventError::corruption(format!("{} block {number}", self.store.path.display()), what)
+                        EventError::corruption(
+                            format!("{} block {number}", self.store.path.display()),
+                            what.to_string(),
+                        )
                     })?;
                     self.cursor = Some((number, offset + h.record_bytes(), left - 1));
                     let addr = PhysAddr::new(number, offset as u32).expect("records lie inside blocks");

@@ -90,6 +90,11 @@ pub(crate) fn i64_at(b: &[u8], at: usize) -> i64 {
 }
 
 #[inline]
+/// The entry count of a node buffer (its header's `count` field).
+pub(crate) fn header_count(buf: &[u8]) -> usize {
+    u32_at(buf, OFFSET_COUNT) as usize
+}
+
 pub(crate) fn put_u16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }

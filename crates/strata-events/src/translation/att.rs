@@ -159,7 +159,7 @@ impl AttTranslation {
         let block = store.read_translation_block(addr)?;
         self.ssd_reads.fetch_add(1, Ordering::Relaxed);
         let corrupt = |what: String| EventError::corruption(format!("ATT node at {addr}"), what);
-        let node = AttNode::decode(&block.payload).map_err(corrupt)?;
+        let node = AttNode::decode(&block.payload).map_err(|e| corrupt(e.to_string()))?;
         let level_ok = level.is_none_or(|l| node.level as u32 == l);
         if node.tree as usize != k
             || !level_ok
@@ -359,7 +359,7 @@ impl AttTranslation {
             let block = store.read_translation_block(addr)?;
             blocks_read += 1;
             let node = AttNode::decode(&block.payload)
-                .map_err(|what| EventError::corruption(format!("ATT node at {addr}"), what))?;
+                .map_err(|what| EventError::corruption(format!("ATT node at {addr}"), what.to_string()))?;
             if let Some(commit) = node.commit {
                 found = Some((addr, node, commit));
                 break;

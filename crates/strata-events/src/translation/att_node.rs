@@ -8,6 +8,7 @@
 //! commit: both trees' roots and next ids, and where to replay data from.
 
 use crate::block_store::{PhysAddr, TRANSLATION_PAYLOAD_BYTES};
+use crate::ids::DecodeError;
 
 /// Bytes before the entries.
 pub const ATT_NODE_HEADER_BYTES: usize = 64;
@@ -100,42 +101,46 @@ impl AttNode {
     }
 
     /// Decodes and checks a translation block's payload. `Err` says what is wrong.
-    pub fn decode(payload: &[u8]) -> Result<AttNode, String> {
+    pub fn decode(payload: &[u8]) -> Result<AttNode, DecodeError> {
         if payload.len() < ATT_NODE_HEADER_BYTES {
-            return Err(format!("ATT node of {} bytes is shorter than its header", payload.len()));
+            return Err(DecodeError::Truncated {
+                what: "ATT node",
+                need: ATT_NODE_HEADER_BYTES as u64,
+                have: payload.len() as u64,
+            });
         }
         let tree = payload[ATT_OFFSET_TREE];
         if tree != ATT_TREE_LEAF && tree != ATT_TREE_INDEX {
-            return Err(format!("unknown tree {tree}"));
+            return Err(DecodeError::Unknown { what: "tree", value: tree.into() });
         }
         let level = payload[ATT_OFFSET_LEVEL];
         if level > ATT_MAX_LEVEL {
-            return Err(format!("level {level} exceeds {ATT_MAX_LEVEL}"));
+            return Err(DecodeError::Invalid(format!("level {level} exceeds {ATT_MAX_LEVEL}")));
         }
         let flags = u16::from_le_bytes([payload[ATT_OFFSET_FLAGS], payload[ATT_OFFSET_FLAGS + 1]]);
         if flags & !ATT_FLAG_COMMIT != 0 {
-            return Err(format!("unknown flags {flags:#x}"));
+            return Err(DecodeError::Unknown { what: "flags", value: flags.into() });
         }
         let fanout =
             u32::from_le_bytes(payload[ATT_OFFSET_FANOUT..ATT_OFFSET_FANOUT + 4].try_into().expect("4"));
         if !(ATT_MIN_FANOUT..=ATT_MAX_FANOUT).contains(&fanout) {
-            return Err(format!("fanout {fanout} out of range"));
+            return Err(DecodeError::Invalid(format!("fanout {fanout} out of range")));
         }
         if payload.len() != ATT_NODE_HEADER_BYTES + fanout as usize * 8 {
-            return Err(format!("ATT node of {} bytes does not hold {fanout} entries", payload.len()));
+            return Err(DecodeError::Invalid(format!(
+                "ATT node of {} bytes does not hold {fanout} entries",
+                payload.len()
+            )));
         }
-        let addr_or_none = |raw: u64, what: &str| -> Result<Option<PhysAddr>, String> {
-            match raw {
-                0 => Ok(None),
-                raw => {
-                    PhysAddr::from_u64(raw).map(Some).ok_or_else(|| format!("{what} {raw:#x} is no address"))
-                }
-            }
+        let address = |raw: u64, what: &'static str| {
+            PhysAddr::from_u64(raw).ok_or(DecodeError::BadAddress { what, raw })
+        };
+        let addr_or_none = |raw: u64, what| match raw {
+            0 => Ok(None),
+            raw => address(raw, what).map(Some),
         };
         let commit = if flags & ATT_FLAG_COMMIT != 0 {
-            let replay_raw = u64_at(payload, ATT_OFFSET_REPLAY_FROM);
-            let replay_from = PhysAddr::from_u64(replay_raw)
-                .ok_or_else(|| format!("replay_from {replay_raw:#x} is no address"))?;
+            let replay_from = address(u64_at(payload, ATT_OFFSET_REPLAY_FROM), "replay_from")?;
             Some(AttCommit {
                 seq: u64_at(payload, ATT_OFFSET_COMMIT_SEQ),
                 replay_from,
@@ -150,14 +155,14 @@ impl AttNode {
             })
         } else {
             if payload[ATT_OFFSET_COMMIT_SEQ..ATT_NODE_HEADER_BYTES].iter().any(|&b| b != 0) {
-                return Err("commit fields set in a node that is no commit".into());
+                return Err(DecodeError::Invalid("commit fields set in a node that is no commit".into()));
             }
             None
         };
         let entries: Vec<u64> =
             (0..fanout as usize).map(|i| u64_at(payload, ATT_NODE_HEADER_BYTES + i * 8)).collect();
-        if let Some(bad) = entries.iter().find(|&&e| e != 0 && PhysAddr::from_u64(e).is_none()) {
-            return Err(format!("entry {bad:#x} is no address"));
+        if let Some(&raw) = entries.iter().find(|&&e| e != 0 && PhysAddr::from_u64(e).is_none()) {
+            return Err(DecodeError::BadAddress { what: "entry", raw });
         }
         Ok(AttNode {
             tree,
@@ -209,13 +214,13 @@ mod tests {
         let good = node.encode();
         let mut bad_tree = good.clone();
         bad_tree[ATT_OFFSET_TREE] = 7;
-        assert!(AttNode::decode(&bad_tree).unwrap_err().contains("tree"));
+        assert!(matches!(AttNode::decode(&bad_tree), Err(DecodeError::Unknown { what: "tree", .. })));
         let mut bad_entry = good.clone();
         bad_entry[ATT_NODE_HEADER_BYTES] = 1; // offset 1 < block header
-        assert!(AttNode::decode(&bad_entry).unwrap_err().contains("no address"));
+        assert!(matches!(AttNode::decode(&bad_entry), Err(DecodeError::BadAddress { what: "entry", .. })));
         assert!(AttNode::decode(&good[..good.len() - 1]).is_err());
         let mut stray = good.clone();
         stray[ATT_OFFSET_LEAF_ROOT] = 1;
-        assert!(AttNode::decode(&stray).unwrap_err().contains("no commit"));
+        assert!(AttNode::decode(&stray).unwrap_err().to_string().contains("no commit"));
     }
 }

@@ -11,11 +11,13 @@
 
 use crate::aggregate::Aggregates;
 use crate::ids::{EventError, NodeId};
-use crate::node::header::{NO_SIBLING, OFFSET_COUNT, OFFSET_ID, OFFSET_NEXT};
+use crate::node::header::{header_count, NO_SIBLING, OFFSET_ID, OFFSET_NEXT};
 use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode, NODE_BYTES};
 
 use super::flank_pmem::{FlankJournal, PmemFlankArea};
 use super::merge_record::MergeRecord;
+#[cfg(any(test, feature = "crashtest"))]
+pub(crate) use super::planted::{planted, PlantedBug};
 
 /// The flank nodes, one per level, in DRAM, optionally mirrored on PMem.
 pub(crate) struct Flank {
@@ -272,11 +274,6 @@ fn word_at(buf: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The entry count of a node buffer.
-pub(crate) fn header_count(buf: &[u8]) -> usize {
-    u32::from_le_bytes(buf[OFFSET_COUNT..OFFSET_COUNT + 4].try_into().expect("4 bytes")) as usize
-}
-
 /// The id of a node buffer.
 pub(crate) fn node_id(buf: &[u8]) -> NodeId {
     NodeId::from_u64(word_at(buf, OFFSET_ID))
@@ -286,26 +283,4 @@ pub(crate) fn node_id(buf: &[u8]) -> NodeId {
 pub(crate) fn next_id(buf: &[u8]) -> Option<NodeId> {
     let raw = word_at(buf, OFFSET_NEXT);
     (raw != NO_SIBLING).then(|| NodeId::from_u64(raw))
-}
-
-/// Bugs the crash tests must catch (planted by those tests only).
-#[cfg(any(test, feature = "crashtest"))]
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum PlantedBug {
-    None,
-    /// Report appended events durable before their batch is persisted.
-    AckBeforePersist,
-    /// Trust the leaf commit word's count at recovery without checking the
-    /// CRC of its batch.
-    UncheckedLeafCommit,
-}
-
-#[cfg(any(test, feature = "crashtest"))]
-thread_local! {
-    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
-}
-
-#[cfg(any(test, feature = "crashtest"))]
-pub(crate) fn planted(bug: PlantedBug) -> bool {
-    PLANTED_BUG.with(|b| b.get()) == bug
 }

@@ -33,12 +33,13 @@ use std::sync::Arc;
 
 use strata_pmem::{Region, RegionOffset, CACHE_LINE_BYTES};
 
-use crate::ids::{EventError, NodeId};
+use crate::ids::{DecodeError, EventError, NodeId};
 use crate::node::header::OFFSET_COUNT;
 use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
 
-use super::flank::header_count;
+pub use super::merge_record::NO_NODE;
 use super::merge_record::{MergeRecord, MERGE_RECORD_BYTES};
+use crate::node::header::header_count;
 
 /// `STEVFLNK` read as a little-endian u64.
 pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
@@ -88,8 +89,6 @@ pub const FLANK_FLAG_AGGREGATES_INLINE: u32 = 2;
 pub const JOURNAL_IDLE: u64 = 0;
 /// Journal state word: a write-out is in flight (`WRITEOUT` as a little-endian u64).
 pub const JOURNAL_ACTIVE: u64 = u64::from_le_bytes(*b"WRITEOUT");
-/// A node-id word meaning "none".
-pub const NO_NODE: u64 = u64::MAX;
 /// Merge state word: no out-of-order merge in flight.
 pub const MERGE_IDLE: u64 = 0;
 /// Merge state word: a merge is in flight, its current step record is in
@@ -419,7 +418,8 @@ impl PmemFlankArea {
             slots.push(slot);
         }
         let leaf_commit = LeafCommit::from_word(word(FLANK_OFFSET_LEAF_COMMIT));
-        let durable = area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(corrupt)?;
+        let durable =
+            area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(|e| corrupt(e.to_string()))?;
         if durable != leaf_commit.count {
             // A torn batch: rewrite the word to describe what the leaf holds,
             // so a later torn batch can never make the stale CRC match again.
@@ -443,14 +443,17 @@ impl PmemFlankArea {
     /// the CRC matches the batch's bytes, else the count before the batch
     /// (a torn batch); returns that count. `Err` names a word that cannot
     /// describe the slot.
-    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<u16, String> {
+    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<u16, DecodeError> {
         let (from, count) = (usize::from(commit.from), usize::from(commit.count));
         let batch = NODE_HEADER_BYTES + from * self.event_bytes..NODE_HEADER_BYTES + count * self.event_bytes;
         if from > count || batch.end > slot.len() {
-            return Err(format!("leaf commit word {:#018x} outside the slot", commit.word()));
+            return Err(DecodeError::Invalid(format!(
+                "leaf commit word {:#018x} outside the slot",
+                commit.word()
+            )));
         }
         #[cfg(any(test, feature = "crashtest"))]
-        let checked = !super::flank::planted(super::flank::PlantedBug::UncheckedLeafCommit);
+        let checked = !super::planted::planted(super::planted::PlantedBug::UncheckedLeafCommit);
         #[cfg(not(any(test, feature = "crashtest")))]
         let checked = true;
         let durable =

@@ -364,13 +364,17 @@ fn the_leaf_commit_word_sits_where_the_doc_says_and_a_torn_batch_falls_back_to_f
     assert_eq!((word >> 32) as u32, crc, "bits 32..64: CRC32C of the batch's event bytes");
     assert_eq!(second.start, 64 + 3 * 56, "the batch starts at 64 + from * event_bytes");
     let (_, image) = open().unwrap();
-    assert_eq!(super::flank::header_count(&image.slots[0]), 5);
+    assert_eq!(crate::node::header::header_count(&image.slots[0]), 5);
     assert_eq!(image.leaf_commit, LeafCommit { count: 5, from: 3, crc });
     // Tear the batch: one byte of its last event never reached the media.
     let torn = FLANK_SLOTS_OFFSET + second.end as u64 - 1;
     region.write(RegionOffset(torn), &[0xEE]);
     let (_, image) = open().unwrap();
-    assert_eq!(super::flank::header_count(&image.slots[0]), 3, "a torn batch: the leaf holds `from` events");
+    assert_eq!(
+        crate::node::header::header_count(&image.slots[0]),
+        3,
+        "a torn batch: the leaf holds `from` events"
+    );
     assert_eq!(
         region.load_u64(RegionOffset(FLANK_OFFSET_LEAF_COMMIT)),
         LeafCommit { count: 3, from: 3, crc: 0 }.word(),

@@ -18,10 +18,10 @@
 //! `events_before` are those already appended.
 
 use crate::block_store::PhysAddr;
-use crate::ids::{EventError, NodeId};
+use crate::ids::{DecodeError, EventError, NodeId};
 
-use super::flank_pmem::NO_NODE;
-
+/// A node-id word meaning "none" (here and in the flank header's journal).
+pub const NO_NODE: u64 = u64::MAX;
 /// Bytes of one step record.
 pub const MERGE_RECORD_BYTES: u64 = 40;
 /// `kind` byte of a leaf step.
@@ -100,17 +100,21 @@ impl MergeRecord {
     }
 
     /// Decodes a record; a message naming the bad field otherwise.
-    pub fn decode(bytes: &[u8]) -> Result<MergeRecord, String> {
+    pub fn decode(bytes: &[u8]) -> Result<MergeRecord, DecodeError> {
         if bytes.len() < MERGE_RECORD_BYTES as usize {
-            return Err(format!("{} bytes, a record has {MERGE_RECORD_BYTES}", bytes.len()));
+            return Err(DecodeError::Truncated {
+                what: "merge record",
+                need: MERGE_RECORD_BYTES,
+                have: bytes.len() as u64,
+            });
         }
         let w = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let (done, chunk) = (w(0) as u32, (w(0) >> 32) as u32);
         let (kind, bits, count) = (w(1) as u8, (w(1) >> 8) as u8, (w(1) >> 32) as u32);
         if (w(1) >> 16) & 0xFFFF != 0 || bits & !(MERGE_CARRY_PRESENT | MERGE_CARRY_SOURCE_FIRST) != 0 {
-            return Err(format!("step word {:#018x} has unknown bits", w(1)));
+            return Err(DecodeError::Invalid(format!("step word {:#018x} has unknown bits", w(1))));
         }
-        let addr = |raw: u64, what: &str| PhysAddr::from_u64(raw).ok_or_else(|| format!("{what} {raw:#x}"));
+        let addr = |raw: u64, what| PhysAddr::from_u64(raw).ok_or(DecodeError::BadAddress { what, raw });
         let carry = if bits & MERGE_CARRY_PRESENT != 0 {
             Some(MergeCarry {
                 source: addr(w(4), "carry source address")?,
@@ -118,7 +122,7 @@ impl MergeRecord {
                 count,
             })
         } else if count != 0 || bits != 0 || w(4) != NO_NODE {
-            return Err("a record without a carry has carry fields".into());
+            return Err(DecodeError::Invalid("a record without a carry has carry fields".into()));
         } else {
             None
         };
@@ -126,12 +130,12 @@ impl MergeRecord {
             MERGE_STEP_LEAF => {
                 let leaf = NodeId::from_u64(w(2));
                 if leaf.kind != crate::ids::NodeKind::Leaf {
-                    return Err(format!("leaf step of {leaf}"));
+                    return Err(DecodeError::Invalid(format!("leaf step of {leaf}")));
                 }
                 MergeStep::Leaf { leaf, before: addr(w(3), "leaf address")?, carry }
             }
             MERGE_STEP_APPEND if w(3) == NO_NODE => MergeStep::Append { events_before: w(2), carry },
-            _ => return Err(format!("step kind {kind} with address word {:#x}", w(3))),
+            _ => return Err(DecodeError::Invalid(format!("step kind {kind} with address word {:#x}", w(3)))),
         };
         Ok(MergeRecord { done, chunk, step })
     }
@@ -175,13 +179,16 @@ mod tests {
         }
         let mut bad = records[0].encode();
         bad[8] = 9;
-        assert!(MergeRecord::decode(&bad).unwrap_err().contains("step kind 9"));
+        assert!(MergeRecord::decode(&bad).unwrap_err().to_string().contains("step kind 9"));
         let mut bad = records[0].encode();
         bad[16..24].copy_from_slice(&NodeId::index(1).to_u64().to_le_bytes());
-        assert!(MergeRecord::decode(&bad).unwrap_err().contains("leaf step"));
+        assert!(MergeRecord::decode(&bad).unwrap_err().to_string().contains("leaf step"));
         let mut bad = records[1].encode();
         bad[32..40].copy_from_slice(&0u64.to_le_bytes());
-        assert!(MergeRecord::decode(&bad).unwrap_err().contains("carry source"));
+        assert!(matches!(
+            MergeRecord::decode(&bad),
+            Err(DecodeError::BadAddress { what: "carry source address", .. })
+        ));
         assert!(MergeRecord::decode(&[0u8; 39]).is_err());
         assert!(record(1 << 33, 1, records[0].step).is_err(), "counts beyond 32 bits are refused");
     }

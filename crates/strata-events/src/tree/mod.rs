@@ -44,6 +44,8 @@ mod ooo_merge;
 mod ooo_path;
 mod ooo_steps;
 mod open;
+#[cfg(any(test, feature = "crashtest"))]
+mod planted;
 mod query;
 mod recovery;
 mod recovery_dram;
@@ -83,9 +85,9 @@ pub use storage::{NodeStorage, StorageStats, SyncObserver, TreeStorage};
 pub use verify::TreeCheck;
 
 #[cfg(any(test, feature = "crashtest"))]
-pub use flank::{PlantedBug, PLANTED_BUG};
-#[cfg(any(test, feature = "crashtest"))]
 pub use ooo_steps::{MergeBug, MERGE_BUG};
+#[cfg(any(test, feature = "crashtest"))]
+pub use planted::{PlantedBug, PLANTED_BUG};
 
 /// Whether the stream must truncate its queue before merging (a planted bug).
 #[cfg(any(test, feature = "crashtest"))]

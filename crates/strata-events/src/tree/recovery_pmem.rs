@@ -70,7 +70,7 @@ pub(crate) fn finish_entry_journal(
 ) -> Result<(), EventError> {
     let Some((level, index)) = image.entry_journal.take() else { return Ok(()) };
     let slot = &mut image.slots[level as usize];
-    let count = super::flank::header_count(slot);
+    let count = crate::node::header::header_count(slot);
     let eb = index_layout.entry_bytes();
     let at = crate::node::NODE_HEADER_BYTES + index as usize * eb;
     let scratch = crate::node::NODE_HEADER_BYTES + count * eb;

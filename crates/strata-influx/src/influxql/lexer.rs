@@ -4,38 +4,7 @@
 //! number directly followed by letters is a duration; regex literals are
 //! scanned only where the parser asks for one, after `=~` / `!~`).
 
-use std::fmt;
-
-/// A position in the query text, 0-based (errors print it 1-based).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Pos {
-    pub line: usize,
-    pub col: usize,
-}
-
-/// A parse error with its position; displays like InfluxDB:
-/// `found EOF, expected FROM at line 1, char 9`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError {
-    pub message: String,
-    pub pos: Pos,
-}
-
-impl ParseError {
-    pub fn new(message: impl Into<String>, pos: Pos) -> ParseError {
-        ParseError { message: message.into(), pos }
-    }
-
-    pub fn expected(found: &str, expected: &[&str], pos: Pos) -> ParseError {
-        ParseError::new(format!("found {found}, expected {}", expected.join(", ")), pos)
-    }
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at line {}, char {}", self.message, self.pos.line + 1, self.pos.col + 1)
-    }
-}
+pub use super::error::{ParseError, ParseErrorKind, Pos};
 
 /// InfluxQL reserved words (InfluxDB 1.x spec, plus AND, OR, TRUE, FALSE).
 pub const KEYWORDS: &[&str] = &[
@@ -504,9 +473,9 @@ mod tests {
         let err = Lexer::new("\n  'abc").next_token().unwrap_err();
         assert_eq!(err.to_string(), "found unterminated string, expected a quote at line 2, char 3");
         let err = Lexer::new("'a\\q'").next_token().unwrap_err();
-        assert!(err.message.contains("bad escape"), "{err}");
+        assert!(matches!(&err.kind, ParseErrorKind::Syntax(m) if m.contains("bad escape")), "{err}");
         let err = Lexer::new("1.5e999").next_token().unwrap_err();
-        assert!(err.message.contains("unable to parse number"), "{err}");
+        assert!(err.to_string().contains("unable to parse number"), "{err}");
         assert!(Lexer::new("#").next_token().is_err());
     }
 

@@ -12,6 +12,7 @@
 //! what was done.
 
 pub mod ast;
+pub mod error;
 pub mod exec;
 mod fuzz;
 pub mod lexer;
@@ -52,7 +53,7 @@ pub enum QueryError {
     /// The query text does not parse; the message has InfluxDB's form,
     /// e.g. `found EOF, expected FROM at line 1, char 9`.
     #[error("error parsing query: {0}")]
-    Parse(String),
+    Parse(#[from] parser::ParseError),
     /// A request parameter is invalid (e.g. an unknown `epoch`).
     #[error("{0}")]
     BadParam(String),
@@ -60,7 +61,7 @@ pub enum QueryError {
 
 /// Parses `;`-separated statements.
 pub fn parse_query(text: &str) -> Result<Vec<Statement>, QueryError> {
-    parser::parse_statements(text).map_err(|e| QueryError::Parse(e.to_string()))
+    Ok(parser::parse_statements(text)?)
 }
 
 /// Parses and runs `text` against `store` and returns the InfluxDB 1.x

@@ -9,7 +9,8 @@ use super::ast::{
     BinaryOp, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch, RefKind,
     SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
 };
-use super::lexer::{Lexer, ParseError, Pos, Spanned, Token};
+pub use super::error::{ParseError, RegexError};
+use super::lexer::{Lexer, Pos, Spanned, Token};
 use super::time::parse_duration;
 
 /// Deepest expression tree accepted (operator chains count too): bounds
@@ -22,7 +23,7 @@ pub const MAX_NESTING_DEPTH: usize = 100;
 pub const MAX_REGEX_BYTES: usize = 1 << 20;
 
 /// Compiles a regex literal the way the executor will.
-pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
+pub fn compile_regex(pattern: &str) -> Result<regex::Regex, RegexError> {
     RegexBuilder::new(pattern).size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES).build().map_err(
         |e| {
             let text = e.to_string();
@@ -31,7 +32,10 @@ pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
                 .rev()
                 .find(|l| l.starts_with("error:"))
                 .unwrap_or(text.lines().next().unwrap_or(""));
-            format!("invalid regex /{pattern}/: {}", reason.trim_start_matches("error: "))
+            RegexError {
+                pattern: pattern.to_string(),
+                reason: reason.trim_start_matches("error: ").to_string(),
+            }
         },
     )
 }

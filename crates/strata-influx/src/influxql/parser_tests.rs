@@ -2,6 +2,7 @@
 //! InfluxDB-style error messages.
 
 use super::ast::*;
+use super::error::{ParseError, Pos};
 use super::time::NS_PER_M;
 use super::{parse_query, QueryError};
 
@@ -24,7 +25,7 @@ fn select(text: &str) -> SelectStatement {
 
 fn error(text: &str) -> String {
     match parse_query(text) {
-        Err(QueryError::Parse(message)) => message,
+        Err(QueryError::Parse(e)) => e.to_string(),
         other => panic!("{text}: expected a parse error, got {other:?}"),
     }
 }
@@ -246,7 +247,7 @@ fn error_messages_name_what_was_found_and_expected() {
     assert!(error("SELECT v FROM m WHERE h =~ /(/").starts_with("invalid regex /(/"));
     assert!(error("SELECT v FROM a, b").contains("more than one measurement"));
     assert_eq!(
-        QueryError::Parse("found EOF, expected FROM at line 1, char 9".to_string()).to_string(),
+        QueryError::Parse(ParseError::expected("EOF", &["FROM"], Pos { line: 0, col: 8 })).to_string(),
         "error parsing query: found EOF, expected FROM at line 1, char 9"
     );
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Number, Value};
 use strata_series::FieldValue;
 
+use super::exec::error::StatementError;
 use super::time::{format_rfc3339, NS_PER_H, NS_PER_M, NS_PER_MS, NS_PER_S, NS_PER_US};
 use super::QueryError;
 
@@ -106,7 +107,7 @@ impl SeriesOut {
 }
 
 /// One element of `results`.
-pub fn statement_result(statement_id: usize, outcome: &Result<Vec<SeriesOut>, String>) -> Value {
+pub fn statement_result(statement_id: usize, outcome: &Result<Vec<SeriesOut>, StatementError>) -> Value {
     let mut object = Map::new();
     object.insert("statement_id".to_string(), Value::from(statement_id));
     match outcome {
@@ -115,8 +116,8 @@ pub fn statement_result(statement_id: usize, outcome: &Result<Vec<SeriesOut>, St
                 .insert("series".to_string(), Value::Array(series.iter().map(SeriesOut::to_json).collect()));
         }
         Ok(_) => {}
-        Err(message) => {
-            object.insert("error".to_string(), Value::String(message.clone()));
+        Err(e) => {
+            object.insert("error".to_string(), Value::String(e.to_string()));
         }
     }
     Value::Object(object)
@@ -172,7 +173,8 @@ mod tests {
     #[test]
     fn results_omit_empty_series_and_carry_errors() {
         assert_eq!(statement_result(0, &Ok(vec![])), json!({"statement_id": 0}));
-        assert_eq!(statement_result(1, &Err("boom".into())), json!({"statement_id": 1, "error": "boom"}));
+        let boom = Err(StatementError::Other("boom".into()));
+        assert_eq!(statement_result(1, &boom), json!({"statement_id": 1, "error": "boom"}));
         let s = SeriesOut::new(Some("cpu"), &["time", "v"], vec![vec![json!(0), json!(1)]]);
         assert_eq!(
             statement_result(2, &Ok(vec![s])),

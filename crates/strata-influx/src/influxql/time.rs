@@ -27,9 +27,9 @@ const UNITS_LARGEST_FIRST: [(&str, i64); 8] = [
 /// more `<digits><unit>` pairs, units ns, u, µ, ms, s, m, h, d, w.
 /// Returns nanoseconds; `negative` negates before range checks so that
 /// the most negative value is representable.
-pub fn parse_duration(text: &str, negative: bool) -> Result<i64, String> {
+pub fn parse_duration(text: &str, negative: bool) -> Result<i64, DurationError> {
     let chars: Vec<char> = text.chars().collect();
-    let invalid = || format!("invalid duration {text}");
+    let invalid = || DurationError::Invalid(text.to_string());
     if chars.len() < 2 {
         return Err(invalid());
     }
@@ -61,10 +61,19 @@ pub fn parse_duration(text: &str, negative: bool) -> Result<i64, String> {
             .checked_mul(unit_ns as i128)
             .and_then(|v| total_ns.checked_add(v))
             .filter(|v| *v <= i64::MAX as i128 + 1)
-            .ok_or_else(|| format!("overflowed duration {text}"))?;
+            .ok_or_else(|| DurationError::Overflow(text.to_string()))?;
     }
     let signed = if negative { -total_ns } else { total_ns };
-    i64::try_from(signed).map_err(|_| format!("overflowed duration {text}"))
+    i64::try_from(signed).map_err(|_| DurationError::Overflow(text.to_string()))
+}
+
+/// Why a duration literal is not one (the literal's text inside).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("invalid duration {0}")]
+    Invalid(String),
+    #[error("overflowed duration {0}")]
+    Overflow(String),
 }
 
 /// Formats nanoseconds with the largest unit that divides them exactly
@@ -263,7 +272,10 @@ mod tests {
         assert!(parse_duration("1x", false).is_err());
         assert!(parse_duration("1", false).is_err());
         assert!(parse_duration("h1", false).is_err());
-        assert!(parse_duration("99999999999999w", false).unwrap_err().contains("overflowed"));
+        assert_eq!(
+            parse_duration("99999999999999w", false),
+            Err(DurationError::Overflow("99999999999999w".into()))
+        );
         assert_eq!(parse_duration("9223372036854775808ns", true), Ok(i64::MIN));
         assert!(parse_duration("9223372036854775808ns", false).is_err());
     }

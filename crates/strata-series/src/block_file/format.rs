@@ -3,6 +3,7 @@
 //! both [`BlockFile::open`](super::BlockFile::open) and
 //! [`BlockFile::parse`](super::BlockFile::parse) run. Nothing here does I/O.
 
+use crate::error::FormatError;
 use crate::model::{SeriesId, TimestampNs};
 
 /// "STRATABF" (block file) as a little-endian u64, at the start of the file.
@@ -102,26 +103,24 @@ pub(crate) fn encode_header(file_seq: u64) -> [u8; BLOCK_FILE_HEADER_BYTES as us
 
 /// Checks the header (the first [`BLOCK_FILE_HEADER_BYTES`] of `h`) and
 /// returns the file sequence number.
-pub(crate) fn decode_header(h: &[u8]) -> Result<u64, String> {
+pub(crate) fn decode_header(h: &[u8]) -> Result<u64, FormatError> {
     if h.len() < BLOCK_FILE_HEADER_BYTES as usize {
-        return Err(format!("{} bytes, shorter than the {BLOCK_FILE_HEADER_BYTES}-byte header", h.len()));
+        return Err(FormatError::TooShort {
+            what: "header",
+            need: BLOCK_FILE_HEADER_BYTES,
+            have: h.len() as u64,
+        });
     }
     if u64_at(h, HDR_OFFSET_MAGIC) != BLOCK_FILE_MAGIC {
-        return Err("bad header magic (not a block file)".into());
+        return Err(FormatError::BadMagic("bad header magic (not a block file)"));
     }
-    let crc = crc32c::crc32c(&h[..HDR_CRC_COVERED_BYTES]);
-    if u32_at(h, HDR_OFFSET_CRC) != crc {
-        return Err(format!(
-            "header CRC mismatch (stored {:#010x}, computed {crc:#010x})",
-            u32_at(h, HDR_OFFSET_CRC)
-        ));
-    }
+    FormatError::check_crc("header", u32_at(h, HDR_OFFSET_CRC), crc32c::crc32c(&h[..HDR_CRC_COVERED_BYTES]))?;
     let version = u32_at(h, HDR_OFFSET_VERSION);
     if version != BLOCK_FILE_FORMAT_VERSION {
-        return Err(format!("unknown block file format version {version}"));
+        return Err(FormatError::UnsupportedVersion { what: "block file", version });
     }
     if u32_at(h, HDR_OFFSET_RESERVED) != 0 || u32_at(h, HDR_OFFSET_RESERVED2) != 0 {
-        return Err("reserved header bytes are not zero".into());
+        return Err(FormatError::Invalid("reserved header bytes are not zero".into()));
     }
     Ok(u64_at(h, HDR_OFFSET_FILE_SEQ))
 }
@@ -170,16 +169,21 @@ pub(crate) fn encode_footer(footer: &Footer) -> [u8; BLOCK_FILE_FOOTER_BYTES as 
 /// Checks the footer (the last [`BLOCK_FILE_FOOTER_BYTES`] of a file of
 /// `file_len` bytes): magic, and an index that ends exactly where the footer
 /// starts and starts after the header.
-pub(crate) fn decode_footer(f: &[u8], file_len: u64) -> Result<Footer, String> {
+pub(crate) fn decode_footer(f: &[u8], file_len: u64) -> Result<Footer, FormatError> {
     let min_len = BLOCK_FILE_HEADER_BYTES + BLOCK_FILE_FOOTER_BYTES;
     if file_len < min_len {
-        return Err(format!("file is {file_len} bytes, shorter than header + footer ({min_len})"));
+        return Err(FormatError::Invalid(format!(
+            "file is {file_len} bytes, shorter than header + footer ({min_len})"
+        )));
     }
     if f.len() != BLOCK_FILE_FOOTER_BYTES as usize {
-        return Err(format!("footer is {} bytes, expected {BLOCK_FILE_FOOTER_BYTES}", f.len()));
+        return Err(FormatError::Invalid(format!(
+            "footer is {} bytes, expected {BLOCK_FILE_FOOTER_BYTES}",
+            f.len()
+        )));
     }
     if u64_at(f, FTR_OFFSET_MAGIC) != BLOCK_FILE_FOOTER_MAGIC {
-        return Err("bad footer magic (file incomplete or damaged)".into());
+        return Err(FormatError::BadMagic("bad footer magic (file incomplete or damaged)"));
     }
     let footer = Footer {
         index_offset: u64_at(f, FTR_OFFSET_INDEX_OFFSET),
@@ -189,10 +193,10 @@ pub(crate) fn decode_footer(f: &[u8], file_len: u64) -> Result<Footer, String> {
     let footer_start = file_len - BLOCK_FILE_FOOTER_BYTES;
     let index_end = footer.index_offset.checked_add(footer.index_len());
     if footer.index_offset < BLOCK_FILE_HEADER_BYTES || index_end != Some(footer_start) {
-        return Err(format!(
+        return Err(FormatError::Invalid(format!(
             "footer gives an index of {} entries at offset {}, which does not end at the footer (offset {footer_start})",
             footer.entry_count, footer.index_offset
-        ));
+        )));
     }
     Ok(footer)
 }
@@ -201,20 +205,23 @@ pub(crate) fn decode_footer(f: &[u8], file_len: u64) -> Result<Footer, String> {
 /// every entry valid, index order, and blocks that tile the data area
 /// `[BLOCK_FILE_HEADER_BYTES, index_offset)` exactly (every data byte is in
 /// exactly one block, so every byte of the file is covered by a CRC).
-pub(crate) fn decode_index(index: &[u8], footer: &Footer) -> Result<Vec<BlockIndexEntry>, String> {
+pub(crate) fn decode_index(index: &[u8], footer: &Footer) -> Result<Vec<BlockIndexEntry>, FormatError> {
     if index.len() as u64 != footer.index_len() {
-        return Err(format!("index is {} bytes, footer says {}", index.len(), footer.index_len()));
+        return Err(FormatError::Invalid(format!(
+            "index is {} bytes, footer says {}",
+            index.len(),
+            footer.index_len()
+        )));
     }
-    let crc = crc32c::crc32c(index);
-    if crc != footer.index_crc {
-        return Err(format!("index CRC mismatch (stored {:#010x}, computed {crc:#010x})", footer.index_crc));
-    }
+    FormatError::check_crc("index", footer.index_crc, crc32c::crc32c(index))?;
     let entries: Vec<BlockIndexEntry> =
         index.chunks_exact(BLOCK_INDEX_ENTRY_BYTES as usize).map(decode_entry).collect();
     for (i, e) in entries.iter().enumerate() {
-        check_entry(e).map_err(|what| format!("index entry {i}: {what}"))?;
+        check_entry(e).map_err(|what| FormatError::Invalid(format!("index entry {i}: {what}")))?;
         if i > 0 && entries[i - 1].sort_key() >= e.sort_key() {
-            return Err(format!("index entry {i} is out of (series, min_ts, offset) order"));
+            return Err(FormatError::Invalid(format!(
+                "index entry {i} is out of (series, min_ts, offset) order"
+            )));
         }
     }
     let mut by_offset: Vec<&BlockIndexEntry> = entries.iter().collect();
@@ -222,39 +229,39 @@ pub(crate) fn decode_index(index: &[u8], footer: &Footer) -> Result<Vec<BlockInd
     let mut expected = BLOCK_FILE_HEADER_BYTES;
     for e in by_offset {
         if e.offset != expected {
-            return Err(format!(
+            return Err(FormatError::Invalid(format!(
                 "blocks do not tile the data area: a block starts at offset {}, expected {expected}",
                 e.offset
-            ));
+            )));
         }
-        expected = e.end().ok_or("block end overflows")?;
+        expected = e.end().ok_or_else(|| FormatError::Invalid("block end overflows".into()))?;
     }
     if expected != footer.index_offset {
-        return Err(format!(
+        return Err(FormatError::Invalid(format!(
             "blocks end at offset {expected}, but the index starts at offset {}",
             footer.index_offset
-        ));
+        )));
     }
     Ok(entries)
 }
 
 /// The rules a single entry obeys, whoever wrote it.
-pub(crate) fn check_entry(e: &BlockIndexEntry) -> Result<(), String> {
+pub(crate) fn check_entry(e: &BlockIndexEntry) -> Result<(), FormatError> {
     if e.min_ts > e.max_ts {
-        return Err(format!("min_ts {} > max_ts {}", e.min_ts, e.max_ts));
+        return Err(FormatError::Invalid(format!("min_ts {} > max_ts {}", e.min_ts, e.max_ts)));
     }
     if e.point_count == 0 {
-        return Err("block with zero points".into());
+        return Err(FormatError::Invalid("block with zero points".into()));
     }
     if e.len_bytes == 0 {
-        return Err("empty block".into());
+        return Err(FormatError::Invalid("empty block".into()));
     }
     Ok(())
 }
 
 /// Validates a whole block file image: header, footer, index (not the block
 /// CRCs). Returns the file sequence number and the entries.
-pub(crate) fn parse_bytes(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), String> {
+pub(crate) fn parse_bytes(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), FormatError> {
     let seq = decode_header(bytes)?;
     let file_len = bytes.len() as u64;
     let footer_start = file_len.saturating_sub(BLOCK_FILE_FOOTER_BYTES) as usize;
@@ -265,16 +272,21 @@ pub(crate) fn parse_bytes(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), S
 }
 
 /// Checks `block` (the bytes at `entry`) against the entry's length and CRC.
-pub(crate) fn check_block(entry: &BlockIndexEntry, block: &[u8]) -> Result<(), String> {
+pub(crate) fn check_block(entry: &BlockIndexEntry, block: &[u8]) -> Result<(), FormatError> {
     if block.len() as u64 != u64::from(entry.len_bytes) {
-        return Err(format!("block is {} bytes, index says {}", block.len(), entry.len_bytes));
+        return Err(FormatError::Invalid(format!(
+            "block is {} bytes, index says {}",
+            block.len(),
+            entry.len_bytes
+        )));
     }
-    let crc = crc32c::crc32c(block);
-    if crc != entry.crc32c {
-        return Err(format!(
-            "block CRC mismatch for series {} at offset {} ({} bytes): stored {:#010x}, computed {crc:#010x}",
-            entry.series, entry.offset, entry.len_bytes, entry.crc32c
-        ));
+    let computed = crc32c::crc32c(block);
+    if computed != entry.crc32c {
+        let what = format!(
+            "block of series {} at offset {} ({} bytes):",
+            entry.series, entry.offset, entry.len_bytes
+        );
+        return FormatError::check_crc(what, entry.crc32c, computed);
     }
     Ok(())
 }
@@ -292,7 +304,7 @@ pub struct BlockSpec<'a> {
 /// The whole image of a block file holding `blocks` in this order: the bytes
 /// [`BlockFileWriter`](super::BlockFileWriter) writes for the same appends.
 /// For tests, fuzzing and tools. Fails on what `append` rejects.
-pub fn encode_block_file(file_seq: u64, blocks: &[BlockSpec<'_>]) -> Result<Vec<u8>, String> {
+pub fn encode_block_file(file_seq: u64, blocks: &[BlockSpec<'_>]) -> Result<Vec<u8>, FormatError> {
     let mut out = encode_header(file_seq).to_vec();
     let mut entries = Vec::with_capacity(blocks.len());
     for b in blocks {
@@ -305,9 +317,10 @@ pub fn encode_block_file(file_seq: u64, blocks: &[BlockSpec<'_>]) -> Result<Vec<
 }
 
 /// The entry for `block` placed at `offset`, or why `append` rejects it.
-pub(crate) fn new_entry(block: &BlockSpec<'_>, offset: u64) -> Result<BlockIndexEntry, String> {
-    let len_bytes = u32::try_from(block.bytes.len())
-        .map_err(|_| format!("block of {} bytes is larger than u32::MAX", block.bytes.len()))?;
+pub(crate) fn new_entry(block: &BlockSpec<'_>, offset: u64) -> Result<BlockIndexEntry, FormatError> {
+    let len_bytes = u32::try_from(block.bytes.len()).map_err(|_| {
+        FormatError::Invalid(format!("block of {} bytes is larger than u32::MAX", block.bytes.len()))
+    })?;
     let entry = BlockIndexEntry {
         series: block.series,
         min_ts: block.min_ts,
@@ -318,7 +331,7 @@ pub(crate) fn new_entry(block: &BlockSpec<'_>, offset: u64) -> Result<BlockIndex
         crc32c: crc32c::crc32c(block.bytes),
     };
     check_entry(&entry)?;
-    entry.end().ok_or("block end overflows u64")?;
+    entry.end().ok_or_else(|| FormatError::Invalid("block end overflows u64".into()))?;
     Ok(entry)
 }
 
@@ -328,9 +341,9 @@ pub(crate) fn finish_image(
     entries: &mut [BlockIndexEntry],
     index_offset: u64,
     mut emit: impl FnMut(&[u8]),
-) -> Result<(), String> {
-    let entry_count =
-        u32::try_from(entries.len()).map_err(|_| format!("{} blocks exceed u32::MAX", entries.len()))?;
+) -> Result<(), FormatError> {
+    let entry_count = u32::try_from(entries.len())
+        .map_err(|_| FormatError::Invalid(format!("{} blocks exceed u32::MAX", entries.len())))?;
     entries.sort_by_key(BlockIndexEntry::sort_key);
     let index = encode_index(entries);
     let footer = Footer { index_offset, entry_count, index_crc: crc32c::crc32c(&index) };

@@ -71,7 +71,7 @@ pub fn fuzz_block_file_parse(data: &[u8]) {
 
 /// Parses `bytes`; if accepted and every block passes its CRC, checks that
 /// re-encoding the parsed blocks in file order gives the same bytes.
-fn check_parse(bytes: &[u8]) -> Result<Vec<BlockIndexEntry>, String> {
+fn check_parse(bytes: &[u8]) -> Result<Vec<BlockIndexEntry>, crate::error::FormatError> {
     let (seq, entries) = BlockFile::parse(bytes)?;
     let blocks_valid = entries.iter().all(|e| {
         let block = block_of(bytes, e).expect("accepted entries lie within the file");

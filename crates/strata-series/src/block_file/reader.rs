@@ -15,7 +15,7 @@ use super::format::{
     BLOCK_FILE_FOOTER_BYTES, BLOCK_FILE_FORMAT_VERSION, BLOCK_FILE_HEADER_BYTES,
 };
 use super::parse_block_file_name;
-use crate::error::EngineError;
+use crate::error::{EngineError, FormatError};
 use crate::model::SeriesId;
 
 /// An open block file whose header, footer and index are valid. Shared
@@ -58,7 +58,7 @@ impl BlockFile {
         }
         let mut header = [0u8; BLOCK_FILE_HEADER_BYTES as usize];
         read_exact(file.as_ref(), 0, &mut header).map_err(|e| e.into_engine(path))?;
-        let seq = decode_header(&header).map_err(corrupt)?;
+        let seq = decode_header(&header).map_err(|e| corrupt(e.to_string()))?;
         let named_seq = path.file_name().and_then(|n| n.to_str()).and_then(parse_block_file_name);
         if let Some(named_seq) = named_seq.filter(|&n| n != seq) {
             return Err(corrupt(format!("header holds file seq {seq}, the file name says {named_seq}")));
@@ -66,19 +66,19 @@ impl BlockFile {
         let mut footer_bytes = [0u8; BLOCK_FILE_FOOTER_BYTES as usize];
         read_exact(file.as_ref(), len_bytes - BLOCK_FILE_FOOTER_BYTES, &mut footer_bytes)
             .map_err(|e| e.into_engine(path))?;
-        let footer = decode_footer(&footer_bytes, len_bytes).map_err(corrupt)?;
+        let footer = decode_footer(&footer_bytes, len_bytes).map_err(|e| corrupt(e.to_string()))?;
         let index_len = usize::try_from(footer.index_len())
             .map_err(|_| corrupt(format!("index of {} bytes does not fit in memory", footer.index_len())))?;
         let mut index = vec![0u8; index_len];
         read_exact(file.as_ref(), footer.index_offset, &mut index).map_err(|e| e.into_engine(path))?;
-        let entries = decode_index(&index, &footer).map_err(corrupt)?;
+        let entries = decode_index(&index, &footer).map_err(|e| corrupt(e.to_string()))?;
         Ok(BlockFile { file, path: path.to_path_buf(), seq, len_bytes, footer, entries })
     }
 
     /// Validates a whole block file image as `open` does (without the file
     /// name check, and without the block CRCs, which `read_block` checks).
     /// Pure; never panics.
-    pub fn parse(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), String> {
+    pub fn parse(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), FormatError> {
         parse_bytes(bytes)
     }
 
@@ -126,7 +126,7 @@ impl BlockFile {
         let mut block = vec![0u8; entry.len_bytes as usize];
         read_exact(self.file.as_ref(), entry.offset, &mut block).map_err(|e| e.into_engine(&self.path))?;
         check_block(entry, &block)
-            .map_err(|what| EngineError::corruption(self.path.display().to_string(), what))?;
+            .map_err(|what| EngineError::corruption(self.path.display().to_string(), what.to_string()))?;
         Ok(block)
     }
 }

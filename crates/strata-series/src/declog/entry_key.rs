@@ -21,6 +21,7 @@
 use strata_declog::compress::point_payload;
 
 use crate::bytes::{put_series_key, put_str, ByteReader};
+use crate::error::FormatError;
 use crate::model::{FieldType, FieldValue, SeriesKey, TimestampNs};
 
 /// Rest byte 0: the entry writes a value.
@@ -60,12 +61,13 @@ pub fn encode_key(db: &str, key: &SeriesKey, field_type: FieldType) -> Vec<u8> {
     out
 }
 
-pub fn decode_key(bytes: &[u8]) -> Result<EntryKey, String> {
+pub fn decode_key(bytes: &[u8]) -> Result<EntryKey, FormatError> {
     let mut r = ByteReader::new(bytes, "entry key offset");
     let db = r.string("database")?;
     let key = r.series_key()?;
     let code = r.u8()?;
-    let field_type = FieldType::from_code(code).ok_or_else(|| format!("unknown field type code {code}"))?;
+    let field_type = FieldType::from_code(code)
+        .ok_or(FormatError::UnknownCode { what: "field type code", code: code.into() })?;
     r.finish("entry key")?;
     Ok(EntryKey { db, key, field_type })
 }
@@ -90,7 +92,7 @@ pub fn encode_payload(key: &[u8], ts: TimestampNs, op: &EntryOp) -> Vec<u8> {
     point_payload::encode(key, ts, bits, &rest)
 }
 
-pub fn decode_payload(bytes: &[u8]) -> Result<EntryPoint, String> {
+pub fn decode_payload(bytes: &[u8]) -> Result<EntryPoint, FormatError> {
     let p = point_payload::decode(bytes)?;
     let key = decode_key(p.key)?;
     let op = decode_op(p.value_bits, p.rest, key.field_type)?;
@@ -99,8 +101,9 @@ pub fn decode_payload(bytes: &[u8]) -> Result<EntryPoint, String> {
 
 /// The operation of an entry from its value bits and rest, for a series of
 /// type `field_type` (replay decodes each key once and then only this).
-pub fn decode_op(bits: u64, rest: &[u8], field_type: FieldType) -> Result<EntryOp, String> {
-    let (op_byte, tail) = rest.split_first().ok_or("entry payload has no op byte")?;
+pub fn decode_op(bits: u64, rest: &[u8], field_type: FieldType) -> Result<EntryOp, FormatError> {
+    let (op_byte, tail) =
+        rest.split_first().ok_or_else(|| FormatError::Invalid("entry payload has no op byte".into()))?;
     let op = match *op_byte {
         OP_DELETE if tail.is_empty() && bits == 0 => EntryOp::Delete,
         OP_WRITE => EntryOp::Write(match field_type {
@@ -108,16 +111,29 @@ pub fn decode_op(bits: u64, rest: &[u8], field_type: FieldType) -> Result<EntryO
             FieldType::Integer => FieldValue::Integer(bits as i64),
             FieldType::Unsigned => FieldValue::Unsigned(bits),
             FieldType::Boolean if bits <= 1 => FieldValue::Boolean(bits == 1),
-            FieldType::Boolean => return Err(format!("boolean entry with value bits {bits}")),
-            FieldType::String if bits != 0 => return Err(format!("string entry with value bits {bits}")),
+            FieldType::Boolean => {
+                return Err(FormatError::Invalid(format!("boolean entry with value bits {bits}")))
+            }
+            FieldType::String if bits != 0 => {
+                return Err(FormatError::Invalid(format!("string entry with value bits {bits}")))
+            }
             FieldType::String => FieldValue::String(
-                String::from_utf8(tail.to_vec()).map_err(|_| "string entry is not UTF-8".to_string())?,
+                String::from_utf8(tail.to_vec())
+                    .map_err(|_| FormatError::Invalid("string entry is not UTF-8".into()))?,
             ),
         }),
-        other => return Err(format!("unknown entry op byte {other} ({} rest bytes)", rest.len())),
+        other => {
+            return Err(FormatError::Invalid(format!(
+                "unknown entry op byte {other} ({} rest bytes)",
+                rest.len()
+            )))
+        }
     };
     if matches!(op, EntryOp::Write(ref v) if v.field_type() != FieldType::String) && !tail.is_empty() {
-        return Err(format!("{} trailing rest bytes after a non-string write", tail.len()));
+        return Err(FormatError::Invalid(format!(
+            "{} trailing rest bytes after a non-string write",
+            tail.len()
+        )));
     }
     Ok(op)
 }
@@ -180,10 +196,10 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] = 9;
         let err = decode_payload(&bytes).unwrap_err();
-        assert!(err.contains("op byte 9"), "{err}");
+        assert!(err.to_string().contains("op byte 9"), "{err}");
         let kb = encode_key("db", &key(), FieldType::Boolean);
         let bytes = point_payload::encode(&kb, 1, 7, &[OP_WRITE]);
-        assert!(decode_payload(&bytes).unwrap_err().contains("boolean"));
+        assert!(decode_payload(&bytes).unwrap_err().to_string().contains("boolean"));
     }
 
     #[test]

@@ -176,11 +176,11 @@ fn replay_entry(
             format!("entry of {} in stream {} at {}: {why}", e.txn, e.stream, e.pos),
         )
     };
-    let raw = point_payload::decode(&e.payload).map_err(corrupt)?;
+    let raw = point_payload::decode(&e.payload).map_err(|why| corrupt(why.to_string()))?;
     let (id, field_type) = match cache.get(raw.key) {
         Some(hit) => *hit,
         None => {
-            let ep = decode_payload(&e.payload).map_err(corrupt)?;
+            let ep = decode_payload(&e.payload).map_err(|why| corrupt(why.to_string()))?;
             let k = &ep.key;
             let found_id = core.index().read().lookup(&k.db, &k.key);
             // The index guard is dropped before `series_type` reads it
@@ -207,7 +207,7 @@ fn replay_entry(
             resolved
         }
     };
-    let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(corrupt)?;
+    let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(|why| corrupt(why.to_string()))?;
     let ts = raw.timestamp;
     let floor = floors.entry(id).or_insert(ts);
     *floor = (*floor).max(ts);

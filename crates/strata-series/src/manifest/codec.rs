@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use super::{Manifest, ManifestSeries, ManifestTombstone};
 use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader, STRING_MIN_BYTES};
+use crate::error::FormatError;
 use crate::model::{FieldType, SeriesId};
 
 /// "STRATAMF" (manifest) as a little-endian u64.
@@ -71,34 +72,38 @@ pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
 
 /// Decodes and validates a whole `MANIFEST` file. Never panics; allocates at
 /// most in proportion to `bytes.len()`.
-pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
+pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, FormatError> {
     if bytes.len() < MANIFEST_HEADER_BYTES {
-        return Err(format!("{} bytes, shorter than the {MANIFEST_HEADER_BYTES}-byte header", bytes.len()));
+        return Err(FormatError::TooShort {
+            what: "header",
+            need: MANIFEST_HEADER_BYTES as u64,
+            have: bytes.len() as u64,
+        });
     }
     let mut header = ByteReader::new(&bytes[..MANIFEST_HEADER_BYTES], "header offset");
     if header.u64()? != MANIFEST_MAGIC {
-        return Err("bad magic (not a manifest)".into());
+        return Err(FormatError::BadMagic("bad magic (not a manifest)"));
     }
     let version = header.u32()?;
     if version != MANIFEST_FORMAT_VERSION && version != MANIFEST_FORMAT_VERSION_V1 {
-        return Err(format!("unknown manifest format version {version}"));
+        return Err(FormatError::UnsupportedVersion { what: "manifest", version });
     }
     let body_crc = header.u32()?;
     let body_len = header.u64()?;
     let body = &bytes[MANIFEST_HEADER_BYTES..];
     if body_len != body.len() as u64 {
-        return Err(format!("header gives a body of {body_len} bytes, the file holds {}", body.len()));
+        return Err(FormatError::Invalid(format!(
+            "header gives a body of {body_len} bytes, the file holds {}",
+            body.len()
+        )));
     }
-    let crc = crc32c::crc32c(body);
-    if crc != body_crc {
-        return Err(format!("body CRC mismatch (stored {body_crc:#010x}, computed {crc:#010x})"));
-    }
+    FormatError::check_crc("body", body_crc, crc32c::crc32c(body))?;
     let m = decode_body(&mut ByteReader::new(body, "body offset"), version)?;
     validate_manifest(&m)?;
     Ok(m)
 }
 
-fn decode_body(r: &mut ByteReader<'_>, version: u32) -> Result<Manifest, String> {
+fn decode_body(r: &mut ByteReader<'_>, version: u32) -> Result<Manifest, FormatError> {
     let checkpoint_seq = r.u64()?;
     let checkpoint_lsn = r.u64()?;
     let protocol = r.string("protocol")?;
@@ -151,22 +156,24 @@ fn decode_body(r: &mut ByteReader<'_>, version: u32) -> Result<Manifest, String>
     })
 }
 
-fn decode_series(r: &mut ByteReader<'_>) -> Result<ManifestSeries, String> {
+fn decode_series(r: &mut ByteReader<'_>) -> Result<ManifestSeries, FormatError> {
     let id = SeriesId(r.u64()?);
     let db = r.string("series database")?;
     let key = r.series_key()?;
     let code = r.u8()?;
-    let field_type =
-        FieldType::from_code(code).ok_or_else(|| format!("series {id}: unknown field type code {code}"))?;
+    let field_type = FieldType::from_code(code)
+        .ok_or_else(|| FormatError::Invalid(format!("series {id}: unknown field type code {code}")))?;
     Ok(ManifestSeries { id, db, key, field_type })
 }
 
 /// The invariants of a manifest (`docs/format/manifest.md`, "Validity").
 /// `write_manifest` refuses, and `decode_manifest` rejects, a manifest
 /// breaking one.
-pub fn validate_manifest(m: &Manifest) -> Result<(), String> {
+pub fn validate_manifest(m: &Manifest) -> Result<(), FormatError> {
     let fits = |what: &str, len: usize| {
-        u32::try_from(len).map(|_| ()).map_err(|_| format!("{what}: {len} exceeds u32::MAX"))
+        u32::try_from(len)
+            .map(|_| ())
+            .map_err(|_| FormatError::Invalid(format!("{what}: {len} exceeds u32::MAX")))
     };
     fits("protocol length", m.protocol.len())?;
     for list in [
@@ -181,23 +188,29 @@ pub fn validate_manifest(m: &Manifest) -> Result<(), String> {
     for db in &m.databases {
         fits("database name length", db.len())?;
         if !databases.insert(db.as_str()) {
-            return Err(format!("database {db:?} listed twice"));
+            return Err(FormatError::Invalid(format!("database {db:?} listed twice")));
         }
     }
     let mut keys = HashSet::with_capacity(m.series.len());
     for (i, s) in m.series.iter().enumerate() {
         if i > 0 && m.series[i - 1].id >= s.id {
-            return Err(format!(
+            return Err(FormatError::Invalid(format!(
                 "series {} follows series {}: ids not strictly ascending",
                 s.id,
                 m.series[i - 1].id
-            ));
+            )));
         }
         if s.id.0 >= m.next_series_id {
-            return Err(format!("series {} is not below next_series_id {}", s.id, m.next_series_id));
+            return Err(FormatError::Invalid(format!(
+                "series {} is not below next_series_id {}",
+                s.id, m.next_series_id
+            )));
         }
         if !databases.contains(s.db.as_str()) {
-            return Err(format!("series {} belongs to unlisted database {:?}", s.id, s.db));
+            return Err(FormatError::Invalid(format!(
+                "series {} belongs to unlisted database {:?}",
+                s.id, s.db
+            )));
         }
         for text in [&s.db, &s.key.measurement, &s.key.field] {
             fits("string length", text.len())?;
@@ -206,33 +219,42 @@ pub fn validate_manifest(m: &Manifest) -> Result<(), String> {
         for (j, (k, v)) in s.key.tags.iter().enumerate() {
             fits("tag length", k.len().max(v.len()))?;
             if j > 0 && s.key.tags[j - 1].0 >= *k {
-                return Err(format!("series {}: tag keys not strictly ascending at {k:?}", s.id));
+                return Err(FormatError::Invalid(format!(
+                    "series {}: tag keys not strictly ascending at {k:?}",
+                    s.id
+                )));
             }
         }
         if !keys.insert((s.db.as_str(), &s.key)) {
-            return Err(format!("series {}: key {} in database {:?} listed twice", s.id, s.key, s.db));
+            return Err(FormatError::Invalid(format!(
+                "series {}: key {} in database {:?} listed twice",
+                s.id, s.key, s.db
+            )));
         }
     }
     for (i, seq) in m.block_files.iter().enumerate() {
         if i > 0 && m.block_files[i - 1] >= *seq {
-            return Err(format!("block file seqs not strictly ascending at {seq}"));
+            return Err(FormatError::Invalid(format!("block file seqs not strictly ascending at {seq}")));
         }
         if *seq >= m.next_file_seq {
-            return Err(format!("block file seq {seq} is not below next_file_seq {}", m.next_file_seq));
+            return Err(FormatError::Invalid(format!(
+                "block file seq {seq} is not below next_file_seq {}",
+                m.next_file_seq
+            )));
         }
     }
     for t in &m.tombstones {
         if t.min_ts > t.max_ts {
-            return Err(format!(
+            return Err(FormatError::Invalid(format!(
                 "tombstone of series {}: min_ts {} > max_ts {}",
                 t.series, t.min_ts, t.max_ts
-            ));
+            )));
         }
         if t.series.0 >= m.next_series_id {
-            return Err(format!(
+            return Err(FormatError::Invalid(format!(
                 "tombstone of series {} is not below next_series_id {}",
                 t.series, m.next_series_id
-            ));
+            )));
         }
     }
     Ok(())

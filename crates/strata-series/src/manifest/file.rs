@@ -53,5 +53,5 @@ pub fn read_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Manifest>
         io::ErrorKind::UnexpectedEof => corrupt("file shrank while being read".into()),
         _ => EngineError::Io(err),
     })?;
-    decode_manifest(&bytes).map(Some).map_err(corrupt)
+    decode_manifest(&bytes).map(Some).map_err(|e| corrupt(e.to_string()))
 }

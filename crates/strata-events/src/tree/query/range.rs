@@ -76,7 +76,7 @@ impl<'a> RangeIter<'a> {
     }
 
     fn enter(&mut self, leaf: QNode<'a>, pos: usize) {
-        self.len = crate::tree::flank::header_count(leaf.buf.as_ref());
+        self.len = crate::node::header::header_count(leaf.buf.as_ref());
         self.pos = pos;
         self.leaf = Some(leaf);
     }

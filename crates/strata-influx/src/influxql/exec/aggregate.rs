@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use strata_series::{FieldType, FieldValue};
 
+use super::error::StatementError;
 use super::plan::{AggColumn, AggFunc, SelectPlan, Window};
 use super::select::Row;
 use crate::influxql::ast::Fill;
@@ -179,7 +180,7 @@ pub fn aggregate_rows(
     columns: &[AggColumn],
     rows: &[Row<'_>],
     epoch: Epoch,
-) -> Result<Vec<Vec<Value>>, String> {
+) -> Result<Vec<Vec<Value>>, StatementError> {
     let fresh = || columns.iter().map(|c| Acc::new(c.func)).collect::<Vec<Acc>>();
     let out = match plan.window {
         None => {
@@ -213,7 +214,7 @@ fn windowed_rows(
     rows: &[Row<'_>],
     fresh: impl Fn() -> Vec<Acc>,
     epoch: Epoch,
-) -> Result<Vec<Vec<Value>>, String> {
+) -> Result<Vec<Vec<Value>>, StatementError> {
     let mut buckets: BTreeMap<i128, Vec<Acc>> = BTreeMap::new();
     for row in rows {
         let accs = buckets.entry(window.start(row.time_ns)).or_insert_with(&fresh);
@@ -236,7 +237,7 @@ pub fn fill_windows(
     columns: &[AggColumn],
     filled: &BTreeMap<i128, Vec<Option<FieldValue>>>,
     epoch: Epoch,
-) -> Result<Vec<Vec<Value>>, String> {
+) -> Result<Vec<Vec<Value>>, StatementError> {
     let Some(&first_start) = filled.keys().next() else {
         return Ok(Vec::new());
     };
@@ -249,7 +250,7 @@ pub fn fill_windows(
         let interval = i128::from(window.interval_ns);
         let count = (to - from) / interval + 1;
         if count > MAX_SELECT_BUCKETS {
-            return Err(format!("max-select-buckets limit exceeded: ({count}/{MAX_SELECT_BUCKETS})"));
+            return Err(StatementError::TooManyBuckets { count, max: MAX_SELECT_BUCKETS });
         }
         (0..count.max(0)).map(|i| from + i * interval).collect()
     };

@@ -7,6 +7,7 @@
 use regex::Regex;
 use strata_series::{FieldValue, TimeRange};
 
+use super::error::StatementError;
 use crate::influxql::ast::{BinaryOp, Expr, RefKind};
 use crate::influxql::parser::compile_regex;
 use crate::influxql::time::parse_time;
@@ -58,12 +59,14 @@ fn flip(op: BinaryOp) -> BinaryOp {
 /// Evaluates the value side of a time comparison: `now()`, a time
 /// string, an integer (ns), a duration (ns since the epoch), and `+`/`-`
 /// of those.
-fn time_value(expr: &Expr, now_ns: i64) -> Result<i128, String> {
+fn time_value(expr: &Expr, now_ns: i64) -> Result<i128, StatementError> {
     match expr {
         Expr::Call { name, args } if name == "now" && args.is_empty() => Ok(i128::from(now_ns)),
-        Expr::Str(s) => parse_time(s)
-            .map(i128::from)
-            .ok_or_else(|| format!("invalid time '{s}': expected RFC3339 such as '2020-01-01T00:00:00Z'")),
+        Expr::Str(s) => parse_time(s).map(i128::from).ok_or_else(|| {
+            StatementError::Condition(format!(
+                "invalid time '{s}': expected RFC3339 such as '2020-01-01T00:00:00Z'"
+            ))
+        }),
         Expr::Integer(v) => Ok(i128::from(*v)),
         Expr::Duration(v) => Ok(i128::from(*v)),
         Expr::Number(v) if v.is_finite() => Ok(*v as i128),
@@ -75,13 +78,13 @@ fn time_value(expr: &Expr, now_ns: i64) -> Result<i128, String> {
         Expr::Binary { op: BinaryOp::Sub, lhs, rhs } => {
             Ok(time_value(lhs, now_ns)? - time_value(rhs, now_ns)?)
         }
-        other => Err(format!("invalid time expression: {other}")),
+        other => Err(StatementError::Condition(format!("invalid time expression: {other}"))),
     }
 }
 
 /// Removes the time comparisons from `expr`; returns what remains (`None`:
 /// nothing, i.e. true) and the time bounds.
-pub fn split_time(expr: &Expr, now_ns: i64) -> Result<(Option<Expr>, TimeBounds), String> {
+pub fn split_time(expr: &Expr, now_ns: i64) -> Result<(Option<Expr>, TimeBounds), StatementError> {
     match expr {
         Expr::Paren(inner) => {
             let (rest, bounds) = split_time(inner, now_ns)?;
@@ -106,7 +109,12 @@ pub fn split_time(expr: &Expr, now_ns: i64) -> Result<(Option<Expr>, TimeBounds)
                 BinaryOp::Lt => TimeBounds { min_ns: None, max_ns: Some(v - 1) },
                 BinaryOp::Lte => TimeBounds { min_ns: None, max_ns: Some(v) },
                 BinaryOp::Eq => TimeBounds { min_ns: Some(v), max_ns: Some(v) },
-                other => return Err(format!("invalid time comparison operator: {}", other.symbol())),
+                other => {
+                    return Err(StatementError::Condition(format!(
+                        "invalid time comparison operator: {}",
+                        other.symbol()
+                    )))
+                }
             };
             Ok((None, bounds))
         }
@@ -186,10 +194,12 @@ pub fn compile(
     expr: &Expr,
     now_ns: i64,
     resolve: &dyn Fn(&str, Option<RefKind>) -> Cond,
-) -> Result<Cond, String> {
+) -> Result<Cond, StatementError> {
     Ok(match expr {
         Expr::VarRef { .. } if expr.is_time_ref() => {
-            return Err("invalid use of time in condition: compare time with a value".to_string())
+            return Err(StatementError::Condition(
+                "invalid use of time in condition: compare time with a value".to_string(),
+            ))
         }
         Expr::VarRef { name, kind } => resolve(name, *kind),
         Expr::Integer(v) => Cond::Lit(Val::Int(*v)),
@@ -199,8 +209,10 @@ pub fn compile(
         Expr::Duration(ns) => Cond::Lit(Val::Int(*ns)),
         Expr::Regex(pattern) => Cond::Regex(compile_regex(pattern)?),
         Expr::Call { name, args } if name == "now" && args.is_empty() => Cond::Lit(Val::Int(now_ns)),
-        Expr::Call { .. } => return Err(format!("invalid function call in condition: {expr}")),
-        Expr::Wildcard => return Err("invalid wildcard in condition".to_string()),
+        Expr::Call { .. } => {
+            return Err(StatementError::Condition(format!("invalid function call in condition: {expr}")))
+        }
+        Expr::Wildcard => return Err(StatementError::Condition("invalid wildcard in condition".to_string())),
         Expr::Paren(inner) => compile(inner, now_ns, resolve)?,
         Expr::Neg(inner) => Cond::Neg(Box::new(compile(inner, now_ns, resolve)?)),
         Expr::Binary { op, lhs, rhs } => Cond::Binary(
@@ -404,8 +416,11 @@ mod tests {
         );
         let (_, b) = split_time(&condition("time = 5"), 0).unwrap();
         assert_eq!(b.range(i64::MAX), TimeRange { min_ns: 5, max_ns: 5 });
-        assert!(split_time(&condition("time != 5"), 0).unwrap_err().contains("!="));
-        assert!(split_time(&condition("time > 'yesterday'"), 0).unwrap_err().contains("invalid time"));
+        assert!(split_time(&condition("time != 5"), 0).unwrap_err().to_string().contains("!="));
+        assert!(split_time(&condition("time > 'yesterday'"), 0)
+            .unwrap_err()
+            .to_string()
+            .contains("invalid time"));
         assert!(split_time(&condition("time > 9223372036854775807"), 0)
             .unwrap()
             .1

@@ -64,7 +64,7 @@ fn tag_condition(condition: &Option<Expr>, what: &str, now_ns: i64) -> Result<Op
         Some(RefKind::Field) => Cond::Lit(Val::Null),
         _ => Cond::Tag(name.to_string()),
     };
-    compile(expr, now_ns, &resolve).map(Some)
+    compile(expr, now_ns, &resolve).map(Some).map_err(String::from)
 }
 
 fn passes(condition: &Option<Cond>, tags: &[(String, String)]) -> bool {
@@ -78,7 +78,7 @@ fn show_db(
     params: &QueryParams,
 ) -> Result<String, String> {
     let explicit = from.as_ref().and_then(|m| m.database.as_deref()).or(on.as_deref());
-    resolve_db(explicit, params)
+    resolve_db(explicit, params).map_err(String::from)
 }
 
 /// One (tag set, field) of a table as the SHOWs list it: a series of a

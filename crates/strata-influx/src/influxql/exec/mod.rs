@@ -26,6 +26,7 @@
 
 pub mod aggregate;
 pub mod condition;
+pub mod error;
 pub mod meta;
 pub mod plan;
 pub mod raw;
@@ -38,12 +39,13 @@ use strata_engine::Tables;
 use super::ast::Statement;
 use super::response::{statement_result, Epoch, SeriesOut};
 use super::QueryParams;
+pub use error::StatementError;
 
 /// The database a statement uses: its own, else the `db` parameter.
-pub fn resolve_db(explicit: Option<&str>, params: &QueryParams) -> Result<String, String> {
+pub fn resolve_db(explicit: Option<&str>, params: &QueryParams) -> Result<String, StatementError> {
     match explicit.or(params.db.as_deref()) {
         Some(db) if !db.is_empty() => Ok(db.to_string()),
-        _ => Err("database name required".to_string()),
+        _ => Err(StatementError::DatabaseRequired),
     }
 }
 
@@ -53,23 +55,24 @@ pub fn execute_statement(
     statement: &Statement,
     params: &QueryParams,
     epoch: Epoch,
-) -> Result<Vec<SeriesOut>, String> {
-    match statement {
-        Statement::Select(s) => select::run_select(tables, s, params, epoch),
-        Statement::ShowDatabases => Ok(meta::show_databases(tables)),
+) -> Result<Vec<SeriesOut>, StatementError> {
+    let meta = match statement {
+        Statement::Select(s) => return select::run_select(tables, s, params, epoch),
+        Statement::ShowDatabases => return Ok(meta::show_databases(tables)),
+        Statement::CreateDatabase { name } => {
+            tables.add_database(name)?;
+            return Ok(Vec::new());
+        }
         Statement::ShowMeasurements(s) => meta::show_measurements(tables, s, params),
         Statement::ShowTagKeys(s) => meta::show_tag_keys(tables, s, params),
         Statement::ShowTagValues(s) => meta::show_tag_values(tables, s, params),
         Statement::ShowFieldKeys(s) => meta::show_field_keys(tables, s, params),
         Statement::ShowSeries(s) => meta::show_series(tables, s, params),
         Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(tables, on, params),
-        Statement::CreateDatabase { name } => {
-            tables.add_database(name).map_err(|e| e.to_string())?;
-            Ok(Vec::new())
-        }
         Statement::DropMeasurement { name } => meta::drop_measurement(tables, name, params),
         Statement::Delete(d) => meta::delete(tables, d, params),
-    }
+    };
+    Ok(meta?)
 }
 
 /// Runs statements in order and builds `{"results": [...]}`.
@@ -83,7 +86,7 @@ pub fn execute_statements(
     let mut failed = false;
     for (id, statement) in statements.iter().enumerate() {
         let outcome = if failed {
-            Err("not executed".to_string())
+            Err(StatementError::NotExecuted)
         } else {
             execute_statement(tables, statement, params, epoch)
         };

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use strata_series::{FieldType, SeriesId, SeriesStore, TimeRange};
 
 use super::condition::{compile, referenced_names, split_time, Cond, TagsOnly};
+use super::error::StatementError;
 use super::resolve_db;
 use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
 use crate::influxql::QueryParams;
@@ -214,10 +215,10 @@ pub fn plan_select(
     store: &dyn SeriesStore,
     stmt: &SelectStatement,
     params: &QueryParams,
-) -> Result<Option<SelectPlan>, String> {
+) -> Result<Option<SelectPlan>, StatementError> {
     let db = resolve_db(stmt.from.database.as_deref(), params)?;
     let measurement = stmt.from.name.clone();
-    let series = store.series(&db, &measurement).map_err(|e| e.to_string())?;
+    let series = store.series(&db, &measurement)?;
 
     let mut schema = Schema { field_types: BTreeMap::new(), tag_keys: BTreeSet::new() };
     for s in &series {
@@ -270,27 +271,25 @@ pub fn plan_select(
                 }
             }
             Expr::Call { name, args } => {
-                let func = AggFunc::parse(name).ok_or_else(|| format!("undefined function {name}()"))?;
+                let func =
+                    AggFunc::parse(name).ok_or_else(|| StatementError::UndefinedFunction(name.clone()))?;
                 if args.len() != 1 {
-                    return Err(format!(
-                        "invalid number of arguments for {name}, expected 1, got {}",
-                        args.len()
-                    ));
+                    return Err(StatementError::ArgumentCount { func: name.clone(), got: args.len() });
                 }
                 match &args[0] {
                     Expr::VarRef { .. } if args[0].is_time_ref() => {
-                        return Err(format!("expected field argument in {name}()"))
+                        return Err(StatementError::ExpectedField(name.clone()))
                     }
                     Expr::VarRef { name: arg, kind } => {
                         let field_name = match schema.raw_ref(arg, *kind) {
                             RawRef::Field(f) => {
                                 let t = schema.field_types[&f];
                                 if !func.accepts(t) {
-                                    return Err(format!(
-                                        "unsupported {}() on field \"{f}\" of type {}",
-                                        func.name(),
-                                        t.influx_name()
-                                    ));
+                                    return Err(StatementError::TypeMismatch {
+                                        func: func.name(),
+                                        field: f,
+                                        field_type: t.influx_name(),
+                                    });
                                 }
                                 Some(f)
                             }
@@ -308,22 +307,24 @@ pub fn plan_select(
                             }
                         }
                     }
-                    _ => return Err(format!("expected field argument in {name}()")),
+                    _ => return Err(StatementError::ExpectedField(name.clone())),
                 }
             }
-            other => return Err(format!("unsupported expression in SELECT: {other}")),
+            other => {
+                return Err(StatementError::Unsupported(format!("unsupported expression in SELECT: {other}")))
+            }
         }
     }
     if stmt.fields.iter().all(|f| f.expr.is_time_ref()) {
-        return Err("at least 1 non-time field must be queried".to_string());
+        return Err(StatementError::Invalid("at least 1 non-time field must be queried"));
     }
     let has_agg = stmt.fields.iter().any(|f| matches!(f.expr, Expr::Call { .. }));
     let has_raw = stmt.fields.iter().any(|f| !f.expr.is_time_ref() && !matches!(f.expr, Expr::Call { .. }));
     if has_raw && has_agg {
-        return Err("mixing aggregate and non-aggregate queries is not supported".to_string());
+        return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
     }
     if !has_agg && window.is_some() {
-        return Err("GROUP BY requires at least one aggregate function".to_string());
+        return Err(StatementError::Invalid("GROUP BY requires at least one aggregate function"));
     }
 
     // WHERE: time range, then the field slots it needs.

@@ -10,6 +10,7 @@ use strata_series::{FieldValue, SeriesId, SeriesStore};
 
 use super::aggregate::aggregate_rows;
 use super::condition::{tag_value, RowView};
+use super::error::StatementError;
 use super::plan::{plan_select, Projection, SelectPlan};
 use super::raw::raw_rows;
 use crate::influxql::ast::SelectStatement;
@@ -39,7 +40,7 @@ pub fn run_select(
     stmt: &SelectStatement,
     params: &QueryParams,
     epoch: Epoch,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     // Planning lists the measurement's series and `read_rows` reads them:
     // two calls. A request landing between them could add a point to a
     // listed series and create another, and the read would show it half. The
@@ -51,12 +52,12 @@ pub fn run_select(
     if tables.kind_of(&db, &stmt.from.name) == Some(TableKind::EventStream) {
         if let Some(streams) = tables.stream_tables() {
             if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
-                return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
+                return Ok(super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch)?);
             }
         }
     }
     let store = tables.series_store();
-    let listing = || -> Result<Vec<SeriesId>, String> {
+    let listing = || -> Result<Vec<SeriesId>, StatementError> {
         let mut ids: Vec<SeriesId> = match store.series(&db, &stmt.from.name) {
             Ok(series) => series.iter().map(|s| s.id).collect(),
             Err(_) => Vec::new(), // planning reports the error
@@ -87,7 +88,7 @@ fn output(
     plan: &SelectPlan,
     groups: BTreeMap<Vec<String>, Vec<Row<'_>>>,
     epoch: Epoch,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let mut out = Vec::new();
     for (key, rows) in groups {
         let values = match &plan.projection {
@@ -118,7 +119,7 @@ fn output(
 fn read_rows<'p>(
     store: &dyn SeriesStore,
     plan: &'p SelectPlan,
-) -> Result<BTreeMap<Vec<String>, Vec<Row<'p>>>, String> {
+) -> Result<BTreeMap<Vec<String>, Vec<Row<'p>>>, StatementError> {
     let mut ids: Vec<SeriesId> = Vec::new();
     let mut where_read: Vec<(usize, usize)> = Vec::new();
     for (tagset_index, tagset) in plan.tagsets.iter().enumerate() {
@@ -133,7 +134,7 @@ fn read_rows<'p>(
     if ids.is_empty() || plan.range.is_empty() {
         return Ok(groups);
     }
-    let data = store.read(&plan.db, &ids, plan.range).map_err(|e| e.to_string())?;
+    let data = store.read(&plan.db, &ids, plan.range)?;
 
     let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
     for ((tagset_index, slot), points) in where_read.into_iter().zip(data) {

@@ -1,0 +1,64 @@
+//! Errors of one statement's execution. InfluxDB reports them inside the
+//! statement's result (`{"statement_id": 0, "error": "..."}`), not as a
+//! failed request; the messages are InfluxDB's where it has one.
+
+use strata_series::EngineError;
+
+use crate::influxql::error::RegexError;
+
+/// Why a statement failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatementError {
+    /// Neither the statement nor the `db` parameter names a database.
+    #[error("database name required")]
+    DatabaseRequired,
+    /// An earlier statement of the query failed.
+    #[error("not executed")]
+    NotExecuted,
+    #[error("undefined function {0}()")]
+    UndefinedFunction(String),
+    #[error("invalid number of arguments for {func}, expected 1, got {got}")]
+    ArgumentCount { func: String, got: usize },
+    #[error("expected field argument in {0}()")]
+    ExpectedField(String),
+    /// A function applied to a field of a type it does not take.
+    #[error("unsupported {func}() on field \"{field}\" of type {field_type}")]
+    TypeMismatch { func: &'static str, field: String, field_type: &'static str },
+    /// A construct of the statement that this subset does not run.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A statement that InfluxQL rejects as a whole (e.g. mixing aggregate
+    /// and raw fields).
+    #[error("{0}")]
+    Invalid(&'static str),
+    /// A WHERE clause that cannot be evaluated (time comparisons, calls,
+    /// wildcards).
+    #[error("{0}")]
+    Condition(String),
+    #[error(transparent)]
+    Regex(#[from] RegexError),
+    /// More GROUP BY time windows than [`super::aggregate::MAX_SELECT_BUCKETS`].
+    #[error("max-select-buckets limit exceeded: ({count}/{max})")]
+    TooManyBuckets { count: i128, max: i128 },
+    /// The store failed (its own error says whether it is corruption, I/O
+    /// or a caller mistake such as an unknown database).
+    #[error("{0}")]
+    Store(#[from] EngineError),
+    /// An error of a statement executor that still reports plain messages
+    /// (SHOW, DROP, DELETE, and SELECT on an event stream).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for StatementError {
+    fn from(message: String) -> StatementError {
+        StatementError::Other(message)
+    }
+}
+
+/// For the executor parts that still report statement errors as text.
+impl From<StatementError> for String {
+    fn from(e: StatementError) -> String {
+        e.to_string()
+    }
+}
