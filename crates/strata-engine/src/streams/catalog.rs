@@ -12,6 +12,8 @@ use std::path::Path;
 use strata_events::schema::StreamSchema;
 use strata_series::EngineError;
 
+use crate::tables::streams::StreamError;
+
 /// The ASCII bytes `STCA` read as a little-endian u32.
 pub const CATALOG_MAGIC: u32 = u32::from_le_bytes(*b"STCA");
 /// The catalog format version; decode rejects any other.
@@ -170,7 +172,7 @@ impl Catalog {
         }
         let text = |range: std::ops::Range<usize>, what: &str| -> Result<String, EngineError> {
             let s = std::str::from_utf8(&body[range]).map_err(|_| corrupt(format!("{what} is not UTF-8")))?;
-            check_name(s, what).map_err(corrupt)?;
+            check_name(s, what).map_err(|e| corrupt(e.to_string()))?;
             Ok(s.to_string())
         };
         let db = text(CATALOG_HEADER_BYTES..CATALOG_HEADER_BYTES + db_len, "database name")?;
@@ -228,14 +230,14 @@ pub fn sync_dir(dir: &Path) -> Result<(), EngineError> {
 /// Database and stream names that may name directories: 1..=64 bytes of
 /// ASCII letters, digits, `_`, `-` and `.`, starting with a letter, digit
 /// or `_`.
-pub fn check_name(name: &str, what: &str) -> Result<(), String> {
+pub fn check_name(name: &str, what: &str) -> Result<(), StreamError> {
     let ok_first = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
     let ok_rest = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if name.is_empty() || name.len() > MAX_NAME_BYTES || !ok_first || !ok_rest {
-        return Err(format!(
+        return Err(StreamError::Invalid(format!(
             "{what} {name:?}: use 1..={MAX_NAME_BYTES} ASCII letters, digits, '_', '-' or '.', starting with a \
              letter, digit or '_'"
-        ));
+        )));
     }
     Ok(())
 }

@@ -298,8 +298,8 @@ impl Streams {
 
     /// Creates a stream (crash-atomic: see the module comment).
     pub fn create(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<Arc<OpenStream>, StreamError> {
-        catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
-        catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
+        catalog::check_name(db, "database name")?;
+        catalog::check_name(name, "stream name")?;
         let schema = schema_of(attrs)?;
         let _ddl = self.ddl.lock();
         if self.get(db, name).is_some() {

@@ -9,7 +9,7 @@
 
 use strata_events::event::{Event, Value};
 use strata_events::schema::{AttrType, StreamSchema};
-use strata_series::{FieldValue, Point};
+use strata_series::{FieldValue, LineRejection, Point};
 
 fn kind(v: &FieldValue) -> &'static str {
     match v {
@@ -33,8 +33,14 @@ fn expects(ty: AttrType) -> String {
 }
 
 /// The attribute value for a field value, or why it does not fit.
-fn value_for(stream: &str, attr: &str, ty: AttrType, v: &FieldValue) -> Result<Value, String> {
-    let wrong = || format!("attribute '{attr}' of stream '{stream}' is {}, got {}", expects(ty), kind(v));
+fn value_for(stream: &str, attr: &str, ty: AttrType, v: &FieldValue) -> Result<Value, LineRejection> {
+    let wrong = || {
+        LineRejection::Unfit(format!(
+            "attribute '{attr}' of stream '{stream}' is {}, got {}",
+            expects(ty),
+            kind(v)
+        ))
+    };
     let integer = match v {
         FieldValue::Integer(i) => Some(i128::from(*i)),
         FieldValue::Unsigned(u) => Some(i128::from(*u)),
@@ -43,38 +49,42 @@ fn value_for(stream: &str, attr: &str, ty: AttrType, v: &FieldValue) -> Result<V
     Ok(match (ty, v) {
         (AttrType::I64, _) if integer.is_some() => {
             Value::I64(i64::try_from(integer.unwrap_or(0)).map_err(|_| {
-                format!(
+                LineRejection::Unfit(format!(
                     "attribute '{attr}' of stream '{stream}': {} is out of range for i64",
                     integer.unwrap_or(0)
-                )
+                ))
             })?)
         }
         (AttrType::I32, _) if integer.is_some() => {
             Value::I32(i32::try_from(integer.unwrap_or(0)).map_err(|_| {
-                format!(
+                LineRejection::Unfit(format!(
                     "attribute '{attr}' of stream '{stream}': {} is out of range for i32",
                     integer.unwrap_or(0)
-                )
+                ))
             })?)
         }
         (AttrType::F64, FieldValue::Float(f)) => Value::F64(*f),
         (AttrType::F32, FieldValue::Float(f)) => {
             let narrow = *f as f32;
             if f.is_finite() && !narrow.is_finite() {
-                return Err(format!("attribute '{attr}' of stream '{stream}': {f} is out of range for f32"));
+                return Err(LineRejection::Unfit(format!(
+                    "attribute '{attr}' of stream '{stream}': {f} is out of range for f32"
+                )));
             }
             Value::F32(narrow)
         }
         (AttrType::Bool, FieldValue::Boolean(b)) => Value::Bool(*b),
         (AttrType::FixedStr(len), FieldValue::String(s)) => {
             if s.len() > len as usize {
-                return Err(format!(
+                return Err(LineRejection::Unfit(format!(
                     "attribute '{attr}' of stream '{stream}' holds at most {len} bytes, got {} bytes",
                     s.len()
-                ));
+                )));
             }
             if s.contains('\0') {
-                return Err(format!("attribute '{attr}' of stream '{stream}': strings may not contain NUL"));
+                return Err(LineRejection::Unfit(format!(
+                    "attribute '{attr}' of stream '{stream}': strings may not contain NUL"
+                )));
             }
             Value::Str(s.clone())
         }
@@ -83,23 +93,25 @@ fn value_for(stream: &str, attr: &str, ty: AttrType, v: &FieldValue) -> Result<V
 }
 
 /// The event a point describes, or why the point does not fit the schema.
-pub fn point_to_event(stream: &str, schema: &StreamSchema, point: &Point) -> Result<Event, String> {
+pub fn point_to_event(stream: &str, schema: &StreamSchema, point: &Point) -> Result<Event, LineRejection> {
     if let Some((key, _)) = point.tags.first() {
-        return Err(format!(
+        return Err(LineRejection::Unfit(format!(
             "stream '{stream}' takes no tags (got tag '{key}'): write every attribute as a field"
-        ));
+        )));
     }
     let mut values: Vec<Option<Value>> = vec![None; schema.attr_count()];
     for (name, value) in &point.fields {
         let Some(i) = schema.index_of(name) else {
             let names: Vec<&str> = schema.attrs().iter().map(|a| a.name.as_str()).collect();
-            return Err(format!(
+            return Err(LineRejection::Unfit(format!(
                 "stream '{stream}' has no attribute '{name}' (its attributes: {})",
                 names.join(", ")
-            ));
+            )));
         };
         if values[i].is_some() {
-            return Err(format!("attribute '{name}' of stream '{stream}' is given twice"));
+            return Err(LineRejection::Unfit(format!(
+                "attribute '{name}' of stream '{stream}' is given twice"
+            )));
         }
         values[i] = Some(value_for(stream, name, schema.attrs()[i].ty, value)?);
     }
@@ -108,10 +120,10 @@ pub fn point_to_event(stream: &str, schema: &StreamSchema, point: &Point) -> Res
         match value {
             Some(v) => out.push(v),
             None => {
-                return Err(format!(
+                return Err(LineRejection::Unfit(format!(
                     "missing attribute '{}' of stream '{stream}' (every event carries every attribute)",
                     attr.name
-                ))
+                )))
             }
         }
     }
@@ -165,7 +177,7 @@ mod tests {
     fn every_misfit_is_named() {
         let s = schema();
         let err = |fields: Vec<(&str, FieldValue)>, tags| {
-            point_to_event("s", &s, &point(fields, tags)).unwrap_err()
+            point_to_event("s", &s, &point(fields, tags)).unwrap_err().to_string()
         };
         assert!(err(good(), vec![("host", "a")]).contains("takes no tags (got tag 'host')"));
         let mut f = good();

@@ -81,9 +81,9 @@ impl TableCatalog {
                 continue;
             }
             let encoded = point_to_event(name, &schema, point)
-                .and_then(|e| event::encode(&schema, &e).map_err(|e| e.to_string()));
+                .and_then(|e| event::encode(&schema, &e).map_err(|e| LineRejection::Unfit(e.to_string())));
             match encoded {
-                Err(reason) => rejected.push((*index, LineRejection::Unfit(reason))),
+                Err(reason) => rejected.push((*index, reason)),
                 Ok(bytes) => match stream.append(&bytes) {
                     Ok(_) => written += 1,
                     Err(e @ strata_events::EventError::Full { .. }) => {
@@ -186,8 +186,8 @@ impl Tables for TableCatalog {
 
 impl StreamTables for TableCatalog {
     fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
-        crate::streams::catalog::check_name(db, "database name").map_err(StreamError::Invalid)?;
-        crate::streams::catalog::check_name(name, "stream name").map_err(StreamError::Invalid)?;
+        crate::streams::catalog::check_name(db, "database name")?;
+        crate::streams::catalog::check_name(name, "stream name")?;
         self.engine.create_database(db).map_err(|e| match e {
             EngineError::InvalidDatabaseName(..) => StreamError::Invalid(e.to_string()),
             other => StreamError::Engine(other),

@@ -58,10 +58,6 @@ impl StreamAttrType {
 
     /// Parses an API type name; strings need `len_bytes`, the others must not have it.
     pub fn parse(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, StreamError> {
-        Self::parse_reason(name, len_bytes).map_err(StreamError::Invalid)
-    }
-
-    fn parse_reason(name: &str, len_bytes: Option<u64>) -> Result<StreamAttrType, String> {
         let ty = match name {
             "i64" => StreamAttrType::I64,
             "f64" => StreamAttrType::F64,
@@ -69,20 +65,26 @@ impl StreamAttrType {
             "f32" => StreamAttrType::F32,
             "bool" => StreamAttrType::Bool,
             "string" => {
-                let len = len_bytes.ok_or("a string attribute needs \"len\" (1..=255 bytes)")?;
+                let len = len_bytes.ok_or_else(|| {
+                    StreamError::Invalid("a string attribute needs \"len\" (1..=255 bytes)".to_string())
+                })?;
                 if !(1..=255).contains(&len) {
-                    return Err(format!("a string attribute's \"len\" is 1..=255 bytes, got {len}"));
+                    return Err(StreamError::Invalid(format!(
+                        "a string attribute's \"len\" is 1..=255 bytes, got {len}"
+                    )));
                 }
                 return Ok(StreamAttrType::Str { len_bytes: len as u16 });
             }
             other => {
-                return Err(format!(
+                return Err(StreamError::Invalid(format!(
                     "unknown attribute type {other:?} (use i64, f64, i32, f32, bool or string)"
-                ))
+                )))
             }
         };
         match len_bytes {
-            Some(_) => Err(format!("\"len\" applies to string attributes only, not {name}")),
+            Some(_) => {
+                Err(StreamError::Invalid(format!("\"len\" applies to string attributes only, not {name}")))
+            }
             None => Ok(ty),
         }
     }

@@ -14,6 +14,7 @@
 pub mod ast;
 pub mod error;
 pub mod exec;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 pub mod lexer;
 pub mod parser;
@@ -31,6 +32,7 @@ use strata_engine::Tables;
 use thiserror::Error;
 
 pub use ast::Statement;
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_influxql;
 pub use response::Epoch;
 

@@ -173,7 +173,7 @@ mod tests {
     #[test]
     fn results_omit_empty_series_and_carry_errors() {
         assert_eq!(statement_result(0, &Ok(vec![])), json!({"statement_id": 0}));
-        let boom = Err(StatementError::Other("boom".into()));
+        let boom = Err(StatementError::Unsupported("boom".into()));
         assert_eq!(statement_result(1, &boom), json!({"statement_id": 1, "error": "boom"}));
         let s = SeriesOut::new(Some("cpu"), &["time", "v"], vec![vec![json!(0), json!(1)]]);
         assert_eq!(

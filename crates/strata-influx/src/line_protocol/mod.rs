@@ -34,6 +34,7 @@
 //!   with `#` or a tab, empty names, unsorted or repeated keys.
 
 pub(crate) mod escapes;
+#[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 mod parser;
 mod precision;
@@ -44,6 +45,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_line_protocol;
 pub use precision::Precision;
 pub use writer::{check_writable, write_point};

@@ -56,33 +56,39 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
     response
 }
 
-/// Parses a create request: `(db, name, attributes)`.
-pub fn parse_create(body: &[u8]) -> Result<(String, String, Vec<StreamAttr>), String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-    let text = |key: &str| -> Result<String, String> {
+/// Parses a create request: `(db, name, attributes)`; a 400 naming what is
+/// wrong otherwise.
+pub fn parse_create(body: &[u8]) -> Result<(String, String, Vec<StreamAttr>), ApiError> {
+    let bad = ApiError::bad_request;
+    let v: Value = serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
+    let text = |key: &str| -> Result<String, ApiError> {
         v.get(key)
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| format!("\"{key}\" (a string) is required"))
+            .ok_or_else(|| bad(format!("\"{key}\" (a string) is required")))
     };
     let (db, name) = (text("db")?, text("name")?);
-    let list =
-        v.get("attributes").and_then(Value::as_array).ok_or("\"attributes\" (an array) is required")?;
+    let list = v
+        .get("attributes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("\"attributes\" (an array) is required".to_string()))?;
     let mut attrs = Vec::with_capacity(list.len());
     for (i, a) in list.iter().enumerate() {
-        let field = |key: &str| a.get(key).and_then(Value::as_str);
-        let attr_name =
-            field("name").ok_or_else(|| format!("attribute {i}: \"name\" (a string) is required"))?;
-        let ty_name =
-            field("type").ok_or_else(|| format!("attribute {i}: \"type\" (a string) is required"))?;
+        let field = |key: &str| {
+            a.get(key)
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad(format!("attribute {i}: \"{key}\" (a string) is required")))
+        };
+        let (attr_name, ty_name) = (field("name")?, field("type")?);
         let len = match a.get("len") {
             None | Some(Value::Null) => None,
-            Some(l) => {
-                Some(l.as_u64().ok_or_else(|| format!("attribute {i}: \"len\" must be a positive integer"))?)
-            }
+            Some(l) => Some(
+                l.as_u64()
+                    .ok_or_else(|| bad(format!("attribute {i}: \"len\" must be a positive integer")))?,
+            ),
         };
-        let ty =
-            StreamAttrType::parse(ty_name, len).map_err(|e| format!("attribute {i} ({attr_name}): {e}"))?;
+        let ty = StreamAttrType::parse(ty_name, len)
+            .map_err(|e| bad(format!("attribute {i} ({attr_name}): {e}")))?;
         attrs.push(StreamAttr { name: attr_name.to_string(), ty });
     }
     Ok((db, name, attrs))
@@ -95,7 +101,7 @@ pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body
             return Err(not_enabled());
         }
         let raw = limits::read_body(&headers, body, state.config.max_body_bytes).await?;
-        let (db, name, attrs) = parse_create(&raw).map_err(ApiError::bad_request)?;
+        let (db, name, attrs) = parse_create(&raw)?;
         let task_state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || {
             let streams = task_state.store.stream_tables().ok_or_else(not_enabled)?;
@@ -166,11 +172,11 @@ mod tests {
         let (db, name, attrs) = parse_create(body).unwrap();
         assert_eq!((db.as_str(), name.as_str()), ("d", "s"));
         assert_eq!(attrs[1].ty, StreamAttrType::Str { len_bytes: 8 });
-        assert!(parse_create(b"nope").unwrap_err().contains("not JSON"));
-        assert!(parse_create(br#"{"db":"d","attributes":[]}"#).unwrap_err().contains("\"name\""));
+        assert!(parse_create(b"nope").unwrap_err().message.contains("not JSON"));
+        assert!(parse_create(br#"{"db":"d","attributes":[]}"#).unwrap_err().message.contains("\"name\""));
         let bad = br#"{"db":"d","name":"s","attributes":[{"name":"p","type":"u8"}]}"#;
-        assert!(parse_create(bad).unwrap_err().contains("attribute 0 (p): unknown attribute type"));
+        assert!(parse_create(bad).unwrap_err().message.contains("attribute 0 (p): unknown attribute type"));
         let bad = br#"{"db":"d","name":"s","attributes":[{"name":"p","type":"string","len":-1}]}"#;
-        assert!(parse_create(bad).unwrap_err().contains("positive integer"));
+        assert!(parse_create(bad).unwrap_err().message.contains("positive integer"));
     }
 }

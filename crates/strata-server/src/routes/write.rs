@@ -59,18 +59,20 @@ pub async fn write_v2(
     };
     let db = match bucket_database(params.get("bucket").unwrap_or("")) {
         Ok(db) => db,
-        Err(message) => return v2(ApiError::bad_request(message)),
+        Err(e) => return v2(e),
     };
     respond(write_lines(&state, db, precision, &headers, body, ApiFlavor::V2).await)
 }
 
 /// The database of a v2 bucket, `db` or `db/rp` (the retention policy is ignored).
-pub fn bucket_database(bucket: &str) -> Result<&str, String> {
+pub fn bucket_database(bucket: &str) -> Result<&str, ApiError> {
     let db = bucket.split_once('/').map_or(bucket, |(db, _rp)| db);
     if bucket.is_empty() {
-        Err("bucket is required".to_string())
+        Err(ApiError::bad_request("bucket is required"))
     } else if db.is_empty() {
-        Err(format!("bucket name {bucket:?} is in db/rp form but has an empty database"))
+        Err(ApiError::bad_request(format!(
+            "bucket name {bucket:?} is in db/rp form but has an empty database"
+        )))
     } else {
         Ok(db)
     }
@@ -191,9 +193,9 @@ mod tests {
 
     #[test]
     fn buckets_map_to_databases() {
-        assert_eq!(bucket_database("db"), Ok("db"));
-        assert_eq!(bucket_database("db/autogen"), Ok("db"));
-        assert_eq!(bucket_database(""), Err("bucket is required".to_string()));
-        assert!(bucket_database("/rp").unwrap_err().contains("empty database"));
+        assert_eq!(bucket_database("db").unwrap(), "db");
+        assert_eq!(bucket_database("db/autogen").unwrap(), "db");
+        assert_eq!(bucket_database("").unwrap_err().message, "bucket is required");
+        assert!(bucket_database("/rp").unwrap_err().message.contains("empty database"));
     }
 }

@@ -19,7 +19,7 @@ use strata_series::{FieldType, FieldValue};
 
 use super::error::StatementError;
 use super::plan::{AggColumn, AggFunc, SelectPlan, Window};
-use super::select::Row;
+use super::row::Row;
 use crate::influxql::ast::Fill;
 use crate::influxql::response::{cell_json, limit_rows, Epoch};
 

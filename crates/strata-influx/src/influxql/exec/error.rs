@@ -37,28 +37,14 @@ pub enum StatementError {
     Condition(String),
     #[error(transparent)]
     Regex(#[from] RegexError),
-    /// More GROUP BY time windows than [`super::aggregate::MAX_SELECT_BUCKETS`].
+    /// More GROUP BY time windows than `aggregate::MAX_SELECT_BUCKETS`.
     #[error("max-select-buckets limit exceeded: ({count}/{max})")]
     TooManyBuckets { count: i128, max: i128 },
     /// The store failed (its own error says whether it is corruption, I/O
     /// or a caller mistake such as an unknown database).
     #[error("{0}")]
     Store(#[from] EngineError),
-    /// An error of a statement executor that still reports plain messages
-    /// (SHOW, DROP, DELETE, and SELECT on an event stream).
+    /// The event stream failed or refused the query.
     #[error("{0}")]
-    Other(String),
-}
-
-impl From<String> for StatementError {
-    fn from(message: String) -> StatementError {
-        StatementError::Other(message)
-    }
-}
-
-/// For the executor parts that still report statement errors as text.
-impl From<StatementError> for String {
-    fn from(e: StatementError) -> String {
-        e.to_string()
-    }
+    Stream(#[from] strata_engine::tables::streams::StreamError),
 }

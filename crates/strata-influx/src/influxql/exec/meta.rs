@@ -11,7 +11,8 @@ use strata_engine::{TableKind, Tables};
 use strata_series::{FieldType, SeriesId};
 
 use super::condition::{compile, mentions_time, referenced_names, split_time, Cond, TagsOnly, Val};
-use super::resolve_db;
+use super::error::StatementError;
+use super::target::resolve_db;
 use crate::influxql::ast::{
     DeleteStatement, Expr, MeasurementRef, NameMatch, RefKind, ShowFieldKeys, ShowMeasurements, ShowSeries,
     ShowTagKeys, ShowTagValues,
@@ -21,10 +22,6 @@ use crate::influxql::response::{limit_rows, SeriesOut};
 use crate::influxql::QueryParams;
 use crate::line_protocol::escapes::{escape_name, NameKind};
 
-fn engine(e: strata_series::EngineError) -> String {
-    e.to_string()
-}
-
 /// A compiled `WITH KEY` / `WITH MEASUREMENT` clause.
 struct NameFilter {
     spec: NameMatch,
@@ -32,7 +29,7 @@ struct NameFilter {
 }
 
 impl NameFilter {
-    fn new(spec: &NameMatch) -> Result<NameFilter, String> {
+    fn new(spec: &NameMatch) -> Result<NameFilter, StatementError> {
         let regex = match spec {
             NameMatch::Regex(p) | NameMatch::NotRegex(p) => Some(compile_regex(p)?),
             _ => None,
@@ -53,18 +50,18 @@ impl NameFilter {
 }
 
 /// Compiles a tags-only condition; `what` names the statement in errors.
-fn tag_condition(condition: &Option<Expr>, what: &str, now_ns: i64) -> Result<Option<Cond>, String> {
+fn tag_condition(condition: &Option<Expr>, what: &str, now_ns: i64) -> Result<Option<Cond>, StatementError> {
     let Some(expr) = condition else {
         return Ok(None);
     };
     if mentions_time(expr) {
-        return Err(format!("{what} doesn't support time in WHERE clause"));
+        return Err(StatementError::Unsupported(format!("{what} doesn't support time in WHERE clause")));
     }
     let resolve = |name: &str, kind: Option<RefKind>| match kind {
         Some(RefKind::Field) => Cond::Lit(Val::Null),
         _ => Cond::Tag(name.to_string()),
     };
-    compile(expr, now_ns, &resolve).map(Some).map_err(String::from)
+    compile(expr, now_ns, &resolve).map(Some)
 }
 
 fn passes(condition: &Option<Cond>, tags: &[(String, String)]) -> bool {
@@ -76,9 +73,9 @@ fn show_db(
     from: &Option<MeasurementRef>,
     on: &Option<String>,
     params: &QueryParams,
-) -> Result<String, String> {
+) -> Result<String, StatementError> {
     let explicit = from.as_ref().and_then(|m| m.database.as_deref()).or(on.as_deref());
-    resolve_db(explicit, params).map_err(String::from)
+    resolve_db(explicit, params)
 }
 
 /// One (tag set, field) of a table as the SHOWs list it: a series of a
@@ -92,7 +89,7 @@ struct Listed {
 }
 
 /// What one table lists, by its kind.
-fn listed(tables: &dyn Tables, db: &str, name: &str) -> Result<Vec<Listed>, String> {
+fn listed(tables: &dyn Tables, db: &str, name: &str) -> Result<Vec<Listed>, StatementError> {
     if tables.kind_of(db, name) == Some(TableKind::EventStream) {
         let attrs = tables.stream_tables().and_then(|s| s.stream_schema(db, name)).unwrap_or_default();
         let mut out: Vec<Listed> = attrs
@@ -102,7 +99,7 @@ fn listed(tables: &dyn Tables, db: &str, name: &str) -> Result<Vec<Listed>, Stri
         out.sort_by(|a, b| a.field.cmp(&b.field));
         return Ok(out);
     }
-    let series = tables.series_store().series(db, name).map_err(engine)?;
+    let series = tables.series_store().series(db, name)?;
     Ok(series
         .into_iter()
         .map(|s| Listed { id: Some(s.id), tags: s.tags, field: s.field, field_type: s.field_type })
@@ -114,10 +111,10 @@ fn measurement_series(
     tables: &dyn Tables,
     db: &str,
     from: &Option<MeasurementRef>,
-) -> Result<Vec<(String, Vec<Listed>)>, String> {
+) -> Result<Vec<(String, Vec<Listed>)>, StatementError> {
     let names = match from {
         Some(m) => vec![m.name.clone()],
-        None => tables.tables(db).map_err(engine)?.into_iter().map(|(name, _)| name).collect(),
+        None => tables.tables(db)?.into_iter().map(|(name, _)| name).collect(),
     };
     let mut out = Vec::new();
     for name in names {
@@ -138,7 +135,7 @@ fn selected_series(
     condition: &Option<Expr>,
     statement: &str,
     params: &QueryParams,
-) -> Result<Vec<(String, Vec<Listed>)>, String> {
+) -> Result<Vec<(String, Vec<Listed>)>, StatementError> {
     let db = show_db(from, on, params)?;
     let condition = tag_condition(condition, statement, params.now_ns)?;
     let mut out = measurement_series(tables, &db, from)?;
@@ -180,12 +177,12 @@ pub fn show_measurements(
     tables: &dyn Tables,
     s: &ShowMeasurements,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let db = resolve_db(s.on.as_deref(), params)?;
     let filter = s.with_measurement.as_ref().map(NameFilter::new).transpose()?;
     let condition = tag_condition(&s.condition, "SHOW MEASUREMENTS", params.now_ns)?;
     let mut names = Vec::new();
-    for (name, _) in tables.tables(&db).map_err(engine)? {
+    for (name, _) in tables.tables(&db)? {
         if filter.as_ref().is_some_and(|f| !f.matches(&name)) {
             continue;
         }
@@ -205,7 +202,7 @@ pub fn show_tag_keys(
     tables: &dyn Tables,
     s: &ShowTagKeys,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let mut out = Vec::new();
     for (name, series) in selected_series(tables, &s.on, &s.from, &s.condition, "SHOW TAG KEYS", params)? {
         let keys: BTreeSet<String> =
@@ -220,7 +217,7 @@ pub fn show_tag_values(
     tables: &dyn Tables,
     s: &ShowTagValues,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let selected = selected_series(tables, &s.on, &s.from, &s.condition, "SHOW TAG VALUES", params)?;
     let filter = NameFilter::new(&s.key)?;
     let mut out = Vec::new();
@@ -240,7 +237,7 @@ pub fn show_field_keys(
     tables: &dyn Tables,
     s: &ShowFieldKeys,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let mut out = Vec::new();
     for (name, series) in selected_series(tables, &s.on, &s.from, &None, "SHOW FIELD KEYS", params)? {
         let fields: BTreeMap<String, FieldType> =
@@ -271,7 +268,7 @@ pub fn show_series(
     tables: &dyn Tables,
     s: &ShowSeries,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let mut keys = BTreeSet::new();
     for (name, series) in selected_series(tables, &s.on, &s.from, &s.condition, "SHOW SERIES", params)? {
         keys.extend(tagsets(&series).into_iter().map(|tags| series_key(&name, tags)));
@@ -286,10 +283,10 @@ pub fn show_retention_policies(
     tables: &dyn Tables,
     on: &Option<String>,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let db = resolve_db(on.as_deref(), params)?;
     if !tables.list_databases().contains(&db) {
-        return Err(format!("database not found: {db}"));
+        return Err(StatementError::Store(strata_series::EngineError::UnknownDatabase(db)));
     }
     let row = vec![
         Value::from("autogen"),
@@ -309,9 +306,9 @@ pub fn drop_measurement(
     tables: &dyn Tables,
     name: &str,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let db = resolve_db(None, params)?;
-    tables.drop_table(&db, name).map_err(engine)?;
+    tables.drop_table(&db, name)?;
     Ok(Vec::new())
 }
 
@@ -321,7 +318,7 @@ pub fn delete(
     tables: &dyn Tables,
     d: &DeleteStatement,
     params: &QueryParams,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let db = resolve_db(d.from.as_ref().and_then(|m| m.database.as_deref()), params)?;
     let (rest, bounds) = match &d.condition {
         Some(c) => split_time(c, params.now_ns)?,
@@ -341,9 +338,9 @@ pub fn delete(
     };
     if let Some(m) = &d.from {
         if tables.kind_of(&db, &m.name) == Some(TableKind::EventStream) {
-            return Err(
-                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".into()
-            );
+            return Err(StatementError::Unsupported(
+                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".to_string(),
+            ));
         }
     }
     let mut ids = Vec::new();
@@ -359,12 +356,14 @@ pub fn delete(
                 || (field_keys.contains(name.as_str()) && !tag_keys.contains(name.as_str()))
         });
         if uses_field {
-            return Err("fields not supported in WHERE clause during deletion".to_string());
+            return Err(StatementError::Unsupported(
+                "fields not supported in WHERE clause during deletion".into(),
+            ));
         }
         ids.extend(series.iter().filter(|s| passes(&condition, &s.tags)).filter_map(|s| s.id));
     }
     if !ids.is_empty() && !range.is_empty() {
-        tables.series_store().delete(&db, &ids, range).map_err(engine)?;
+        tables.series_store().delete(&db, &ids, range)?;
     }
     Ok(Vec::new())
 }

@@ -30,8 +30,10 @@ pub mod error;
 pub mod meta;
 pub mod plan;
 pub mod raw;
+pub mod row;
 pub mod select;
 pub mod stream;
+pub mod target;
 
 use serde_json::Value;
 use strata_engine::Tables;
@@ -40,14 +42,7 @@ use super::ast::Statement;
 use super::response::{statement_result, Epoch, SeriesOut};
 use super::QueryParams;
 pub use error::StatementError;
-
-/// The database a statement uses: its own, else the `db` parameter.
-pub fn resolve_db(explicit: Option<&str>, params: &QueryParams) -> Result<String, StatementError> {
-    match explicit.or(params.db.as_deref()) {
-        Some(db) if !db.is_empty() => Ok(db.to_string()),
-        _ => Err(StatementError::DatabaseRequired),
-    }
-}
+pub use target::resolve_db;
 
 /// Runs one statement.
 pub fn execute_statement(
@@ -56,12 +51,12 @@ pub fn execute_statement(
     params: &QueryParams,
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, StatementError> {
-    let meta = match statement {
-        Statement::Select(s) => return select::run_select(tables, s, params, epoch),
-        Statement::ShowDatabases => return Ok(meta::show_databases(tables)),
+    match statement {
+        Statement::Select(s) => select::run_select(tables, s, params, epoch),
+        Statement::ShowDatabases => Ok(meta::show_databases(tables)),
         Statement::CreateDatabase { name } => {
             tables.add_database(name)?;
-            return Ok(Vec::new());
+            Ok(Vec::new())
         }
         Statement::ShowMeasurements(s) => meta::show_measurements(tables, s, params),
         Statement::ShowTagKeys(s) => meta::show_tag_keys(tables, s, params),
@@ -71,8 +66,7 @@ pub fn execute_statement(
         Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(tables, on, params),
         Statement::DropMeasurement { name } => meta::drop_measurement(tables, name, params),
         Statement::Delete(d) => meta::delete(tables, d, params),
-    };
-    Ok(meta?)
+    }
 }
 
 /// Runs statements in order and builds `{"results": [...]}`.

@@ -8,7 +8,7 @@ use strata_series::{FieldType, SeriesId, SeriesStore, TimeRange};
 
 use super::condition::{compile, referenced_names, split_time, Cond, TagsOnly};
 use super::error::StatementError;
-use super::resolve_db;
+use super::target::resolve_db;
 use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
 use crate::influxql::QueryParams;
 

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::plan::{ColumnSource, SelectPlan};
-use super::select::Row;
+use super::row::Row;
 use crate::influxql::response::{cell_json, limit_rows, Epoch};
 
 pub fn raw_rows(

@@ -9,31 +9,14 @@ use strata_engine::{TableKind, Tables};
 use strata_series::{FieldValue, SeriesId, SeriesStore};
 
 use super::aggregate::aggregate_rows;
-use super::condition::{tag_value, RowView};
+use super::condition::tag_value;
 use super::error::StatementError;
 use super::plan::{plan_select, Projection, SelectPlan};
 use super::raw::raw_rows;
+pub use super::row::Row;
 use crate::influxql::ast::SelectStatement;
 use crate::influxql::response::{Epoch, SeriesOut};
 use crate::influxql::QueryParams;
-
-/// One joined row: the values of every field slot of one tag set at one time.
-#[derive(Debug)]
-pub struct Row<'a> {
-    pub time_ns: i64,
-    pub tags: &'a [(String, String)],
-    pub values: Vec<Option<FieldValue>>,
-}
-
-impl RowView for Row<'_> {
-    fn tag(&self, key: &str) -> &str {
-        tag_value(self.tags, key)
-    }
-
-    fn field(&self, slot: usize) -> Option<Option<&FieldValue>> {
-        Some(self.values.get(slot).and_then(Option::as_ref))
-    }
-}
 
 pub fn run_select(
     tables: &dyn Tables,
@@ -48,11 +31,11 @@ pub fn run_select(
     // was created or dropped in between, so every request the read shows had
     // its series listed (the engine publishes a request's new series before
     // applying its points). Otherwise plan and read again.
-    let db = super::resolve_db(stmt.from.database.as_deref(), params)?;
+    let db = super::target::resolve_db(stmt.from.database.as_deref(), params)?;
     if tables.kind_of(&db, &stmt.from.name) == Some(TableKind::EventStream) {
         if let Some(streams) = tables.stream_tables() {
             if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
-                return Ok(super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch)?);
+                return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
             }
         }
     }

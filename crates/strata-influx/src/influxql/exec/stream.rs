@@ -23,9 +23,10 @@ use strata_series::{FieldType, FieldValue};
 
 use super::aggregate::fill_windows;
 use super::condition::split_time;
+use super::error::StatementError;
 use super::plan::{column_names, AggColumn, AggFunc, ColumnSource, Projection, SelectPlan, Window};
 use super::raw::raw_rows;
-use super::select::Row;
+use super::row::Row;
 use crate::influxql::ast::{BinaryOp, Dimension, Expr, RefKind, SelectStatement};
 use crate::influxql::response::{cell_json, limit_rows, Epoch, SeriesOut};
 use crate::influxql::QueryParams;
@@ -88,11 +89,11 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, what: impl std::fmt::Display) -> String {
-        format!("stream '{}': {what}", self.name)
+    fn err(&self, what: impl std::fmt::Display) -> StatementError {
+        StatementError::Unsupported(format!("stream '{}': {what}", self.name))
     }
 
-    fn attribute(&self, name: &str, kind: Option<RefKind>) -> Result<FieldType, String> {
+    fn attribute(&self, name: &str, kind: Option<RefKind>) -> Result<FieldType, StatementError> {
         if kind == Some(RefKind::Tag) {
             return Err(self.err(format!("event streams have no tags ('{name}::tag')")));
         }
@@ -103,7 +104,7 @@ impl Ctx<'_> {
     }
 
     /// Adds the comparisons of a conjunction to `out`.
-    fn filters(&self, expr: &Expr, out: &mut Vec<EventFilter>) -> Result<(), String> {
+    fn filters(&self, expr: &Expr, out: &mut Vec<EventFilter>) -> Result<(), StatementError> {
         match expr {
             Expr::Paren(inner) => self.filters(inner, out),
             Expr::Binary { op: BinaryOp::And, lhs, rhs } => {
@@ -140,7 +141,7 @@ pub fn run_stream_select(
     stmt: &SelectStatement,
     params: &QueryParams,
     epoch: Epoch,
-) -> Result<Vec<SeriesOut>, String> {
+) -> Result<Vec<SeriesOut>, StatementError> {
     let ctx = Ctx {
         name: &stmt.from.name,
         types: attrs.iter().map(|a| (a.name.as_str(), a.ty.field_type())).collect(),
@@ -180,30 +181,28 @@ pub fn run_stream_select(
                 }
             }
             Expr::Call { name, args } => {
-                let func = AggFunc::parse(name).ok_or_else(|| format!("undefined function {name}()"))?;
+                let func = AggFunc::parse(name)
+                    .ok_or_else(|| StatementError::UndefinedFunction(name.to_string()))?;
                 if event_agg(func).is_none() {
                     return Err(
                         ctx.err(format!("{name}() is not supported (use count, sum, mean, min or max)"))
                     );
                 }
                 if args.len() != 1 {
-                    return Err(format!(
-                        "invalid number of arguments for {name}, expected 1, got {}",
-                        args.len()
-                    ));
+                    return Err(StatementError::ArgumentCount { func: name.to_string(), got: args.len() });
                 }
                 match &args[0] {
                     arg @ Expr::VarRef { .. } if arg.is_time_ref() => {
-                        return Err(format!("expected field argument in {name}()"))
+                        return Err(StatementError::ExpectedField(name.to_string()))
                     }
                     Expr::VarRef { name: arg, kind } => {
                         let t = ctx.attribute(arg, *kind)?;
                         if !func.accepts(t) {
-                            return Err(format!(
-                                "unsupported {}() on field \"{arg}\" of type {}",
-                                func.name(),
-                                t.influx_name()
-                            ));
+                            return Err(StatementError::TypeMismatch {
+                                func: func.name(),
+                                field: arg.clone(),
+                                field_type: t.influx_name(),
+                            });
                         }
                         items.push(Item::Agg(func, arg.clone()));
                         names.push((func.name().to_string(), field.alias.clone()));
@@ -217,22 +216,24 @@ pub fn run_stream_select(
                             }
                         }
                     }
-                    _ => return Err(format!("expected field argument in {name}()")),
+                    _ => return Err(StatementError::ExpectedField(name.to_string())),
                 }
             }
-            other => return Err(format!("unsupported expression in SELECT: {other}")),
+            other => {
+                return Err(StatementError::Unsupported(format!("unsupported expression in SELECT: {other}")))
+            }
         }
     }
     if stmt.fields.iter().all(|f| f.expr.is_time_ref()) {
-        return Err("at least 1 non-time field must be queried".to_string());
+        return Err(StatementError::Invalid("at least 1 non-time field must be queried"));
     }
     let has_agg = items.iter().any(|i| matches!(i, Item::Agg(..)));
     let has_raw = items.iter().any(|i| matches!(i, Item::Raw(_)));
     if has_raw && has_agg {
-        return Err("mixing aggregate and non-aggregate queries is not supported".to_string());
+        return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
     }
     if !has_agg && window.is_some() {
-        return Err("GROUP BY requires at least one aggregate function".to_string());
+        return Err(StatementError::Invalid("GROUP BY requires at least one aggregate function"));
     }
 
     let (rest, bounds) = match &stmt.condition {
@@ -266,7 +267,7 @@ pub fn run_stream_select(
         (EventQuery::Raw { attrs: attrs.clone() }, Projection::Raw(columns), attrs)
     };
     let select = EventSelect { range, filters, query };
-    let answer = streams.select_events(db, &stmt.from.name, &select).map_err(|e| e.to_string())?;
+    let answer = streams.select_events(db, &stmt.from.name, &select).map_err(StatementError::Stream)?;
 
     let plan = SelectPlan {
         db: db.to_string(),
