@@ -80,10 +80,7 @@ impl ProtocolFactory for DeclogFactory {
     }
 
     fn survives(&self, config: &Config) -> Survives {
-        match self.mode(config) {
-            Ok(PmemMode::Dax) | Ok(PmemMode::Msync) => Survives::PowerLoss,
-            _ => Survives::ProcessCrash,
-        }
+        self.mode(config).map_or(Survives::ProcessCrash, Survives::on_pmem)
     }
 
     fn drain_for_switch(

@@ -38,6 +38,14 @@ pub enum Survives {
 }
 
 impl Survives {
+    /// What a write flushed and fenced on a region of `mode` survives.
+    pub fn on_pmem(mode: strata_pmem::PmemMode) -> Survives {
+        match mode {
+            strata_pmem::PmemMode::Dax | strata_pmem::PmemMode::Msync => Survives::PowerLoss,
+            strata_pmem::PmemMode::Emulated | strata_pmem::PmemMode::Sim => Survives::ProcessCrash,
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Survives::Nothing => {
@@ -113,5 +121,34 @@ pub(crate) fn switch_refused(config: &Config, other: Protocol, pending: usize, t
         protocol: old,
         pending,
         to: to.name(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_has_exactly_one_factory() {
+        for p in Protocol::ALL {
+            assert_eq!(factory(p).protocol(), p);
+            assert_eq!(all().filter(|f| f.protocol() == p).count(), 1, "{}", p.name());
+        }
+        assert_eq!(all().count(), Protocol::ALL.len());
+    }
+
+    #[test]
+    fn what_an_ack_survives_follows_protocol_and_medium() {
+        let mut config = Config::default();
+        let survives = |config: &Config, p| factory(p).survives(config);
+        config.pmem.mode = "emulated".into();
+        assert_eq!(survives(&config, Protocol::None), Survives::Nothing);
+        assert_eq!(survives(&config, Protocol::SerialSsd), Survives::PowerLoss);
+        assert_eq!(survives(&config, Protocol::DeclogSsd), Survives::PowerLoss, "msync-persisted file");
+        assert_eq!(survives(&config, Protocol::DeclogPmem), Survives::ProcessCrash);
+        assert_eq!(survives(&config, Protocol::SerialPmem), Survives::ProcessCrash);
+        config.pmem.mode = "dax".into();
+        assert_eq!(survives(&config, Protocol::DeclogPmem), Survives::PowerLoss);
+        assert_eq!(survives(&config, Protocol::SerialPmem), Survives::PowerLoss);
     }
 }

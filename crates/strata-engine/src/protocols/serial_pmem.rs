@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use strata_log::{CommitLog, LogRecord, SerialLog};
 use strata_media::fs::FileSystem;
-use strata_pmem::{PmemMode, Region, RegionOptions};
+use strata_pmem::{Region, RegionOptions};
 use strata_series::manifest::Manifest;
 use strata_series::{EngineError, WalOpener};
 
@@ -43,7 +43,7 @@ impl ProtocolFactory for SerialPmemFactory {
     }
 
     fn survives(&self, config: &Config) -> Survives {
-        pmem_survives(config)
+        config.pmem_mode().map_or(Survives::ProcessCrash, Survives::on_pmem)
     }
 
     fn drain_for_switch(
@@ -57,14 +57,6 @@ impl ProtocolFactory for SerialPmemFactory {
         }
         let (_, log, records) = Self::open_log(config)?;
         drain_wal(&log, &records, self.protocol(), manifest)
-    }
-}
-
-/// What a write acknowledged on the pool's medium survives.
-pub(super) fn pmem_survives(config: &Config) -> Survives {
-    match config.pmem_mode() {
-        Ok(PmemMode::Dax) | Ok(PmemMode::Msync) => Survives::PowerLoss,
-        _ => Survives::ProcessCrash,
     }
 }
 
