@@ -1,5 +1,6 @@
 //! `serial-ssd`: the serial log in SSD segment files with group commit (a
-//! leader's one write and one fdatasync cover every waiting commit).
+//! leader's one write and one fdatasync cover every waiting commit; the
+//! serial baseline of DESIGN.md section 5 on SSD).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! Applying a WAL record (`crate::wal`) to the index and the series data:
+//! Applying a WAL record (`crate::wal`, the serial baseline's log payload,
+//! declog.txt section 3.1) to the index and the series data:
 //! live, once the record is durable, and by replay. Used by the protocols
 //! that log WAL records (`crate::protocol::wal`) and by every protocol for
 //! the rare whole-database operations (create, range delete, drop).

@@ -1,4 +1,5 @@
-//! [`Health`]: whether a log failure stopped writes. A commit protocol
+//! [`Health`]: whether a log failure stopped writes (DESIGN.md section 8:
+//! after a write or fsync error the log is never retried). A commit protocol
 //! poisons the engine when its log can no longer be trusted to make a
 //! commit durable (a failed fsync, a torn device); from then on writes fail
 //! with [`EngineError::WritesStopped`] until a restart recovers.

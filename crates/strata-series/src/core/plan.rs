@@ -1,4 +1,5 @@
-//! Planning a write request (every protocol's step 1): check each point
+//! Planning a write request (every protocol's step 1; declog.txt 4.1.2's
+//! step 1 and the baseline's write path of section 5.1): check each point
 //! against the model and the index (a malformed or type-conflicting point
 //! is rejected on its own, the rest go on), give new series their ids, and
 //! build the WAL record of what commits. Reads the index only: the caller

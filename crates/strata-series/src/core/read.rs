@@ -1,4 +1,5 @@
-//! Reads from one consistent snapshot: under the apply gate, the DRAM
+//! Reads from one consistent snapshot (the query side of the Beringei-style
+//! store, declog.txt section 2.1): under the apply gate, the DRAM
 //! points of each series and which immutable sealed blocks to read (with
 //! their open files); block I/O and decoding happen after the gate is
 //! released, so a long scan never holds up acknowledgements.
