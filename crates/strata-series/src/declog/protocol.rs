@@ -65,7 +65,7 @@ impl SeriesProtocol for DeclogProtocol {
         txns: &[Vec<TxnOp>],
     ) -> Vec<Result<TxnOutcome, EngineError>> {
         let group: Vec<GroupTxn<'_>> =
-            txns.iter().map(|ops| GroupTxn { points: written_points(ops), others: ops }).collect();
+            txns.iter().map(|ops| GroupTxn { points: written_points(ops).into(), others: ops }).collect();
         self.run_declog_group(core, db, &group)
     }
 

@@ -109,7 +109,7 @@ struct GroupRun<'t> {
 /// One transaction of a group: the points it writes, and its reads and
 /// deletes (its writes in `others` are ignored: they are in `points`).
 pub(crate) struct GroupTxn<'a> {
-    pub points: Vec<Point>,
+    pub points: std::borrow::Cow<'a, [Point]>,
     pub others: &'a [TxnOp],
 }
 
@@ -133,7 +133,7 @@ impl DeclogProtocol {
         points: &[Point],
         others: &[TxnOp],
     ) -> Result<TxnOutcome, EngineError> {
-        let txn = GroupTxn { points: points.to_vec(), others };
+        let txn = GroupTxn { points: std::borrow::Cow::Borrowed(points), others };
         self.run_declog_group(core, db, std::slice::from_ref(&txn))
             .pop()
             .expect("a group of one transaction has one result")
