@@ -93,7 +93,8 @@ impl Default for ServerSection {
             bind: "127.0.0.1:8086".into(),
             auth_token: None,
             max_body_bytes: 25_000_000,
-            max_line_bytes: 64 << 10,
+            // Room for InfluxDB's 64 KiB string field values (docs/http-api.md).
+            max_line_bytes: 1 << 20,
             max_fields_per_line: 1000,
         }
     }

@@ -86,6 +86,7 @@ pub fn v2_code(status: StatusCode) -> &'static str {
         415 => "unsupported media type",
         422 => "unprocessable entity",
         429 => "too many requests",
+        501 => "not implemented",
         503 => "unavailable",
         _ if status.is_client_error() => "invalid",
         _ => "internal error",

@@ -238,3 +238,14 @@ fn invalid_config_is_refused_by_serve() {
     assert!(err.to_string().contains("max_body_bytes must be at least 1"), "{err}");
     assert_eq!(hooks.checkpoints.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn a_flux_query_is_told_to_use_influxql() {
+    let server = TestServer::start(ServerConfig::default());
+    let response = server.post("/api/v2/query?org=o", &[], br#"from(bucket:"db") |> range(start: -1h)"#);
+    assert_eq!(response.status, 501, "{response:?}");
+    let body = response.json();
+    assert_eq!(body["code"], "not implemented");
+    assert!(body["message"].as_str().unwrap_or("").contains("Flux is not supported"), "{body}");
+    assert!(body["message"].as_str().unwrap_or("").contains("/query"), "{body}");
+}

@@ -64,10 +64,10 @@ pub struct LineLimits {
 }
 
 impl Default for LineLimits {
-    /// 64 KiB per line (InfluxDB's own limit on a string field value) and
-    /// 1000 fields per line.
+    /// 1 MiB per line (room for InfluxDB's 64 KiB string field values; the
+    /// server's default too) and 1000 fields per line.
     fn default() -> Self {
-        LineLimits { max_line_bytes: 64 * 1024, max_fields_per_line: 1000 }
+        LineLimits { max_line_bytes: 1 << 20, max_fields_per_line: 1000 }
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn parse_line(line: &str, start: usize, ctx: &LineContext) -> Result<
 
     sort_tags(&mut tags)?;
     dedup_fields_last_wins(&mut fields);
+    reject_time_keys(&measurement, &tags, &fields)?;
     Ok(Point { measurement, tags, fields, timestamp_ns })
 }
 
@@ -260,15 +261,46 @@ fn parse_timestamp(b: &[u8], pos: usize, ctx: &LineContext) -> Result<i64, Reaso
     }
     let units = match parse_i64(&b[start..end]) {
         Ok(units) => units,
-        Err(_) if is_integer_syntax(&b[start..end]) => return Err("time outside range".into()),
+        Err(_) if is_integer_syntax(&b[start..end]) => return Err(TIME_OUTSIDE_RANGE.into()),
         Err(_) => return Err("bad timestamp".into()),
     };
-    ctx.precision.units_to_nanos(units).ok_or_else(|| "time outside range".into())
+    match ctx.precision.units_to_nanos(units) {
+        Some(ns) if (MIN_NANO_TIME..=MAX_NANO_TIME).contains(&ns) => Ok(ns),
+        _ => Err(TIME_OUTSIDE_RANGE.into()),
+    }
 }
+
+/// InfluxDB's range of timestamps (`models.MinNanoTime`, `MaxNanoTime`):
+/// the two values at each end of i64 are reserved.
+pub const MIN_NANO_TIME: i64 = i64::MIN + 2;
+pub const MAX_NANO_TIME: i64 = i64::MAX - 1;
+const TIME_OUTSIDE_RANGE: &str = "time outside range -9223372036854775806 - 9223372036854775806";
 
 fn is_integer_syntax(b: &[u8]) -> bool {
     let digits = b.strip_prefix(b"-").unwrap_or(b);
     !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+}
+
+/// `time` names the timestamp column in every query, so InfluxDB refuses it
+/// as a tag key or field key (with these messages).
+fn reject_time_keys(
+    measurement: &str,
+    tags: &[(String, String)],
+    fields: &[(String, FieldValue)],
+) -> Result<(), Reason> {
+    if tags.iter().any(|(k, _)| k == "time") {
+        return Err(format!(
+            "invalid tag key: input tag \"time\" on measurement \"{measurement}\" is invalid"
+        )
+        .into());
+    }
+    if fields.iter().any(|(k, _)| k == "time") {
+        return Err(format!(
+            "invalid field name: input field \"time\" on measurement \"{measurement}\" is invalid"
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Sorts tags by key (byte order, as InfluxDB) and rejects repeated keys.

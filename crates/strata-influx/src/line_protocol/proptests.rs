@@ -68,8 +68,10 @@ fn value() -> impl Strategy<Value = FieldValue> {
     ]
 }
 
+/// InfluxDB's timestamp range, both ends included.
 fn timestamp_ns() -> impl Strategy<Value = i64> {
-    prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(0i64), any::<i64>()]
+    use super::parser::{MAX_NANO_TIME, MIN_NANO_TIME};
+    prop_oneof![Just(MIN_NANO_TIME), Just(MAX_NANO_TIME), Just(0i64), MIN_NANO_TIME..=MAX_NANO_TIME]
 }
 
 fn point() -> impl Strategy<Value = Point> {
@@ -80,13 +82,21 @@ fn point() -> impl Strategy<Value = Point> {
         timestamp_ns(),
     )
         .prop_map(|(measurement, tags, raw_fields, timestamp_ns)| {
+            // `time` is no valid tag or field key.
+            let tags: Vec<(String, String)> = tags.into_iter().filter(|(k, _)| k != "time").collect();
             let mut fields: Vec<(String, FieldValue)> = Vec::new();
             for (key, value) in raw_fields {
+                if key == "time" {
+                    continue;
+                }
                 if !fields.iter().any(|f| f.0 == key) {
                     fields.push((key, value));
                 }
             }
-            Point { measurement, tags: tags.into_iter().collect(), fields, timestamp_ns }
+            if fields.is_empty() {
+                fields.push(("v".to_string(), FieldValue::Boolean(true)));
+            }
+            Point { measurement, tags, fields, timestamp_ns }
         })
 }
 

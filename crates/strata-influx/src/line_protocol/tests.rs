@@ -249,11 +249,17 @@ fn precision_scales_timestamps_but_not_the_default_time() {
     assert_eq!(b.points.len(), 1);
     assert_eq!(b.points[0].timestamp_ns, 2_562_047 * 3_600_000_000_000);
     let reasons: Vec<_> = b.errors.iter().map(|e| (e.line, e.message.rsplit(": ").next().unwrap())).collect();
-    assert_eq!(reasons, [(2, "time outside range"), (3, "time outside range")]);
-    let b = parse("m v=1 -9223372036854775808\nm v=1 9223372036854775808");
-    assert_eq!(b.points[0].timestamp_ns, i64::MIN);
-    assert_eq!(b.errors[0].line, 2);
-    assert!(b.errors[0].message.ends_with("time outside range"));
+    let range = "time outside range -9223372036854775806 - 9223372036854775806";
+    assert_eq!(reasons, [(2, range), (3, range)]);
+    // InfluxDB's range is i64 without the two values at each end.
+    let b = parse(
+        "m v=1 -9223372036854775806\nm v=1 9223372036854775806\nm v=1 -9223372036854775807\n\
+         m v=1 9223372036854775807\nm v=1 -9223372036854775808\nm v=1 9223372036854775808",
+    );
+    let times: Vec<i64> = b.points.iter().map(|p| p.timestamp_ns).collect();
+    assert_eq!(times, [i64::MIN + 2, i64::MAX - 1]);
+    assert_eq!(b.errors.iter().map(|e| e.line).collect::<Vec<_>>(), [3, 4, 5, 6]);
+    assert!(b.errors.iter().all(|e| e.message.ends_with(range)), "{:?}", b.errors);
 }
 
 #[test]
@@ -322,7 +328,10 @@ const BAD_LINES: &[(&[u8], &str)] = &[
     (b"cpu v=1 -", "bad timestamp"),
     (b"cpu v=1 +5", "bad timestamp"),
     (b"cpu v=1 1 2", "bad timestamp: unexpected text after the timestamp"),
-    (b"cpu v=1 9223372036854775808", "time outside range"),
+    (b"cpu v=1 9223372036854775808", "time outside range -9223372036854775806 - 9223372036854775806"),
+    (b"cpu v=1 9223372036854775807", "time outside range -9223372036854775806 - 9223372036854775806"),
+    (b"cpu time=1", "invalid field name: input field \"time\" on measurement \"cpu\" is invalid"),
+    (b"cpu,time=a v=1", "invalid tag key: input tag \"time\" on measurement \"cpu\" is invalid"),
     (b"cpu,host=\xff v=1", "invalid UTF-8 at byte 9"),
     (b"cpu v=\"\xe2\x82\"", "invalid UTF-8 at byte 7"),
 ];
@@ -378,7 +387,7 @@ fn limits_reject_long_lines_and_many_fields() {
         ]
     );
     let d = LineLimits::default();
-    assert_eq!((d.max_line_bytes, d.max_fields_per_line), (65_536, 1000));
+    assert_eq!((d.max_line_bytes, d.max_fields_per_line), (1 << 20, 1000));
 }
 
 #[test]

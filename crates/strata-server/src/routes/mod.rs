@@ -39,6 +39,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(status::metrics))
         .route("/api/v1/streams", get(streams::list).post(streams::create))
         .route("/api/v1/streams/{db}/{name}", delete(streams::drop))
+        .route("/api/v2/query", post(flux_not_supported))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // The handlers read bodies themselves, with `max_body_bytes`.
@@ -47,6 +48,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(Arc::clone(&state), common_headers))
         .with_state(state)
 }
+
+/// `POST /api/v2/query`: the v2 clients' Flux endpoint. Strata speaks
+/// InfluxQL only; say so instead of a bare 404.
+async fn flux_not_supported() -> Response {
+    ApiError::new(StatusCode::NOT_IMPLEMENTED, FLUX_NOT_SUPPORTED).with_flavor(ApiFlavor::V2).into_response()
+}
+
+/// The answer to a Flux query.
+pub const FLUX_NOT_SUPPORTED: &str =
+    "Flux is not supported; send InfluxQL to /query (GET or POST, q=..., db=...), as InfluxDB 1.x clients do";
 
 async fn not_found(request: Request) -> Response {
     let flavor = ApiFlavor::for_path(request.uri().path());
