@@ -100,6 +100,9 @@ fn streams_round_trip_over_http_and_survive_a_restart() {
     let schema = json!({"db": "mydb", "name": "stock", "attributes": [
         {"name": "sequence", "type": "i64"}, {"name": "symbol", "type": "i32"},
         {"name": "price", "type": "f64"}, {"name": "volume", "type": "i32"}]});
+    let missing_db = server.call("POST", "/api/v1/streams", schema.to_string().as_bytes());
+    assert_eq!(missing_db.status, 404, "a stream needs its database: {}", missing_db.text());
+    assert_eq!(server.call("POST", "/query?q=CREATE+DATABASE+mydb", b"").status, 200);
     let created = server.call("POST", "/api/v1/streams", schema.to_string().as_bytes());
     assert_eq!(created.status, 201, "{}", created.text());
     assert_eq!(created.json()["events"], 0);

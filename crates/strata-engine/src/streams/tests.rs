@@ -27,8 +27,11 @@ fn config(dir: &Path, placement: &str) -> Config {
     c
 }
 
+/// Opens the data directory, with the database `mydb` the tests use.
 fn open(dir: &Path, placement: &str) -> Db {
-    Db::open(&config(dir, placement), &|_, _, _| {}).expect("open")
+    let db = Db::open(&config(dir, placement), &|_, _, _| {}).expect("open");
+    db.tables().add_database("mydb").expect("create mydb");
+    db
 }
 
 fn attrs() -> Vec<StreamAttr> {
@@ -284,6 +287,11 @@ fn creation_checks_names_schemas_and_conflicts() {
     assert!(invalid(store.create_stream("mydb", "x", &dup)));
     store.create_stream("mydb", "x", &attrs()).unwrap();
     assert!(matches!(store.create_stream("mydb", "x", &attrs()), Err(StreamError::AlreadyExists(_))));
+    let Err(StreamError::NotFound(m)) = store.create_stream("nodb", "x", &attrs()) else {
+        panic!("a stream in a missing database must be refused")
+    };
+    assert!(m.contains("database not found") && m.contains("CREATE DATABASE"), "{m}");
+    assert!(!store.list_databases().contains(&"nodb".to_string()), "and no database appears");
     let p = Point {
         measurement: "cpu".into(),
         tags: vec![],

@@ -188,10 +188,13 @@ impl StreamTables for TableCatalog {
     fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
         crate::streams::catalog::check_name(db, "database name")?;
         crate::streams::catalog::check_name(name, "stream name")?;
-        self.engine.create_database(db).map_err(|e| match e {
-            EngineError::InvalidDatabaseName(..) => StreamError::Invalid(e.to_string()),
-            other => StreamError::Engine(other),
-        })?;
+        // As for writes, the database must exist (InfluxDB 1.x does not
+        // create databases on the fly either).
+        if !self.engine.databases().iter().any(|d| d == db) {
+            return Err(StreamError::NotFound(format!(
+                "database not found: {db:?}; create it first (CREATE DATABASE on /query)"
+            )));
+        }
         if self.engine.measurements(db)?.iter().any(|m| m == name) {
             return Err(StreamError::AlreadyExists(format!(
                 "measurement {name:?} of database {db:?} already holds series; pick another stream name"
