@@ -48,6 +48,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_body_bytes: config.server.max_body_bytes,
         max_line_bytes: config.server.max_line_bytes,
         max_fields_per_line: config.server.max_fields_per_line,
+        // ILP senders that name no database write into the default one.
+        default_database: Some(config.storage.default_database.clone()).filter(|d| !d.is_empty()),
         ..ServerConfig::default()
     };
     // Series through the engine, event streams through the stream catalog.

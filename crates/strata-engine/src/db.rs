@@ -92,9 +92,11 @@ impl Db {
             && opts.checkpoint_log_bytes != u64::MAX)
             .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
         let OpenedLog { opener, region } = factory.open(config, &fs)?;
-        let (engine, recovery) = SeriesEngine::open(opts, opener, progress)?;
+        let (engine, mut recovery) = SeriesEngine::open(opts, opener, progress)?;
         if !config.storage.default_database.is_empty() {
             engine.create_database(&config.storage.default_database)?;
+            // The report counts the databases the server starts with.
+            recovery.databases = engine.databases().len();
         }
         let (streams, streams_recovery) = Self::open_streams(config, &engine)?;
         let store = Arc::new(TableCatalog::new(engine.clone(), Arc::new(streams)));
@@ -275,6 +277,7 @@ mod tests {
             crate::pool::POOL_HEADER_BYTES + strata_log::pmem_log::PmemLog::footprint_bytes(c.pmem.log_bytes);
         let db = Db::open(&c, &|_, _, _| {}).expect("a pool validate accepts must open");
         assert_eq!(db.engine().databases(), vec!["strata".to_string()]);
+        assert_eq!(db.recovery().databases, 1, "the report counts the default database of a first start");
     }
 
     fn config(dir: &Path, protocol: Protocol) -> Config {

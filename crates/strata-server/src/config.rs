@@ -34,6 +34,9 @@ pub struct ServerConfig {
     pub max_fields_per_line: usize,
     /// Version string reported to clients.
     pub version: String,
+    /// Database of a `/write` that names none (QuestDB's ILP-over-HTTP
+    /// senders send no `db`); `None`: such a write is a 400.
+    pub default_database: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +48,7 @@ impl Default for ServerConfig {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_fields_per_line: DEFAULT_MAX_FIELDS_PER_LINE,
             version: DEFAULT_VERSION.to_string(),
+            default_database: None,
         }
     }
 }

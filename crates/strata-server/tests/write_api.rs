@@ -279,3 +279,17 @@ fn docs_partial_write_example_is_what_the_server_says() {
     assert!(doc.contains(&response.text()), "docs/http-api.md should show:\n{}", response.text());
     assert_eq!(stored(&server.store, "cpu")[0].1, vec![(1, FieldValue::Float(1.0))]);
 }
+
+#[test]
+fn a_write_without_db_lands_in_the_default_database_when_one_is_configured() {
+    // QuestDB's ILP-over-HTTP senders post to /write with no `db` parameter.
+    let config = ServerConfig { default_database: Some("db".into()), ..Default::default() };
+    let server = TestServer::start(config);
+    let response = server.post("/write", &[], b"trades,symbol=ETH-USD price=2615.54 1700000000000000000\n");
+    assert_eq!(response.status, 204, "{response:?}");
+    let rows = stored(&server.store, "trades");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].1, vec![(1_700_000_000_000_000_000, strata_series::FieldValue::Float(2615.54))]);
+    let explicit = server.post("/write?db=nope", &[], b"t v=1\n");
+    assert_eq!(explicit.status, 404, "an explicit db is never replaced by the default");
+}

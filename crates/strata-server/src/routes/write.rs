@@ -32,7 +32,7 @@ pub async fn write_v1(
         let message = format!("invalid precision {precision_text:?} (use n, u, ms, s, m or h)");
         return ApiError::bad_request(message).into_response();
     };
-    let Some(db) = params.get_nonblank("db") else {
+    let Some(db) = params.get_nonblank("db").or(state.config.default_database.as_deref()) else {
         return ApiError::bad_request("database is required").into_response();
     };
     respond(write_lines(&state, db, precision, &headers, body, ApiFlavor::V1).await)
