@@ -185,6 +185,25 @@ impl PmemCrashProtocol for AggregatesCrash {
     }
 }
 
+/// Runs `proto` under the crash harness and checks that every image
+/// recovered cleanly after more than `min_crash_points` crash points.
+fn assert_clean_run<P: PmemCrashProtocol>(
+    proto: &P,
+    seed: u64,
+    min_crash_points: u64,
+) -> strata_crashtest::oracle::CrashReport {
+    let report = run_pmem_crashtest(proto, &config(seed));
+    eprintln!("{} crash_points={}", report.line(), report.crash_points);
+    assert!(report.is_clean(), "seed {seed:#x}: {} first failure {:?}", report.line(), report.first_failure);
+    assert!(
+        report.crash_points > min_crash_points,
+        "{}: only {} crash points",
+        report.line(),
+        report.crash_points
+    );
+    report
+}
+
 #[test]
 fn aggregate_array_survives_a_crash_at_every_persist_point_in_both_layouts() {
     for (layout, record_bytes, seed) in [
@@ -192,16 +211,7 @@ fn aggregate_array_survives_a_crash_at_every_persist_point_in_both_layouts() {
         (SlotLayout::Aligned, 40, 0xC7A5_0002),
         (SlotLayout::Dense, 72, 3),
     ] {
-        let proto = AggregatesCrash::new(layout, record_bytes, seed);
-        let report = run_pmem_crashtest(&proto, &config(seed));
-        eprintln!("{} crash_points={}", report.line(), report.crash_points);
-        assert!(
-            report.is_clean(),
-            "seed {seed:#x}: {} first failure {:?}",
-            report.line(),
-            report.first_failure
-        );
-        assert!(report.crash_points > 150, "{}: only {} crash points", report.line(), report.crash_points);
+        let report = assert_clean_run(&AggregatesCrash::new(layout, record_bytes, seed), seed, 150);
         assert!(report.images > 2_000, "{}", report.line());
     }
 }
@@ -364,16 +374,7 @@ impl PmemCrashProtocol for IndexNodesCrash {
 #[test]
 fn index_node_array_survives_a_crash_at_every_persist_point() {
     for seed in [0x1DC0_0001, 0x1DC0_0002] {
-        let proto = IndexNodesCrash::new(seed);
-        let report = run_pmem_crashtest(&proto, &config(seed));
-        eprintln!("{} crash_points={}", report.line(), report.crash_points);
-        assert!(
-            report.is_clean(),
-            "seed {seed:#x}: {} first failure {:?}",
-            report.line(),
-            report.first_failure
-        );
-        assert!(report.crash_points > 60, "{}: only {} crash points", report.line(), report.crash_points);
+        assert_clean_run(&IndexNodesCrash::new(seed), seed, 60);
     }
 }
 
