@@ -82,11 +82,6 @@ impl SeriesEngine {
         self.protocol.name()
     }
 
-    /// The running commit protocol.
-    pub fn commit_protocol(&self) -> &dyn SeriesProtocol {
-        self.protocol.as_ref()
-    }
-
     /// The DecLog side, when the engine runs DecLog.
     pub fn declog(&self) -> Option<&DeclogSide> {
         self.protocol.as_any().downcast_ref::<DeclogProtocol>().map(DeclogProtocol::side)

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use strata_log::Lsn;
@@ -22,7 +21,6 @@ struct CheckpointState {
     checkpoint_lsn: Lsn,
     next_file_seq: u64,
     last_duration_s: f64,
-    last_at: Instant,
 }
 
 pub struct BlockStore {
@@ -39,7 +37,6 @@ impl Default for BlockStore {
                 checkpoint_lsn: Lsn(0),
                 next_file_seq: 1,
                 last_duration_s: 0.0,
-                last_at: Instant::now(),
             }),
         }
     }
@@ -90,11 +87,6 @@ impl BlockStore {
         seq
     }
 
-    /// The sequence [`take_file_seq`](Self::take_file_seq) would return.
-    pub fn peek_file_seq(&self) -> u64 {
-        self.ckpt.lock().next_file_seq
-    }
-
     pub fn mark(&self) -> CheckpointMark {
         let ck = self.ckpt.lock();
         CheckpointMark {
@@ -115,15 +107,9 @@ impl BlockStore {
     pub fn record_duration(&self, duration_s: f64) {
         let mut ck = self.ckpt.lock();
         ck.last_duration_s = duration_s;
-        ck.last_at = Instant::now();
     }
 
     pub fn last_duration_s(&self) -> f64 {
         self.ckpt.lock().last_duration_s
-    }
-
-    /// When the last checkpoint finished (or the engine opened).
-    pub fn last_at(&self) -> Instant {
-        self.ckpt.lock().last_at
     }
 }
