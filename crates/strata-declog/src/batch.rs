@@ -201,6 +201,7 @@ mod tests {
             op_index: 0,
             compressed: false,
             raw: false,
+            form: crate::entry::PayloadForm::Single,
         }
     }
 

@@ -48,6 +48,14 @@ pub const ENTRY_FLAG_DEFERRED_TAIL: u32 = 2;
 /// (longer than `KEY_TABLE_MAX_KEY_BYTES`, or the table is full). Never
 /// together with `ENTRY_FLAG_COMPRESSED`.
 pub const ENTRY_FLAG_RAW_POINT: u32 = 4;
+/// Bit 3 of `flags` (format version 3): the payload, once decompressed, is
+/// a points payload (every point of one key in one transaction,
+/// [`PayloadForm::PerKey`]); without it, a point payload (with
+/// compression) or opaque bytes. Version 2 never set it.
+pub const ENTRY_FLAG_PER_KEY: u32 = 8;
+/// Every flag bit an entry may carry.
+pub const ENTRY_FLAGS_KNOWN: u32 =
+    ENTRY_FLAG_COMPRESSED | ENTRY_FLAG_DEFERRED_TAIL | ENTRY_FLAG_RAW_POINT | ENTRY_FLAG_PER_KEY;
 /// Bit 63 of the tail word.
 pub const TAIL_COMMIT_FLAG: u64 = 1 << 63;
 
@@ -96,6 +104,19 @@ impl From<&EntryIn<'_>> for EntryOwned {
     }
 }
 
+/// What an entry's payload holds ([`crate::DecLog::submit_owned_as`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PayloadForm {
+    /// One operation: with compression a point payload
+    /// ([`crate::compress::point_payload`]), without it opaque bytes.
+    #[default]
+    Single,
+    /// Every operation of one transaction on one key: a points payload
+    /// ([`crate::compress::points_payload`]), compressed together against
+    /// the key's running state (`ENTRY_FLAG_PER_KEY`).
+    PerKey,
+}
+
 /// Everything of an entry except its payload.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EntryMeta {
@@ -109,6 +130,8 @@ pub struct EntryMeta {
     pub compressed: bool,
     /// The payload is a point payload logged verbatim (`ENTRY_FLAG_RAW_POINT`).
     pub raw: bool,
+    /// The payload's form (`ENTRY_FLAG_PER_KEY`).
+    pub form: PayloadForm,
 }
 
 /// Where an entry sits: its stream position and the writer epoch of its batch.
@@ -165,6 +188,7 @@ pub fn encode_entry(
     h[ENTRY_OFFSET_OP_INDEX..ENTRY_OFFSET_OP_INDEX + 4].copy_from_slice(&meta.op_index.to_le_bytes());
     let flags = if meta.compressed { ENTRY_FLAG_COMPRESSED } else { 0 }
         | if meta.raw { ENTRY_FLAG_RAW_POINT } else { 0 }
+        | if meta.form == PayloadForm::PerKey { ENTRY_FLAG_PER_KEY } else { 0 }
         | if !with_tail && meta.lsn == 0 { ENTRY_FLAG_DEFERRED_TAIL } else { 0 };
     h[ENTRY_OFFSET_FLAGS..ENTRY_OFFSET_FLAGS + 4].copy_from_slice(&flags.to_le_bytes());
     let crc = entry_crc(stamp, &h, payload);
@@ -223,7 +247,7 @@ pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, DecodeEr
     let crc = u32_at(header, ENTRY_OFFSET_CRC);
     DecodeError::check_crc("entry", crc, entry_crc(stamp, header, payload))?;
     let flags = u32_at(header, ENTRY_OFFSET_FLAGS);
-    if flags & !(ENTRY_FLAG_COMPRESSED | ENTRY_FLAG_DEFERRED_TAIL | ENTRY_FLAG_RAW_POINT) != 0 {
+    if flags & !ENTRY_FLAGS_KNOWN != 0 {
         return Err(DecodeError::Unknown { what: "entry flags", value: flags.into() });
     }
     if flags & ENTRY_FLAG_COMPRESSED != 0 && flags & ENTRY_FLAG_RAW_POINT != 0 {
@@ -237,6 +261,7 @@ pub fn decode_entry(bytes: &[u8], stamp: Stamp) -> Result<DecodedEntry, DecodeEr
         op_index: u32_at(header, ENTRY_OFFSET_OP_INDEX),
         compressed: flags & ENTRY_FLAG_COMPRESSED != 0,
         raw: flags & ENTRY_FLAG_RAW_POINT != 0,
+        form: if flags & ENTRY_FLAG_PER_KEY != 0 { PayloadForm::PerKey } else { PayloadForm::Single },
     };
     if meta.entry_count == 0 || meta.op_index >= meta.entry_count {
         return Err(DecodeError::Invalid(format!(
@@ -272,6 +297,7 @@ mod tests {
             op_index: 1,
             compressed: true,
             raw: false,
+            form: PayloadForm::Single,
         }
     }
 
@@ -320,6 +346,16 @@ mod tests {
         let d = decode_entry(&update, STAMP).unwrap();
         assert!(d.tail_deferred, "update entries always defer");
         assert_eq!(u32::from_le_bytes(update[32..36].try_into().unwrap()), ENTRY_FLAG_COMPRESSED);
+    }
+
+    #[test]
+    fn the_per_key_form_is_flag_bit_3() {
+        let per_key = EntryMeta { form: PayloadForm::PerKey, compressed: false, ..meta(0) };
+        let mut out = Vec::new();
+        encode_entry(&per_key, b"pts", STAMP, true, &mut out);
+        let flags = u32::from_le_bytes(out[ENTRY_OFFSET_FLAGS..ENTRY_OFFSET_FLAGS + 4].try_into().unwrap());
+        assert_eq!(flags, ENTRY_FLAG_PER_KEY);
+        assert_eq!(decode_entry(&out, STAMP).unwrap().meta, per_key);
     }
 
     #[test]

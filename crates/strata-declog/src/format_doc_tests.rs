@@ -55,6 +55,8 @@ fn every_constant_appears_with_its_value() {
         ("ENTRY_FLAG_COMPRESSED", ENTRY_FLAG_COMPRESSED as u64),
         ("ENTRY_FLAG_DEFERRED_TAIL", ENTRY_FLAG_DEFERRED_TAIL as u64),
         ("ENTRY_FLAG_RAW_POINT", ENTRY_FLAG_RAW_POINT as u64),
+        ("ENTRY_FLAG_PER_KEY", ENTRY_FLAG_PER_KEY as u64),
+        ("DECLOG_OLDEST_READABLE_VERSION", DECLOG_OLDEST_READABLE_VERSION as u64),
     ];
     for (name, v) in dec {
         assert_eq!(value_of(name), v.to_string(), "constant {name}");
@@ -193,6 +195,7 @@ fn bytes_written_sit_where_the_doc_says() {
         op_index: 2,
         compressed: true,
         raw: false,
+        form: crate::entry::PayloadForm::Single,
     };
     let b = build_batch(&[BatchEntry { meta, payload: b"hello" }], 4096, 5, 256, false);
     let u32_at = |at: usize| u32::from_le_bytes(b.bytes[at..at + 4].try_into().unwrap());
@@ -238,7 +241,7 @@ fn superblock_and_cut_record_bytes_sit_where_the_doc_says() {
     let sb = region.read_vec(RegionOffset(0), SUPERBLOCK_BYTES as usize);
     let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!(&sb[..8], b"STDECLOG");
-    assert_eq!(u32_at(&sb, 8), 2, "version");
+    assert_eq!(u32_at(&sb, 8), 3, "version");
     assert_eq!(u32_at(&sb, 28), SB_FLAG_COMPRESSION | SB_FLAG_STRICT_ORDERING, "flags");
     assert_eq!(u64::from_le_bytes(sb[40..48].try_into().unwrap()), 2048, "streams_offset");
     assert_eq!(u32_at(&sb, 48), 3, "key_slots");

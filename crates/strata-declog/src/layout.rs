@@ -30,7 +30,11 @@ use crate::error::DeclogError;
 
 /// "STDECLOG" as a little-endian u64.
 pub const DECLOG_MAGIC: u64 = u64::from_le_bytes(*b"STDECLOG");
-pub const DECLOG_FORMAT_VERSION: u32 = 2;
+/// Version 3 added per-key entries (`ENTRY_FLAG_PER_KEY`); a version-2
+/// area opens and is written on in place (its entries never carry the flag).
+pub const DECLOG_FORMAT_VERSION: u32 = 3;
+/// The oldest version `open` reads.
+pub const DECLOG_OLDEST_READABLE_VERSION: u32 = 2;
 pub const SB_OFFSET_MAGIC: u64 = 0;
 pub const SB_OFFSET_VERSION: u64 = 8;
 pub const SB_OFFSET_THREADS: u64 = 12;
@@ -383,7 +387,7 @@ pub fn read_area(region: &Region, base: RegionOffset) -> Result<(Layout, Control
         return Err(DeclogError::corruption(base.0, "declog superblock CRC mismatch"));
     }
     let version = u32_at(SB_OFFSET_VERSION);
-    if version != DECLOG_FORMAT_VERSION {
+    if !(DECLOG_OLDEST_READABLE_VERSION..=DECLOG_FORMAT_VERSION).contains(&version) {
         return Err(DeclogError::corruption(base.0, format!("unknown declog format version {version}")));
     }
     let flags = u32_at(SB_OFFSET_FLAGS);

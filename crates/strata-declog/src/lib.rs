@@ -99,7 +99,7 @@ pub use config::{
     DEFAULT_QUEUE_LEN, DEFAULT_THREADS, MAX_QUEUE_LEN, MAX_TXN_ENTRIES,
 };
 pub use declog::{DecLog, FlushHold};
-pub use entry::{EntryIn, EntryOwned};
+pub use entry::{EntryIn, EntryOwned, PayloadForm};
 pub use error::{DeclogError, DecodeError};
 pub use layout::CutPoint;
 pub use pipeline::{DeclogStats, StepOutcome};

@@ -193,6 +193,7 @@ mod tests {
                 op_index: 0,
                 compressed: false,
                 raw: false,
+                form: crate::entry::PayloadForm::Single,
             },
             payload: vec![0; 8],
             ticket: Ticket::new(TxnId(txn), 1),

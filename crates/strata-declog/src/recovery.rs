@@ -42,7 +42,8 @@ use strata_pmem::{Region, RegionOffset};
 
 use crate::batch::{decode_header, BatchHeader, BATCH_HEADER_BYTES, BATCH_KIND_WRAP};
 use crate::compress::key_table::KeyTable;
-use crate::compress::log_codec::decompress_point;
+use crate::compress::log_codec::decompress_entry;
+use crate::entry::PayloadForm;
 use crate::entry::{decode_entry, Stamp};
 use crate::error::DeclogError;
 use crate::layout::{read_area, Control, CutPoint, Layout, Ring};
@@ -58,6 +59,9 @@ pub struct RecoveredEntry {
     pub compressed: bool,
     pub op_index: u32,
     pub entry_count: u32,
+    /// What the payload holds: one operation, or every operation of its
+    /// transaction on one key (`ENTRY_FLAG_PER_KEY`, format version 3).
+    pub form: PayloadForm,
     pub payload: Vec<u8>,
     /// Which stream it was found in, and where.
     pub stream: usize,
@@ -337,10 +341,14 @@ fn scan_stream(
             let (payload, compressed) = match decoder.as_deref_mut() {
                 Some(_) if d.meta.raw => (d.payload, false),
                 Some(table) => {
-                    let point = decompress_point(table, d.meta.compressed, &d.payload, d.meta.txn.0)
-                        .map_err(|e| {
-                            DeclogError::corruption((at + off).0, format!("stream {stream}: entry {k}: {e}"))
-                        })?;
+                    let point =
+                        decompress_entry(table, d.meta.form, d.meta.compressed, &d.payload, d.meta.txn.0)
+                            .map_err(|e| {
+                                DeclogError::corruption(
+                                    (at + off).0,
+                                    format!("stream {stream}: entry {k}: {e}"),
+                                )
+                            })?;
                     out.compressed_entries += d.meta.compressed as u64;
                     (point, false)
                 }
@@ -353,6 +361,7 @@ fn scan_stream(
                 compressed,
                 op_index: d.meta.op_index,
                 entry_count: d.meta.entry_count,
+                form: d.meta.form,
                 payload,
                 stream,
                 pos: pos + off,

@@ -28,10 +28,22 @@ impl BitWriter {
         self.used_in_last = (self.used_in_last + 1) % 8;
     }
 
-    /// Writes the low `count` bits of `value` (`count <= 64`).
+    /// Writes the low `count` bits of `value` (`count <= 64`), up to a
+    /// byte at a time.
     pub(crate) fn write_bits(&mut self, value: u64, count: u32) {
-        for i in (0..count).rev() {
-            self.write_bit((value >> i) & 1 == 1);
+        debug_assert!(count <= 64);
+        let mut left = count;
+        while left > 0 {
+            if self.used_in_last == 0 {
+                self.bytes.push(0);
+            }
+            let room = 8 - self.used_in_last;
+            let take = room.min(left);
+            let chunk = (value >> (left - take)) & ((1u64 << take) - 1);
+            let last = self.bytes.len() - 1;
+            self.bytes[last] |= (chunk as u8) << (room - take);
+            self.used_in_last = (self.used_in_last + take) % 8;
+            left -= take;
         }
     }
 
@@ -65,8 +77,15 @@ impl<'a> BitReader<'a> {
             return Err(self.exhausted(count));
         }
         let mut value = 0u64;
-        for _ in 0..count {
-            value = (value << 1) | self.read_bit()? as u64;
+        let mut left = count;
+        while left > 0 {
+            let used = (self.bit_pos % 8) as u32;
+            let take = (8 - used).min(left);
+            let byte = self.bytes[self.bit_pos / 8] as u64;
+            let chunk = (byte >> (8 - used - take)) & ((1u64 << take) - 1);
+            value = (value << take) | chunk;
+            self.bit_pos += take as usize;
+            left -= take;
         }
         Ok(value)
     }
@@ -131,6 +150,34 @@ mod tests {
         assert_eq!(r.bytes_consumed(), 9);
         assert_eq!(r.read_bits(3).unwrap(), 0, "padding is zero");
         assert!(r.read_bits(1).is_err(), "past the end is an error");
+    }
+
+    #[test]
+    fn chunked_bits_match_bit_by_bit() {
+        let seed = 0xb175_u64;
+        let mut x = seed;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut fast, mut slow, mut fields) = (BitWriter::default(), BitWriter::default(), Vec::new());
+        for _ in 0..2000 {
+            let count = (next() % 65) as u32;
+            let value = next() & if count == 64 { u64::MAX } else { (1u64 << count) - 1 };
+            fast.write_bits(value, count);
+            for i in (0..count).rev() {
+                slow.write_bit((value >> i) & 1 == 1);
+            }
+            fields.push((value, count));
+        }
+        let bytes = fast.into_bytes();
+        assert_eq!(bytes, slow.into_bytes(), "seed {seed:#x}");
+        let mut r = BitReader::new(&bytes);
+        for (value, count) in fields {
+            assert_eq!(r.read_bits(count).unwrap(), value, "seed {seed:#x}");
+        }
     }
 
     #[test]

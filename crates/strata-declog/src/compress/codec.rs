@@ -165,8 +165,50 @@ fn read_xor(r: &mut BitReader<'_>, s: &KeyState) -> Result<(u64, u8, u8), Decode
     Ok((s.last_value_bits ^ xor, leading as u8, trailing as u8))
 }
 
+/// Writes a point of a key with state `s` as its timestamp's
+/// delta-of-delta and its value's XOR code; returns the state after it.
+pub(super) fn write_delta_coded(
+    w: &mut BitWriter,
+    s: &KeyState,
+    timestamp: i64,
+    value_bits: u64,
+) -> KeyState {
+    let delta = timestamp.wrapping_sub(s.last_timestamp);
+    write_dod(w, delta.wrapping_sub(s.last_delta));
+    let (xor_leading, xor_trailing) = write_xor(w, s, value_bits);
+    KeyState {
+        last_timestamp: timestamp,
+        last_delta: delta,
+        last_value_bits: value_bits,
+        xor_leading,
+        xor_trailing,
+        ..*s
+    }
+}
+
+/// Reads what [`write_delta_coded`] wrote: the timestamp, the value bits and
+/// the state after them.
+pub(super) fn read_delta_coded(
+    r: &mut BitReader<'_>,
+    s: &KeyState,
+) -> Result<(i64, u64, KeyState), DecodeError> {
+    let dod = read_dod(r)?;
+    let delta = s.last_delta.wrapping_add(dod);
+    let timestamp = s.last_timestamp.wrapping_add(delta);
+    let (value_bits, xor_leading, xor_trailing) = read_xor(r, s)?;
+    let next = KeyState {
+        last_timestamp: timestamp,
+        last_delta: delta,
+        last_value_bits: value_bits,
+        xor_leading,
+        xor_trailing,
+        ..*s
+    };
+    Ok((timestamp, value_bits, next))
+}
+
 /// The state after a key's first point (since insert or clear).
-fn first_state(timestamp: i64, value_bits: u64, entry_meta: u64) -> KeyState {
+pub(super) fn first_state(timestamp: i64, value_bits: u64, entry_meta: u64) -> KeyState {
     KeyState {
         has_state: true,
         last_timestamp: timestamp,
@@ -213,17 +255,7 @@ pub fn compress(
         w.write_bits(value_bits, 64);
         first_state(point.timestamp, value_bits, entry_meta)
     } else {
-        let delta = point.timestamp.wrapping_sub(s.last_timestamp);
-        write_dod(&mut w, delta.wrapping_sub(s.last_delta));
-        let (xor_leading, xor_trailing) = write_xor(&mut w, &s, value_bits);
-        KeyState {
-            last_timestamp: point.timestamp,
-            last_delta: delta,
-            last_value_bits: value_bits,
-            xor_leading,
-            xor_trailing,
-            ..s
-        }
+        write_delta_coded(&mut w, &s, point.timestamp, value_bits)
     };
     payload.extend_from_slice(&w.into_bytes());
     payload.extend_from_slice(point.rest);
@@ -232,11 +264,11 @@ pub fn compress(
 }
 
 /// The key reference of a compressed entry: the id and the reset bit.
-fn key_ref(id: u32, reset: bool) -> u64 {
+pub(super) fn key_ref(id: u32, reset: bool) -> u64 {
     ((id as u64) << 1) | reset as u64
 }
 
-fn bad(what: impl std::fmt::Display) -> DeclogError {
+pub(super) fn bad(what: impl std::fmt::Display) -> DeclogError {
     DeclogError::corruption(0, format!("compressed log payload: {what}"))
 }
 
@@ -295,19 +327,7 @@ pub fn decompress(
              every key's state was cleared)"
         )));
     } else {
-        let dod = read_dod(&mut r).map_err(bad)?;
-        let delta = s.last_delta.wrapping_add(dod);
-        let timestamp = s.last_timestamp.wrapping_add(delta);
-        let (value_bits, xor_leading, xor_trailing) = read_xor(&mut r, &s).map_err(bad)?;
-        let next = KeyState {
-            last_timestamp: timestamp,
-            last_delta: delta,
-            last_value_bits: value_bits,
-            xor_leading,
-            xor_trailing,
-            ..s
-        };
-        (timestamp, value_bits, next)
+        read_delta_coded(&mut r, &s).map_err(bad)?
     };
     let rest = payload[at + r.bytes_consumed()..].to_vec();
     table.set_state(&key, next);

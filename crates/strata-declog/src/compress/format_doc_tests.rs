@@ -181,3 +181,23 @@ fn point_payloads_and_the_reset_bit_match_the_doc() {
     expect.extend_from_slice(&2.0f64.to_bits().to_be_bytes());
     assert_eq!((c.compressed, c.payload), (true, expect), "bit streams are most significant bit first");
 }
+
+#[test]
+fn points_payload_sections_match_the_code() {
+    use super::points_codec::{RESTS_PER_POINT, RESTS_SHARED};
+    use super::points_payload::{encode, PointItem, POINTS_FIXED_BYTES};
+    assert!(section().contains(&format!("`POINTS_FIXED_BYTES` = {POINTS_FIXED_BYTES}")));
+    assert!(section().contains(&format!("`RESTS_SHARED` ({RESTS_SHARED})")));
+    assert!(section().contains(&format!("`RESTS_PER_POINT` ({RESTS_PER_POINT})")));
+    let parts: Vec<String> = table("### Points payloads").iter().skip(1).map(|r| r[0].clone()).collect();
+    assert_eq!(parts, ["key_len", "key", "count", "points"]);
+    let count_row = table("### Points payloads").into_iter().find(|r| r[0] == "count").unwrap();
+    assert_eq!(count_row[1], "4", "count is a u32");
+    // Bytes: key_len varint, key, count u32 LE, then ts, bits, rest_len, rest.
+    let b = encode(b"k", [PointItem { timestamp: 1, value_bits: 2, rest: b"r" }]);
+    assert_eq!(&b[..6], &[1, b'k', 1, 0, 0, 0]);
+    assert_eq!(b.len(), 6 + POINTS_FIXED_BYTES + 2);
+    let parts: Vec<String> =
+        table("### Compressed per-key payloads").iter().skip(1).map(|r| r[0].clone()).collect();
+    assert_eq!(parts, ["key_ref", "count", "bits", "rest_form", "rests"]);
+}

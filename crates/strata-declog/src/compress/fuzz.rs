@@ -7,7 +7,11 @@
 //!   decoding arbitrary bytes as a point payload must never panic, and what
 //!   decodes must encode back to the same bytes.
 //!
-//! Input: `flags (1) | payload...`. Bit 0 of `flags` is the compression bit.
+//! - [`fuzz_points_payload`] (`fuzz/fuzz_targets/declog_points_payload.rs`):
+//!   the same for points payloads (per-key entries, format version 3).
+//!
+//! Input: `flags (1) | payload...`. Bit 0 of `flags` is the compression bit;
+//! bit 1 picks the per-key form (then only compressed payloads are decoded).
 //! The table is primed with four keys: with an open XOR window, with state
 //! but no window, and cleared, so every decoding path is reachable.
 
@@ -17,7 +21,8 @@ use strata_pmem::{Region, RegionOffset};
 
 use super::codec::{compress, decompress, LogPoint};
 use super::key_table::{key_table_area_bytes, KeyState, KeyTable};
-use super::point_payload;
+use super::points_codec::decompress_points;
+use super::{point_payload, points_payload};
 
 const FUZZ_SLOTS: u32 = 8;
 
@@ -47,9 +52,17 @@ pub fn fuzz_decompress(data: &[u8]) {
             .map(|k| table.get(k).cloned())
             .into();
     let keys_before = table.len();
-    match decompress(flags & 1 == 1, payload, 99, &mut table) {
-        Ok(p) => {
-            assert!(table.get(&p.key).is_some(), "a decoded key is in the table");
+    let result = if flags & 2 == 2 {
+        decompress_points(payload, 99, &mut table).map(|b| {
+            let p = points_payload::decode(&b).expect("decompression yields a valid points payload");
+            p.key.to_vec()
+        })
+    } else {
+        decompress(flags & 1 == 1, payload, 99, &mut table).map(|p| p.key)
+    };
+    match result {
+        Ok(key) => {
+            assert!(table.get(&key).is_some(), "a decoded key is in the table");
         }
         Err(_) => {
             let after: Vec<_> =
@@ -67,5 +80,17 @@ pub fn fuzz_point_payload(data: &[u8]) {
     if let Ok(p) = point_payload::decode(data) {
         assert_eq!(p.encode(), data, "a decoded point payload encodes to other bytes");
         assert_eq!(point_payload::encoded_len(p.key.len(), p.rest.len()), data.len());
+    }
+}
+
+/// Decodes `data` as a points payload; panics only on a bug.
+pub fn fuzz_points_payload(data: &[u8]) {
+    if let Ok(p) = points_payload::decode(data) {
+        assert_eq!(
+            points_payload::encode(p.key, p.points()),
+            data,
+            "a decoded points payload encodes to other bytes"
+        );
+        assert_eq!(p.points().count(), p.count as usize);
     }
 }

@@ -23,7 +23,9 @@
 
 use super::codec::{compress, decompress, Compressed, LogPoint};
 use super::key_table::{KeyState, KeyTable};
-use super::point_payload;
+use super::points_codec::{compress_points, decompress_points};
+use super::{point_payload, points_payload};
+use crate::entry::PayloadForm;
 use crate::error::DeclogError;
 
 /// Most bytes compression can add to a point payload (the key reference and
@@ -31,6 +33,15 @@ use crate::error::DeclogError;
 /// bytes): with compression on, a point payload may be this much shorter
 /// than the largest entry payload.
 pub const COMPRESSION_SLACK_BYTES: u64 = 8;
+
+/// The key of a submitted payload of `form`.
+pub(crate) fn payload_key(form: PayloadForm, payload: &[u8]) -> Result<&[u8], DeclogError> {
+    match form {
+        PayloadForm::Single => point_payload::decode(payload).map(|p| p.key),
+        PayloadForm::PerKey => points_payload::decode(payload).map(|p| p.key),
+    }
+    .map_err(|e| DeclogError::InvalidInput(e.to_string()))
+}
 
 /// Registers `key` in `table` (a new key gets the next id, a cleared state
 /// and its slot persisted); a known key is left alone.
@@ -41,38 +52,60 @@ pub(crate) fn register_key(table: &mut KeyTable, key: &[u8]) -> Result<(), Declo
     Ok(())
 }
 
-/// Compresses a point payload against `table`; returns the entry's
-/// compression bit and payload, and the key's state before (for
+/// Compresses a submitted payload of `form` against `table`; returns the
+/// entry's compression bit and payload, and the key's state before (for
 /// [`undo_compression`]).
-pub(crate) fn compress_point(
+pub(crate) fn compress_entry(
     table: &mut KeyTable,
-    point_payload: &[u8],
+    form: PayloadForm,
+    payload: &[u8],
     entry_meta: u64,
 ) -> Result<(Compressed, KeyState), DeclogError> {
-    let p = point_payload::decode(point_payload).map_err(|e| DeclogError::InvalidInput(e.to_string()))?;
-    let before = table.get(p.key).map_or(KeyState::CLEARED, |r| r.state);
-    let point =
-        LogPoint { key: p.key, timestamp: p.timestamp, value: f64::from_bits(p.value_bits), rest: p.rest };
-    Ok((compress(&point, entry_meta, table)?, before))
+    let key = payload_key(form, payload)?;
+    let before = table.get(key).map_or(KeyState::CLEARED, |r| r.state);
+    let compressed = match form {
+        PayloadForm::Single => {
+            let p = point_payload::decode(payload).expect("decoded above");
+            let point = LogPoint {
+                key: p.key,
+                timestamp: p.timestamp,
+                value: f64::from_bits(p.value_bits),
+                rest: p.rest,
+            };
+            compress(&point, entry_meta, table)?
+        }
+        PayloadForm::PerKey => {
+            compress_points(&points_payload::decode(payload).expect("decoded above"), entry_meta, table)?
+        }
+    };
+    Ok((compressed, before))
 }
 
-/// Puts the key of `point_payload` back to `state` (its state before a
+/// Puts the key of a submitted payload back to `state` (its state before a
 /// compression whose entry was not queued).
-pub(crate) fn undo_compression(table: &mut KeyTable, point_payload: &[u8], state: KeyState) {
-    if let Ok(p) = point_payload::decode(point_payload) {
-        table.set_state(p.key, state);
+pub(crate) fn undo_compression(table: &mut KeyTable, form: PayloadForm, payload: &[u8], state: KeyState) {
+    if let Ok(key) = payload_key(form, payload) {
+        table.set_state(key, state);
     }
 }
 
-/// Decompresses an entry's payload against `table` back to its point payload.
-pub(crate) fn decompress_point(
+/// Decompresses an entry's payload of `form` against `table` back to the
+/// payload that was submitted.
+pub(crate) fn decompress_entry(
     table: &mut KeyTable,
+    form: PayloadForm,
     compressed: bool,
     payload: &[u8],
     entry_meta: u64,
 ) -> Result<Vec<u8>, DeclogError> {
-    let p = decompress(compressed, payload, entry_meta, table)?;
-    Ok(point_payload::encode(&p.key, p.timestamp, p.value.to_bits(), &p.rest))
+    match form {
+        PayloadForm::Single => {
+            let p = decompress(compressed, payload, entry_meta, table)?;
+            Ok(point_payload::encode(&p.key, p.timestamp, p.value.to_bits(), &p.rest))
+        }
+        PayloadForm::PerKey if compressed => decompress_points(payload, entry_meta, table),
+        PayloadForm::PerKey => Err(super::codec::bad("a per-key entry is either compressed or raw")),
+    }
 }
 
 #[cfg(test)]
@@ -98,14 +131,17 @@ mod tests {
             register_key(&mut dec, key).unwrap();
             for &(ts, bits) in &worst {
                 let point = point_payload::encode(key, ts, bits, b"");
-                let (c, _) = compress_point(&mut enc, &point, 1).unwrap();
+                let (c, _) = compress_entry(&mut enc, PayloadForm::Single, &point, 1).unwrap();
                 assert!(
                     c.payload.len() as u64 <= point.len() as u64 + COMPRESSION_SLACK_BYTES,
                     "{} vs {}",
                     c.payload.len(),
                     point.len()
                 );
-                assert_eq!(decompress_point(&mut dec, c.compressed, &c.payload, 1).unwrap(), point);
+                assert_eq!(
+                    decompress_entry(&mut dec, PayloadForm::Single, c.compressed, &c.payload, 1).unwrap(),
+                    point
+                );
             }
         }
     }
@@ -118,12 +154,15 @@ mod tests {
         register_key(&mut t, b"k").unwrap();
         assert_eq!(t.get(b"k").unwrap().id, id, "registering twice keeps the id");
         let a = point_payload::encode(b"k", 10, 1.0f64.to_bits(), b"");
-        compress_point(&mut t, &a, 1).unwrap();
+        compress_entry(&mut t, PayloadForm::Single, &a, 1).unwrap();
         let b = point_payload::encode(b"k", 20, 2.0f64.to_bits(), b"r");
-        let (first, before) = compress_point(&mut t, &b, 2).unwrap();
-        undo_compression(&mut t, &b, before);
-        let (again, _) = compress_point(&mut t, &b, 2).unwrap();
+        let (first, before) = compress_entry(&mut t, PayloadForm::Single, &b, 2).unwrap();
+        undo_compression(&mut t, PayloadForm::Single, &b, before);
+        let (again, _) = compress_entry(&mut t, PayloadForm::Single, &b, 2).unwrap();
         assert_eq!(first, again);
-        assert!(matches!(compress_point(&mut t, b"\x05ab", 3), Err(DeclogError::InvalidInput(_))));
+        assert!(matches!(
+            compress_entry(&mut t, PayloadForm::Single, b"\x05ab", 3),
+            Err(DeclogError::InvalidInput(_))
+        ));
     }
 }

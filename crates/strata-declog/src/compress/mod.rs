@@ -3,7 +3,8 @@
 //! the codec that turns a point into an entry payload and its compression bit
 //! ([`codec`]): delta-of-delta timestamps and XOR float values per key
 //! (Gorilla), keys replaced by small ids once the table knows them; the
-//! uncompressed [`point_payload`] the engine submits and parsing returns; and
+//! uncompressed [`point_payload`] the engine submits and parsing returns (and
+//! its per-key run, [`points_payload`], compressed by [`points_codec`]); and
 //! how DecLog wires them into its streams (`log_codec`: per-stream tables,
 //! compression in stream order, self-describing entries after a clear).
 //!
@@ -22,12 +23,16 @@ pub(crate) mod log_codec;
 #[cfg(test)]
 mod log_tests;
 pub mod point_payload;
+pub mod points_codec;
+pub mod points_payload;
 #[cfg(test)]
 mod tests;
 
 pub use codec::{compress, decompress, Compressed, DecodedPoint, LogPoint};
 #[cfg(any(test, feature = "fuzz"))]
-pub use fuzz::{fuzz_decompress, fuzz_point_payload};
+pub use fuzz::{fuzz_decompress, fuzz_point_payload, fuzz_points_payload};
 pub use key_table::{key_hash, key_table_area_bytes, KeyRecord, KeyState, KeyTable};
 pub use log_codec::COMPRESSION_SLACK_BYTES;
 pub use point_payload::PointPayloadRef;
+pub use points_codec::{compress_points, decompress_points};
+pub use points_payload::{PointItem, PointsPayloadBuilder, PointsPayloadRef};

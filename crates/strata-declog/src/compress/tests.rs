@@ -309,6 +309,25 @@ fn fuzz_smoke_decompress_never_panics() {
         let mut dec = fuzz::primed_table();
         assert!(decompress(input[0] == 1, &input[1..], 0, &mut dec).is_ok(), "seed {seed}: valid input");
     }
+    // Per-key payloads (flags bit 1) of a key with state and of a cleared one.
+    for (key, rest) in [(&b"cpu,host=a usage"[..], &b"r"[..]), (b"net,host=d rx", b"")] {
+        let mut t = fuzz::primed_table();
+        let pts: Vec<PointItem<'_>> = (0..5)
+            .map(|i| PointItem { timestamp: 5_000 + i * 10, value_bits: (i as f64).to_bits(), rest })
+            .collect();
+        let b = points_payload::encode(key, pts);
+        let c = compress_points(&points_payload::decode(&b).unwrap(), 0, &mut t).unwrap();
+        let mut input = vec![3u8];
+        input.extend_from_slice(&c.payload);
+        let mut dec = fuzz::primed_table();
+        assert_eq!(
+            decompress_points(&input[1..], 0, &mut dec).unwrap(),
+            b,
+            "seed {seed}: valid per-key input"
+        );
+        fuzz_decompress(&input);
+        valid.push(input);
+    }
     for i in 0..20_000 {
         let input: Vec<u8> = if i % 2 == 0 {
             (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect()
@@ -355,6 +374,44 @@ fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
         };
         decoded += point_payload::decode(&input).is_ok() as u32;
         fuzz_point_payload(&input);
+    }
+    assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
+}
+
+/// `fuzz_points_payload` on 20,000 seeded inputs: random bytes and mutated
+/// valid payloads; valid payloads round-trip.
+#[test]
+fn fuzz_smoke_points_payload_never_panics_and_round_trips() {
+    let seed = 0xDEC1_0602_u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let valid: Vec<Vec<u8>> =
+        [(&b""[..], &b""[..], 1), (b"cpu,host=a usage", b"rest", 3), (&[b'k'; 200][..], b"", 2)]
+            .iter()
+            .map(|(key, rest, n)| {
+                points_payload::encode(
+                    key,
+                    (0..*n).map(|i| PointItem { timestamp: -3 + i, value_bits: 7, rest }),
+                )
+            })
+            .collect();
+    for v in &valid {
+        fuzz_points_payload(v);
+    }
+    let mut decoded = 0;
+    for i in 0..20_000 {
+        let input: Vec<u8> = if i % 2 == 0 {
+            (0..rng.gen_range(0..60)).map(|_| rng.gen()).collect()
+        } else {
+            let mut b = valid[rng.gen_range(0..valid.len())].clone();
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(0..b.len());
+                b[at] ^= 1 << rng.gen_range(0..8);
+            }
+            b.truncate(rng.gen_range(0..=b.len()));
+            b
+        };
+        decoded += points_payload::decode(&input).is_ok() as u32;
+        fuzz_points_payload(&input);
     }
     assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
 }

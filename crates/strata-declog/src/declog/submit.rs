@@ -12,10 +12,9 @@ use strata_media::TxnId;
 
 use super::{DecLog, Shared};
 use crate::compress::key_table::KeyTable;
-use crate::compress::log_codec::{compress_point, register_key, undo_compression};
-use crate::compress::point_payload;
+use crate::compress::log_codec::{compress_entry, payload_key, register_key, undo_compression};
 use crate::config::{FlushMode, MAX_TXN_ENTRIES};
-use crate::entry::{EntryIn, EntryMeta, EntryOwned};
+use crate::entry::{EntryIn, EntryMeta, EntryOwned, PayloadForm};
 use crate::error::DeclogError;
 use crate::pipeline::StepOutcome;
 use crate::queues::PendingEntry;
@@ -42,7 +41,7 @@ impl Drop for FlushHold {
 }
 
 impl DecLog {
-    fn validate(&self, entries: &[EntryIn<'_>]) -> Result<(), DeclogError> {
+    fn validate(&self, entries: &[EntryIn<'_>], form: PayloadForm) -> Result<(), DeclogError> {
         if let Some(reason) = self.shared.poison.get() {
             return Err(DeclogError::Poisoned(reason.describe()));
         }
@@ -62,29 +61,25 @@ impl DecLog {
         if let Some(e) = entries.iter().find(|e| e.payload.len() as u64 > max) {
             return Err(DeclogError::TooLarge { len_bytes: e.payload.len() as u64, max_bytes: max });
         }
-        if self.shared.layout.compression {
-            for (i, e) in entries.iter().enumerate() {
-                if e.compressed {
-                    return Err(DeclogError::InvalidInput(format!(
-                        "entry {i}: with compression on, DecLog compresses; submit point payloads with \
-                         compressed = false"
-                    )));
-                }
-                let p = point_payload::decode(e.payload).map_err(|why| {
-                    DeclogError::InvalidInput(format!(
-                        "entry {i}: with compression on, every payload must be a point payload: {why}"
-                    ))
-                })?;
-                // A key the table cannot take is logged raw (ENTRY_FLAG_RAW_POINT).
-                let _ = p;
+        let check_form = self.shared.layout.compression || form == PayloadForm::PerKey;
+        for (i, e) in entries.iter().enumerate().filter(|_| check_form) {
+            if e.compressed {
+                return Err(DeclogError::InvalidInput(format!(
+                    "entry {i}: with compression on or per-key payloads, DecLog compresses; submit \
+                     payloads with compressed = false"
+                )));
             }
+            // A key the table cannot take is logged raw (ENTRY_FLAG_RAW_POINT).
+            payload_key(form, e.payload).map_err(|why| {
+                DeclogError::InvalidInput(format!("entry {i}: not a payload of the {form:?} form: {why}"))
+            })?;
         }
         Ok(())
     }
 
     /// With compression: every key of `entries` in its stream's key table
     /// (new ones inserted and persisted), before anything is queued.
-    fn register_keys(&self, entries: &[EntryIn<'_>]) -> Result<(), DeclogError> {
+    fn register_keys(&self, entries: &[EntryIn<'_>], form: PayloadForm) -> Result<(), DeclogError> {
         if !self.shared.layout.compression {
             return Ok(());
         }
@@ -95,9 +90,7 @@ impl DecLog {
             let mut keys = stream.keys.lock();
             let Some(table) = keys.as_mut() else { return Ok(()) };
             for e in entries.iter().filter(|e| self.stream_of(e.key_hash) == s) {
-                let p =
-                    point_payload::decode(e.payload).map_err(|e| DeclogError::InvalidInput(e.to_string()))?;
-                match register_key(table, p.key) {
+                match register_key(table, payload_key(form, e.payload)?) {
                     // Too long, or the table is full: its entries are logged raw.
                     Ok(()) | Err(DeclogError::InvalidInput(_)) => {}
                     Err(other) => return Err(other),
@@ -113,24 +106,43 @@ impl DecLog {
     /// order. Blocks (or, inline, runs the pipeline) while every queue of a
     /// stream is in flight.
     pub fn submit(&self, txn: TxnId, entries: &[EntryIn<'_>]) -> Result<Ticket, DeclogError> {
-        self.validate(entries)?;
-        self.register_keys(entries)?;
-        self.enqueue(txn, entries.iter().map(EntryOwned::from).collect())
+        self.validate(entries, PayloadForm::Single)?;
+        self.register_keys(entries, PayloadForm::Single)?;
+        self.enqueue(txn, entries.iter().map(EntryOwned::from).collect(), PayloadForm::Single)
     }
 
     /// [`DecLog::submit`] taking the payloads by value, so they are queued
     /// without a copy.
     pub fn submit_owned(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
+        self.submit_owned_as(txn, entries, PayloadForm::Single)
+    }
+
+    /// [`DecLog::submit_owned`] with payloads of `form`: with
+    /// [`PayloadForm::PerKey`] each payload is a points payload
+    /// ([`crate::compress::points_payload`]) carrying every operation of the
+    /// transaction on one key, compressed together when compression is on
+    /// (format version 3). Parsing returns each entry's form.
+    pub fn submit_owned_as(
+        &self,
+        txn: TxnId,
+        entries: Vec<EntryOwned>,
+        form: PayloadForm,
+    ) -> Result<Ticket, DeclogError> {
         {
             let borrowed: Vec<EntryIn<'_>> = entries.iter().map(EntryOwned::as_entry_in).collect();
-            self.validate(&borrowed)?;
-            self.register_keys(&borrowed)?;
+            self.validate(&borrowed, form)?;
+            self.register_keys(&borrowed, form)?;
         }
-        self.enqueue(txn, entries)
+        self.enqueue(txn, entries, form)
     }
 
     /// Queues validated entries whose keys are registered.
-    fn enqueue(&self, txn: TxnId, entries: Vec<EntryOwned>) -> Result<Ticket, DeclogError> {
+    fn enqueue(
+        &self,
+        txn: TxnId,
+        entries: Vec<EntryOwned>,
+        form: PayloadForm,
+    ) -> Result<Ticket, DeclogError> {
         let m = self.shared.layout.threads;
         let count = entries.len() as u32;
         let ticket = Ticket::new(txn, count);
@@ -146,6 +158,7 @@ impl DecLog {
                     op_index: i as u32,
                     compressed: e.compressed,
                     raw: false,
+                    form,
                 },
                 payload: e.payload,
                 ticket: ticket.clone(),
@@ -180,12 +193,12 @@ impl DecLog {
             while let Some(mut e) = entry.take() {
                 // Compress under the queue lock, so stream order is compression order.
                 let undo = match keys.as_mut() {
-                    Some(table) if !key_registered(table, &e.payload) => {
+                    Some(table) if !key_registered(table, e.meta.form, &e.payload) => {
                         e.meta.raw = true;
                         None
                     }
                     Some(table) => {
-                        let (c, before) = compress_point(table, &e.payload, e.meta.txn.0)?;
+                        let (c, before) = compress_entry(table, e.meta.form, &e.payload, e.meta.txn.0)?;
                         e.meta.compressed = c.compressed;
                         Some((std::mem::replace(&mut e.payload, c.payload), before))
                     }
@@ -202,7 +215,7 @@ impl DecLog {
                     Err(mut back) => {
                         // No free queue: undo the compression, retry later as submitted.
                         if let (Some(table), Some((original, before))) = (keys.as_mut(), undo) {
-                            undo_compression(table, &original, before);
+                            undo_compression(table, back.meta.form, &original, before);
                             back.payload = original;
                             back.meta.compressed = false;
                         }
@@ -249,6 +262,6 @@ impl DecLog {
 
 /// Whether the key of a point payload is in the stream's key table (else
 /// the entry is logged raw).
-fn key_registered(table: &KeyTable, payload: &[u8]) -> bool {
-    point_payload::decode(payload).is_ok_and(|p| table.get(p.key).is_some())
+fn key_registered(table: &KeyTable, form: PayloadForm, payload: &[u8]) -> bool {
+    payload_key(form, payload).is_ok_and(|key| table.get(key).is_some())
 }
