@@ -163,7 +163,8 @@ impl SeriesEngine {
         s.txns_committed = c.txns_committed.load(Ordering::Relaxed);
         s.points_written = c.points_written.load(Ordering::Relaxed);
         s.values_written = c.values_written.load(Ordering::Relaxed);
-        s.log_bytes_written = c.log_bytes_written.load(Ordering::Relaxed);
+        s.log_bytes_written =
+            self.protocol.log_device_bytes().unwrap_or_else(|| c.log_bytes_written.load(Ordering::Relaxed));
         s.checkpoints = c.checkpoints.load(Ordering::Relaxed);
         s
     }

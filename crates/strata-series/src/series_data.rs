@@ -78,6 +78,15 @@ fn overlay_block(block: &BlockWriter, range: TimeRange, out: &mut BTreeMap<Times
     }
 }
 
+/// Whether `block` holds a point at `ts` (decodes it only when `ts` is in
+/// its time range).
+fn block_holds(block: &BlockWriter, ts: TimestampNs) -> bool {
+    match (block.first_ts(), block.last_ts()) {
+        (Some(a), Some(b)) if (a..=b).contains(&ts) => block.decode().timestamps.binary_search(&ts).is_ok(),
+        _ => false,
+    }
+}
+
 /// `block` without its points in `range` (None if it has none there).
 fn without_range(block: &BlockWriter, range: TimeRange) -> Option<BlockWriter> {
     match (block.first_ts(), block.last_ts()) {
@@ -142,6 +151,37 @@ impl SeriesData {
         .into_iter()
         .flatten()
         .max()
+    }
+
+    /// The smallest and largest timestamps this series holds or masks
+    /// (sealed blocks by their ranges), if any.
+    pub fn ts_range(&self) -> Option<(TimestampNs, TimestampNs)> {
+        let frozen = self.frozen.as_ref();
+        let min = [
+            self.open.first_ts(),
+            self.patch.keys().next().copied(),
+            frozen.and_then(|f| f.open.first_ts()),
+            frozen.and_then(|f| f.patch.keys().next().copied()),
+            self.sealed.iter().map(|b| b.entry.min_ts).min(),
+            self.point_deletes.first().copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()?;
+        let max = self.max_ts().into_iter().chain(self.point_deletes.last().copied()).max()?;
+        Some((min, max))
+    }
+
+    /// Whether the point at `ts` may exist, or was deleted one by one since
+    /// the last freeze (DecLog's existence check, declog.txt 4.1.2 rule 2):
+    /// exact for DRAM points, by time range for sealed blocks.
+    pub fn may_hold(&self, ts: TimestampNs) -> bool {
+        let frozen = self.frozen.as_ref();
+        self.patch.contains_key(&ts)
+            || self.point_deletes.contains(&ts)
+            || block_holds(&self.open, ts)
+            || frozen.is_some_and(|f| f.patch.contains_key(&ts) || block_holds(&f.open, ts))
+            || self.sealed.iter().any(|b| (b.entry.min_ts..=b.entry.max_ts).contains(&ts))
     }
 
     /// DecLog's insert (LSN 0): a new point, unless a later transaction

@@ -392,6 +392,20 @@ impl KeyTable {
     /// Inserts a new key with `id` (`None`: the next id) and `state`: writes
     /// and persists its slot, then updates the mirror. Returns the id.
     pub fn insert(&mut self, key: &[u8], id: Option<u32>, state: KeyState) -> Result<u32, DeclogError> {
+        let id = self.insert_unfenced(key, id, state)?;
+        self.region.fence();
+        Ok(id)
+    }
+
+    /// [`KeyTable::insert`] with the slot written and flushed but not
+    /// fenced: the caller fences ([`KeyTable::fence`]) once after several
+    /// inserts, before any entry naming one of them is written.
+    pub fn insert_unfenced(
+        &mut self,
+        key: &[u8],
+        id: Option<u32>,
+        state: KeyState,
+    ) -> Result<u32, DeclogError> {
         KeyTable::check_key(key)?;
         if self.by_key.contains_key(key) {
             return Err(DeclogError::InvalidInput("key already in the key table".into()));
@@ -411,9 +425,17 @@ impl KeyTable {
                 ))
             })?;
         let record = KeyRecord { id, slot, state };
-        self.region.write_persist(self.slot_offset(slot), &slot_bytes(key, &record));
+        let (at, bytes) = (self.slot_offset(slot), slot_bytes(key, &record));
+        self.region.write(at, &bytes);
+        self.region.flush(at, bytes.len() as u64);
         self.adopt(key.to_vec(), record);
         Ok(id)
+    }
+
+    /// Orders every flushed slot before what follows (one fence for the
+    /// slots of [`KeyTable::insert_unfenced`]).
+    pub fn fence(&self) {
+        self.region.fence();
     }
 
     /// The checkpoint reset (declog.txt 4.5 step 4): every key keeps its id

@@ -44,12 +44,14 @@ pub(crate) fn payload_key(form: PayloadForm, payload: &[u8]) -> Result<&[u8], De
 }
 
 /// Registers `key` in `table` (a new key gets the next id, a cleared state
-/// and its slot persisted); a known key is left alone.
-pub(crate) fn register_key(table: &mut KeyTable, key: &[u8]) -> Result<(), DeclogError> {
-    if table.get(key).is_none() {
-        table.insert(key, None, KeyState::CLEARED)?;
+/// and its slot written and flushed, not fenced: the caller fences once for
+/// all keys it registers); a known key is left alone. True when inserted.
+pub(crate) fn register_key(table: &mut KeyTable, key: &[u8]) -> Result<bool, DeclogError> {
+    if table.get(key).is_some() {
+        return Ok(false);
     }
-    Ok(())
+    table.insert_unfenced(key, None, KeyState::CLEARED)?;
+    Ok(true)
 }
 
 /// Compresses a submitted payload of `form` against `table`; returns the

@@ -89,12 +89,18 @@ impl DecLog {
             }
             let mut keys = stream.keys.lock();
             let Some(table) = keys.as_mut() else { return Ok(()) };
+            let mut inserted = false;
             for e in entries.iter().filter(|e| self.stream_of(e.key_hash) == s) {
                 match register_key(table, payload_key(form, e.payload)?) {
+                    Ok(new) => inserted |= new,
                     // Too long, or the table is full: its entries are logged raw.
-                    Ok(()) | Err(DeclogError::InvalidInput(_)) => {}
+                    Err(DeclogError::InvalidInput(_)) => {}
                     Err(other) => return Err(other),
                 }
+            }
+            // One fence for the stream's new slots, before any entry naming them.
+            if inserted {
+                table.fence();
             }
         }
         Ok(())

@@ -112,6 +112,17 @@ impl DataPart {
         self.shard(id).lock().get(&id).and_then(|d| d.max_ts())
     }
 
+    /// The range of timestamps a series holds or masks
+    /// ([`SeriesData::ts_range`]).
+    pub fn ts_range(&self, id: SeriesId) -> Option<(TimestampNs, TimestampNs)> {
+        self.shard(id).lock().get(&id).and_then(|d| d.ts_range())
+    }
+
+    /// Whether a series may hold the point at `ts` ([`SeriesData::may_hold`]).
+    pub fn may_hold(&self, id: SeriesId, ts: TimestampNs) -> bool {
+        self.shard(id).lock().get(&id).is_some_and(|d| d.may_hold(ts))
+    }
+
     /// Loads a sealed block of a checkpoint (recovery).
     pub fn load_sealed(&self, id: SeriesId, field_type: FieldType, block: SealedBlock) {
         self.shard(id).lock().entry(id).or_insert_with(|| SeriesData::new(field_type)).sealed.push(block);

@@ -3,10 +3,18 @@
 //! measurement, tag key, and field key as the key, which is recorded in each
 //! log entry"; 4.4.1 compresses it).
 //!
-//! One entry is one operation on one series value: a write (insert or
-//! update, told apart by the entry's LSN) or a point delete. Its payload is
-//! DecLog's uncompressed point payload (`strata_declog::compress::
-//! point_payload`): the *key*, the timestamp, 64 value bits and the *rest*.
+//! The engine writes one *per-key* entry per series a transaction touches
+//! (DecLog format 3, `PayloadForm::PerKey`): DecLog's points payload
+//! (`strata_declog::compress::points_payload`), the *key* and then each
+//! operation on that series in the transaction's order, as its timestamp,
+//! 64 value bits and *rest*. An operation is a write (insert or update, told
+//! apart by the entry's LSN) or a point delete. This is the paper's one entry
+//! per operation (4.3.1) with the operations of one key and one transaction
+//! sharing one entry: they share the key, the LSN and the stream anyway, so
+//! routing, ordering and replay are those of as many single entries, and
+//! compression codes them as one run of the key's delta-of-delta / XOR
+//! state. Version-2 logs hold single-point entries (`PayloadForm::Single`,
+//! the point payload: key, timestamp, value bits, rest); replay reads both.
 //!
 //! - key: `put_str(db)`, the series key (`put_series_key`: measurement,
 //!   tags, field), then the field type code. The field type is part of the
@@ -18,7 +26,7 @@
 //!
 //! The same bytes come back from parsing whether compression was on or not.
 
-use strata_declog::compress::point_payload;
+use strata_declog::compress::{point_payload, PointsPayloadBuilder};
 
 use crate::bytes::{put_series_key, put_str, ByteReader};
 use crate::error::FormatError;
@@ -72,24 +80,70 @@ pub fn decode_key(bytes: &[u8]) -> Result<EntryKey, FormatError> {
     Ok(EntryKey { db, key, field_type })
 }
 
-/// The payload of one operation on the series with key bytes `key`.
+/// The single-point payload of one operation on the series with key bytes
+/// `key` (what a version-2 writer logged).
 pub fn encode_payload(key: &[u8], ts: TimestampNs, op: &EntryOp) -> Vec<u8> {
-    let (bits, rest): (u64, Vec<u8>) = match op {
-        EntryOp::Delete => (0, vec![OP_DELETE]),
-        EntryOp::Write(v) => match v {
-            FieldValue::Float(f) => (f.to_bits(), vec![OP_WRITE]),
-            FieldValue::Integer(i) => (*i as u64, vec![OP_WRITE]),
-            FieldValue::Unsigned(u) => (*u, vec![OP_WRITE]),
-            FieldValue::Boolean(b) => (*b as u64, vec![OP_WRITE]),
-            FieldValue::String(s) => {
-                let mut rest = Vec::with_capacity(1 + s.len());
-                rest.push(OP_WRITE);
-                rest.extend_from_slice(s.as_bytes());
-                (0, rest)
-            }
-        },
+    let mut rest = Vec::new();
+    let value = match op {
+        EntryOp::Write(v) => Some(v),
+        EntryOp::Delete => None,
     };
+    let bits = bits_and_rest(value, &mut rest);
     point_payload::encode(key, ts, bits, &rest)
+}
+
+/// The value bits and rest of one operation (a write of `Some` value, or a
+/// delete), as [`encode_payload`] writes them.
+fn bits_and_rest(op: Option<&FieldValue>, rest: &mut Vec<u8>) -> u64 {
+    rest.clear();
+    match op {
+        None => {
+            rest.push(OP_DELETE);
+            0
+        }
+        Some(v) => {
+            rest.push(OP_WRITE);
+            match v {
+                FieldValue::Float(f) => f.to_bits(),
+                FieldValue::Integer(i) => *i as u64,
+                FieldValue::Unsigned(u) => *u,
+                FieldValue::Boolean(b) => *b as u64,
+                FieldValue::String(s) => {
+                    rest.extend_from_slice(s.as_bytes());
+                    0
+                }
+            }
+        }
+    }
+}
+
+/// The per-key payloads of the operations `ops` (a write of `Some` value or
+/// a delete, at a timestamp) on the series with key bytes `key`, in order:
+/// one, or more when one would exceed `max_payload_bytes`. `Err(bytes)` when
+/// a single operation alone does not fit.
+pub fn encode_per_key<'o>(
+    key: &[u8],
+    ops: impl ExactSizeIterator<Item = (TimestampNs, Option<&'o FieldValue>)>,
+    max_payload_bytes: usize,
+) -> Result<Vec<Vec<u8>>, usize> {
+    let mut out = Vec::new();
+    let mut rest = Vec::new();
+    let mut builder = PointsPayloadBuilder::new(key, ops.len());
+    for (ts, op) in ops {
+        let bits = bits_and_rest(op, &mut rest);
+        let adds = PointsPayloadBuilder::point_bytes(rest.len());
+        if builder.len() + adds > max_payload_bytes && !builder.is_empty() {
+            out.push(std::mem::replace(&mut builder, PointsPayloadBuilder::new(key, 0)).finish());
+        }
+        if builder.len() + adds > max_payload_bytes {
+            return Err(builder.len() + adds);
+        }
+        builder.push(ts, bits, &rest);
+    }
+    if !builder.is_empty() {
+        out.push(builder.finish());
+    }
+    Ok(out)
 }
 
 pub fn decode_payload(bytes: &[u8]) -> Result<EntryPoint, FormatError> {
@@ -138,12 +192,35 @@ pub fn decode_op(bits: u64, rest: &[u8], field_type: FieldType) -> Result<EntryO
     Ok(op)
 }
 
-/// Fuzz entry: decoding arbitrary bytes never panics, and what decodes
-/// re-encodes to the same bytes.
+/// Decodes a per-key payload into its key and operations.
+pub fn decode_per_key(bytes: &[u8]) -> Result<(EntryKey, Vec<(TimestampNs, EntryOp)>), FormatError> {
+    let p = strata_declog::compress::points_payload::decode(bytes)?;
+    let key = decode_key(p.key)?;
+    let ops = p
+        .points()
+        .map(|pt| Ok((pt.timestamp, decode_op(pt.value_bits, pt.rest, key.field_type)?)))
+        .collect::<Result<_, FormatError>>()?;
+    Ok((key, ops))
+}
+
+/// Fuzz entry: decoding arbitrary bytes as a single-point or a per-key
+/// payload never panics, and what decodes re-encodes to the same bytes.
 pub fn fuzz_entry_decode(data: &[u8]) {
     if let Ok(e) = decode_payload(data) {
         let key = encode_key(&e.key.db, &e.key.key, e.key.field_type);
         assert_eq!(encode_payload(&key, e.ts, &e.op), data, "entry re-encodes to other bytes");
+    }
+    if let Ok((k, ops)) = decode_per_key(data) {
+        let key = encode_key(&k.db, &k.key, k.field_type);
+        let items = ops.iter().map(|(ts, op)| match op {
+            EntryOp::Write(v) => (*ts, Some(v)),
+            EntryOp::Delete => (*ts, None),
+        });
+        assert_eq!(
+            encode_per_key(&key, items, usize::MAX),
+            Ok(vec![data.to_vec()]),
+            "per-key entry re-encodes"
+        );
     }
 }
 
@@ -189,6 +266,40 @@ mod tests {
         assert_eq!(del.op, EntryOp::Delete);
     }
 
+    fn as_item((ts, op): &(TimestampNs, EntryOp)) -> (TimestampNs, Option<&FieldValue>) {
+        match op {
+            EntryOp::Write(v) => (*ts, Some(v)),
+            EntryOp::Delete => (*ts, None),
+        }
+    }
+
+    #[test]
+    fn per_key_payloads_split_at_the_limit_and_decode_to_the_same_operations() {
+        use strata_declog::compress::points_payload;
+        let kb = encode_key("db", &key(), FieldType::String);
+        let ops: Vec<(TimestampNs, EntryOp)> = (0..10)
+            .map(|i| {
+                let op =
+                    if i == 4 { EntryOp::Delete } else { EntryOp::Write(FieldValue::String("v".repeat(i))) };
+                (i as i64 * 7, op)
+            })
+            .collect();
+        for limit in [kb.len() + 5 + 27, 120, 10_000] {
+            let payloads = encode_per_key(&kb, ops.iter().map(as_item), limit).unwrap();
+            assert!(payloads.iter().all(|p| p.len() <= limit), "limit {limit}");
+            let mut back = Vec::new();
+            for p in &payloads {
+                let d = points_payload::decode(p).unwrap();
+                assert_eq!(d.key, &kb[..]);
+                for pt in d.points() {
+                    back.push((pt.timestamp, decode_op(pt.value_bits, pt.rest, FieldType::String).unwrap()));
+                }
+            }
+            assert_eq!(back, ops, "limit {limit}");
+        }
+        assert_eq!(encode_per_key(&kb, ops.iter().map(as_item), 20), Err(kb.len() + 5 + 18));
+    }
+
     #[test]
     fn damaged_payloads_are_errors_that_say_what() {
         let kb = encode_key("db", &key(), FieldType::Boolean);
@@ -208,9 +319,19 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let kb = encode_key("db", &key(), FieldType::String);
         let valid = encode_payload(&kb, 99, &EntryOp::Write(FieldValue::String("x".into())));
+        let write = EntryOp::Write(FieldValue::String("yz".into()));
+        let per_key =
+            encode_per_key(&kb, [(1, Some(&FieldValue::String("yz".into()))), (5, None)].into_iter(), 4096)
+                .unwrap()
+                .remove(0);
+        assert_eq!(decode_per_key(&per_key).unwrap().1, vec![(1, write), (5, EntryOp::Delete)]);
         let mut decoded = 0;
         for i in 0..20_000 {
-            let mut input = if i % 2 == 0 { valid.clone() } else { vec![0; rng.gen_range(0..64)] };
+            let mut input = match i % 3 {
+                0 => valid.clone(),
+                1 => per_key.clone(),
+                _ => vec![0; rng.gen_range(0..64)],
+            };
             for _ in 0..rng.gen_range(0..4) {
                 if !input.is_empty() {
                     let at = rng.gen_range(0..input.len());
@@ -221,7 +342,7 @@ mod tests {
                 input.truncate(rng.gen_range(0..=input.len()));
             }
             fuzz_entry_decode(&input);
-            decoded += decode_payload(&input).is_ok() as u32;
+            decoded += decode_payload(&input).is_ok() as u32 + decode_per_key(&input).is_ok() as u32;
         }
         assert!(decoded > 0, "seed {seed:#x}: no input decoded");
         fuzz_entry_decode(&valid);

@@ -28,6 +28,7 @@ pub mod lsn;
 pub mod protocol;
 pub mod replay;
 pub mod side;
+mod touched;
 mod write_path;
 
 #[cfg(test)]

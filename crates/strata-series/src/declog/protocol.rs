@@ -1,7 +1,8 @@
 //! [`DeclogProtocol`]: DecLog as a series commit protocol
 //! (`crate::protocol::SeriesProtocol`, declog.txt section 4): the log and
-//! its engine-side state ([`DeclogSide`]), plus each series' highest
-//! planned timestamp, under which a written point is an update (4.1.2).
+//! its engine-side state ([`DeclogSide`]), plus what each series' planned
+//! writes touched, by which a written point is an insert or an update
+//! (4.1.2, `touched`).
 //! The work is in the sibling files: `write_path` (4.1-4.3), `checkpoint`
 //! (4.5 and the barrier), `replay` (4.6, [`super::replay::DeclogOpener`]).
 
@@ -11,29 +12,27 @@ use parking_lot::Mutex;
 use strata_pmem::PersistStats;
 
 use super::side::DeclogSide;
+use super::touched::TouchedMap;
 use super::write_path::GroupTxn;
 use crate::core::checkpoint::CheckpointReport;
 use crate::core::SeriesCore;
 use crate::error::EngineError;
-use crate::model::{Point, SeriesId, TimestampNs};
+use crate::model::Point;
 use crate::protocol::SeriesProtocol;
 use crate::store::WriteOutcome;
 use crate::txn::{written_points, TxnOp, TxnOutcome};
 use crate::wal::WalRecord;
 
-/// Per series, the highest timestamp any planned write or delete touched.
-pub(crate) type PlannedLast = foldhash::HashMap<SeriesId, TimestampNs>;
-
 pub struct DeclogProtocol {
     pub(crate) side: DeclogSide,
     /// Held while a transaction is planned (ids handed out, points
     /// classified), so planning is serialized as in the paper's step 1.
-    pub(crate) planned_last: Mutex<PlannedLast>,
+    pub(crate) touched: Mutex<TouchedMap>,
 }
 
 impl DeclogProtocol {
-    pub(crate) fn new(side: DeclogSide, planned_last: PlannedLast) -> DeclogProtocol {
-        DeclogProtocol { side, planned_last: Mutex::new(planned_last) }
+    pub(crate) fn new(side: DeclogSide, touched: TouchedMap) -> DeclogProtocol {
+        DeclogProtocol { side, touched: Mutex::new(touched) }
     }
 
     /// The log and its engine-side state.
@@ -83,6 +82,12 @@ impl SeriesProtocol for DeclogProtocol {
 
     fn persist_stats(&self) -> Option<PersistStats> {
         Some(self.side.log.region().stats())
+    }
+
+    /// Batches written to the streams (headers and alignment padding
+    /// included), not the payloads as submitted.
+    fn log_device_bytes(&self) -> Option<u64> {
+        Some(self.side.log.stats().batch_bytes)
     }
 
     fn as_any(&self) -> &dyn Any {

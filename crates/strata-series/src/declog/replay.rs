@@ -15,22 +15,24 @@
 //! - update buckets are replayed by one thread in ascending entry LSN; the
 //!   era in the high bits splits them at each checkpoint's `t_LSN`.
 //!
-//! Each series' highest replayed timestamp (deletes included) becomes the
-//! floor under which later writes are classified as updates, so a point
-//! deleted in the log is never re-inserted with LSN 0 (which would replay
-//! before its delete).
+//! Each series' range of replayed timestamps (deletes included) becomes its
+//! first span of touched time (`touched`), in which later writes are checked
+//! for existence, so a point deleted in the log is never re-inserted with
+//! LSN 0 (which would replay before its delete). Entries are single-point
+//! (format version 2) or per-key (version 3); both replay the same way.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use strata_declog::compress::point_payload;
-use strata_declog::{DecLog, Recovered as ParsedLog, RecoveredEntry};
+use strata_declog::compress::{point_payload, points_payload, PointItem};
+use strata_declog::{DecLog, PayloadForm, Recovered as ParsedLog, RecoveredEntry};
 
-use super::entry_key::{decode_op, decode_payload, EntryOp};
+use super::entry_key::{decode_key, decode_op, EntryOp};
 use super::protocol::DeclogProtocol;
 use super::side::{resume_after, DeclogEngineOptions, DeclogSide};
+use super::touched::TouchedMap;
 use crate::core::data::PointChange;
 use crate::core::SeriesCore;
 use crate::error::EngineError;
@@ -90,7 +92,7 @@ impl ProtocolOpener for DeclogOpener {
         // DecLog's log records are its entries (one per operation).
         report.log_records = recovered.entry_count();
         let max_lsn = recovered.updates.keys().next_back().copied().unwrap_or(0);
-        let floors: Mutex<HashMap<SeriesId, TimestampNs>> = Mutex::new(HashMap::new());
+        let floors: Mutex<Floors> = Mutex::new(HashMap::new());
         let done = AtomicU64::new(0);
         let replayed = AtomicU64::new(0);
         let skipped = AtomicU64::new(0);
@@ -109,12 +111,13 @@ impl ProtocolOpener for DeclogOpener {
                     let (floors, done, replayed, skipped) = (&floors, &done, &replayed, &skipped);
                     scope.spawn(move || {
                         let mut cache = KeyCache::new();
-                        let mut local_floor: HashMap<SeriesId, TimestampNs> = HashMap::new();
+                        let mut local_floor: Floors = HashMap::new();
                         for e in group {
                             if skip(e) {
                                 skipped.fetch_add(1, Ordering::Relaxed);
-                            } else if replay_entry(engine_ref, e, &mut cache, &mut local_floor)? {
-                                replayed.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                let n = replay_entry(engine_ref, e, &mut cache, &mut local_floor)?;
+                                replayed.fetch_add(n, Ordering::Relaxed);
                             }
                             done.fetch_add(1, Ordering::Relaxed);
                         }
@@ -134,8 +137,8 @@ impl ProtocolOpener for DeclogOpener {
         for e in recovered.updates_in_lsn_order() {
             if skip(e) {
                 skipped.fetch_add(1, Ordering::Relaxed);
-            } else if replay_entry(core, e, &mut cache, &mut local_floor)? {
-                replayed.fetch_add(1, Ordering::Relaxed);
+            } else {
+                replayed.fetch_add(replay_entry(core, e, &mut cache, &mut local_floor)?, Ordering::Relaxed);
             }
             if done.fetch_add(1, Ordering::Relaxed).is_multiple_of(4096) {
                 progress(RecoveryPhase::Replay, done.load(Ordering::Relaxed), total);
@@ -144,8 +147,8 @@ impl ProtocolOpener for DeclogOpener {
         let mut floors = floors.into_inner();
         merge_floors(&mut floors, local_floor);
         for (id, floor) in floors.iter_mut() {
-            if let Some(max) = core.data().max_ts(*id) {
-                *floor = (*floor).max(max);
+            if let Some((lo, hi)) = core.data().ts_range(*id) {
+                *floor = (floor.0.min(lo), floor.1.max(hi));
             }
         }
 
@@ -157,31 +160,41 @@ impl ProtocolOpener for DeclogOpener {
         let (era, central) = resume_after(max_lsn);
         let next_txn = recovered.max_txn_id.map_or(1, |t| t.0 + 1);
         let side = DeclogSide::new(log, options, era, central, next_txn);
-        let protocol = DeclogProtocol::new(side, floors.into_iter().collect());
+        let protocol = DeclogProtocol::new(side, TouchedMap::from_replay(floors));
         Ok(Recovered { protocol: Box::new(protocol), checkpoint_now: foreign })
     }
 }
 
-/// Replays one entry; false if it was dropped (its series' type differs:
-/// only a damaged or foreign log gets there).
+/// Replays one entry (a single operation, or every operation of its
+/// transaction on one series); returns the points replayed, 0 if it was
+/// dropped (its series' type differs: only a damaged or foreign log gets
+/// there).
 fn replay_entry(
     core: &SeriesCore,
     e: &RecoveredEntry,
     cache: &mut KeyCache,
-    floors: &mut HashMap<SeriesId, TimestampNs>,
-) -> Result<bool, EngineError> {
+    floors: &mut HashMap<SeriesId, (TimestampNs, TimestampNs)>,
+) -> Result<u64, EngineError> {
     let corrupt = |why: String| {
         EngineError::corruption(
             "declog",
             format!("entry of {} in stream {} at {}: {why}", e.txn, e.stream, e.pos),
         )
     };
-    let raw = point_payload::decode(&e.payload).map_err(|why| corrupt(why.to_string()))?;
-    let (id, field_type) = match cache.get(raw.key) {
+    let (key, points): (&[u8], Vec<PointItem<'_>>) = match e.form {
+        PayloadForm::Single => {
+            let p = point_payload::decode(&e.payload).map_err(|why| corrupt(why.to_string()))?;
+            (p.key, vec![PointItem { timestamp: p.timestamp, value_bits: p.value_bits, rest: p.rest }])
+        }
+        PayloadForm::PerKey => {
+            let p = points_payload::decode(&e.payload).map_err(|why| corrupt(why.to_string()))?;
+            (p.key, p.points().collect())
+        }
+    };
+    let (id, field_type) = match cache.get(key) {
         Some(hit) => *hit,
         None => {
-            let ep = decode_payload(&e.payload).map_err(|why| corrupt(why.to_string()))?;
-            let k = &ep.key;
+            let k = decode_key(key).map_err(|why| corrupt(why.to_string()))?;
             let found_id = core.index().read().lookup(&k.db, &k.key);
             // The index guard is dropped before `series_type` reads it
             // again: a second read behind a waiting writer deadlocks.
@@ -201,32 +214,37 @@ fn replay_entry(
                 }
             };
             if resolved.1 != k.field_type {
-                return Ok(false);
+                return Ok(0);
             }
-            cache.insert(raw.key.to_vec(), resolved);
+            cache.insert(key.to_vec(), resolved);
             resolved
         }
     };
-    let op = decode_op(raw.value_bits, raw.rest, field_type).map_err(|why| corrupt(why.to_string()))?;
-    let ts = raw.timestamp;
-    let floor = floors.entry(id).or_insert(ts);
-    *floor = (*floor).max(ts);
     let max_file_seq = core.blocks().max_file_seq();
-    let change = match op {
-        EntryOp::Write(v) => PointChange::Update(v),
-        EntryOp::Delete => PointChange::Delete,
-    };
-    core.data().replay_change(id, field_type, ts, change, max_file_seq);
-    Ok(true)
+    for p in &points {
+        let op = decode_op(p.value_bits, p.rest, field_type).map_err(|why| corrupt(why.to_string()))?;
+        let ts = p.timestamp;
+        let floor = floors.entry(id).or_insert((ts, ts));
+        *floor = (floor.0.min(ts), floor.1.max(ts));
+        let change = match op {
+            EntryOp::Write(v) => PointChange::Update(v),
+            EntryOp::Delete => PointChange::Delete,
+        };
+        core.data().replay_change(id, field_type, ts, change, max_file_seq);
+    }
+    Ok(points.len() as u64)
 }
 
 fn series_type(core: &SeriesCore, id: SeriesId) -> Option<FieldType> {
     core.index().read().entry(id).map(|e| e.field_type)
 }
 
-fn merge_floors(into: &mut HashMap<SeriesId, TimestampNs>, from: HashMap<SeriesId, TimestampNs>) {
-    for (id, ts) in from {
-        let f = into.entry(id).or_insert(ts);
-        *f = (*f).max(ts);
+/// Per series, the range of timestamps its log entries named.
+type Floors = HashMap<SeriesId, (TimestampNs, TimestampNs)>;
+
+fn merge_floors(into: &mut Floors, from: Floors) {
+    for (id, (lo, hi)) in from {
+        let f = into.entry(id).or_insert((lo, hi));
+        *f = (f.0.min(lo), f.1.max(hi));
     }
 }

@@ -1,15 +1,17 @@
 //! The series engine's write path under DecLog (declog.txt 4.1-4.3): one
-//! transaction, one log entry per written or deleted value, a data-driven
-//! LSN, acknowledgement once every entry's tail is persisted.
+//! transaction, one log entry per series it writes or deletes in (every
+//! operation on that series, `entry_key`), a data-driven LSN,
+//! acknowledgement once every entry's tail is persisted.
 //!
-//! 1. Under the *cut* lock (shared) and briefly the order mutex: type-check
-//!    and assign ids to new series (published at once; the entries carry
-//!    full keys, so replay can recreate them), resolve read and delete
-//!    targets, and classify each written point. A point above every
-//!    timestamp planned so far for its series is an *insert* (rule 2 of
-//!    4.1.2: it touches nothing that exists); any other is an *update* and
-//!    takes part in the LSN protocol (a conservative reading: an
-//!    out-of-order point that happens to be new is treated as an update).
+//! 1. Under the *cut* lock (shared) and briefly the planning mutex:
+//!    type-check and assign ids to new series (published at once; the
+//!    entries carry full keys, so replay can recreate them), resolve read
+//!    and delete targets, and classify each written point by existence
+//!    (`touched`): a point that surely does not exist, in the data or in a
+//!    transaction in flight, is an *insert* (rule 2 of 4.1.2: it touches
+//!    nothing that exists), whatever its time order; any other is an
+//!    *update* and takes part in the LSN protocol. The transaction's range
+//!    of each series stays *in flight* until it is applied.
 //! 2. [`acquire`] the LSN (4.1.2): wait on lock bits of accessed points,
 //!    lock the modified ones (abort and retry on conflict), validate, set
 //!    `uts`. A `uts` overflow checkpoints (rule 5) and retries.
@@ -37,15 +39,16 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use parking_lot::RwLockReadGuard;
-use strata_declog::{compress::key_hash, DeclogError, EntryOwned, FlushHold, Ticket};
+use parking_lot::{Mutex, RwLockReadGuard};
+use strata_declog::{compress::key_hash, DeclogError, EntryOwned, FlushHold, PayloadForm, Ticket};
 use strata_media::TxnId;
 
 use super::control_table::PointRef;
-use super::entry_key::{encode_key, encode_payload, EntryOp};
+use super::entry_key::{encode_key, encode_per_key};
 use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
 use super::protocol::DeclogProtocol;
 use super::side::{DeclogSide, LogKey};
+use super::touched::{Existence, PlanToken, TouchedMap};
 use crate::core::data::PointChange;
 use crate::core::SeriesCore;
 use crate::error::EngineError;
@@ -63,15 +66,34 @@ const ENTRY_ESTIMATE_BYTES: u64 = 128;
 /// A generous bound on a log key's bytes, for the space check.
 const MAX_KEY_BYTES_HINT: u64 = 256;
 
-struct PlannedTxn {
-    /// (series, ts) -> what to do; one per point (the last write wins).
+struct PlannedTxn<'p> {
+    /// (series, ts) -> what to do; one per point (the last write wins),
+    /// grouped by series, each series' operations in the transaction's order.
     ops: Vec<(SeriesId, TimestampNs, PointChange)>,
     reads: Vec<Option<(SeriesId, TimestampNs)>>,
     outcome: crate::store::WriteOutcome,
+    /// Its ranges in flight; dropped once it is applied or failed.
+    _in_flight: InFlight<'p>,
 }
 
-impl PlannedTxn {
-    fn with_inserts_as_updates_if_ordered(mut self) -> PlannedTxn {
+/// A planned transaction's in-flight ranges ([`TouchedMap::plan`]), taken
+/// back when dropped: after its apply, or when it fails.
+struct InFlight<'p> {
+    touched: &'p Mutex<TouchedMap>,
+    token: PlanToken,
+    ids: Vec<SeriesId>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.ids.is_empty() {
+            self.touched.lock().applied(self.token, &self.ids);
+        }
+    }
+}
+
+impl PlannedTxn<'_> {
+    fn with_inserts_as_updates_if_ordered(mut self) -> Self {
         let ordered = !self.reads.iter().all(Option::is_none)
             || self.ops.iter().any(|(_, _, w)| !matches!(w, PointChange::Insert(_)));
         if ordered {
@@ -89,7 +111,7 @@ impl PlannedTxn {
 struct Logged<'t> {
     /// Its position in the caller's group.
     slot: usize,
-    plan: PlannedTxn,
+    plan: PlannedTxn<'t>,
     guard: LsnGuard<'t>,
     ticket: Ticket,
     out: TxnOutcome,
@@ -198,7 +220,7 @@ impl DeclogProtocol {
     /// the entries. `Ok(None)` when it finished here (nothing to log: its
     /// result is stored in the group).
     fn start_declog_txn<'t>(
-        &self,
+        &'t self,
         core: &SeriesCore,
         group: &mut GroupRun<'t>,
         db: &str,
@@ -263,35 +285,37 @@ impl DeclogProtocol {
             return Ok(None);
         }
 
-        // 4. Log.
+        // 4. Log: one entry per series (more if its operations exceed the
+        // largest payload).
         let lsn = dl.entry_lsn(guard.lsn().get());
         out.lsn = lsn;
-        let entries: Vec<EntryOwned> = plan
-            .ops
-            .iter()
-            .map(|(id, ts, what)| {
-                let key = self.log_key(core, *id)?;
-                let op = match what {
-                    PointChange::Insert(v) | PointChange::Update(v) => EntryOp::Write(v.clone()),
-                    PointChange::Delete => EntryOp::Delete,
-                };
-                let payload = encode_payload(&key.bytes, *ts, &op);
-                Ok(EntryOwned { key_hash: key.hash, lsn, compressed: false, payload })
-            })
-            .collect::<Result<_, EngineError>>()?;
         let max = dl.log.max_payload_bytes();
-        if let Some(e) = entries.iter().find(|e| e.payload.len() as u64 > max) {
-            return Err(EngineError::RequestTooLarge {
-                record_bytes: e.payload.len() as u64,
-                max_bytes: max,
+        let mut entries = Vec::new();
+        for run in plan.ops.chunk_by(|a, b| a.0 == b.0) {
+            let key = self.log_key(core, run[0].0)?;
+            let ops = run.iter().map(|(_, ts, what)| match what {
+                PointChange::Insert(v) | PointChange::Update(v) => (*ts, Some(v)),
+                PointChange::Delete => (*ts, None),
             });
+            let payloads = encode_per_key(&key.bytes, ops, max as usize).map_err(|record_bytes| {
+                EngineError::RequestTooLarge { record_bytes: record_bytes as u64, max_bytes: max }
+            })?;
+            entries.extend(payloads.into_iter().map(|payload| EntryOwned {
+                key_hash: key.hash,
+                lsn,
+                compressed: false,
+                payload,
+            }));
         }
         let bytes: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
         let txn_id = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
         // Keep the open queues open until the group waits: one batch for all.
         group.hold.get_or_insert_with(|| dl.log.hold_flush());
         // On an error the guard drops, which aborts: the control words go back.
-        let ticket = dl.log.submit_owned(txn_id, entries).map_err(|e| self.declog_failed(core, e))?;
+        let ticket = dl
+            .log
+            .submit_owned_as(txn_id, entries, PayloadForm::PerKey)
+            .map_err(|e| self.declog_failed(core, e))?;
         Ok(Some(Logged { slot, plan, guard, ticket, out, bytes }))
     }
 
@@ -338,8 +362,8 @@ impl DeclogProtocol {
         db: &str,
         points: &[Point],
         others: &[TxnOp],
-    ) -> Result<PlannedTxn, EngineError> {
-        let mut planned_last = self.planned_last.lock();
+    ) -> Result<PlannedTxn<'_>, EngineError> {
+        let mut touched = self.touched.lock();
         core.health().check()?;
         let (rec, outcome) = if points.is_empty() {
             if !core.index().read().has_database(db) {
@@ -388,19 +412,28 @@ impl DeclogProtocol {
         }
         let mut planned = Vec::with_capacity(ops.len());
         for (id, ts, v) in ops {
-            let last = match planned_last.get(&id) {
-                Some(last) => *last,
-                None => core.data().max_ts(id).unwrap_or(i64::MIN),
-            };
             let what = match v {
-                Some(v) if ts > last => PointChange::Insert(v),
-                Some(v) => PointChange::Update(v),
+                Some(v) => match touched.classify(core, id, ts) {
+                    Existence::New => PointChange::Insert(v),
+                    Existence::MayExist => PointChange::Update(v),
+                },
                 None => PointChange::Delete,
             };
-            planned_last.insert(id, last.max(ts));
             planned.push((id, ts, what));
         }
-        Ok(PlannedTxn { ops: planned, reads, outcome })
+        // One run per series (a stable sort keeps each series' order), each
+        // in flight until applied.
+        planned.sort_by_key(|(id, ..)| *id);
+        let token = touched.token();
+        let mut ids = Vec::new();
+        for run in planned.chunk_by(|a, b| a.0 == b.0) {
+            let lo = run.iter().map(|(_, ts, _)| *ts).min().expect("a run has a point");
+            let hi = run.iter().map(|(_, ts, _)| *ts).max().expect("a run has a point");
+            touched.plan(core, token, run[0].0, lo, hi);
+            ids.push(run[0].0);
+        }
+        let in_flight = InFlight { touched: &self.touched, token, ids };
+        Ok(PlannedTxn { ops: planned, reads, outcome, _in_flight: in_flight })
     }
 
     /// A series' log key, from the cache or encoded from the index.

@@ -79,6 +79,13 @@ pub trait SeriesProtocol: Send + Sync {
         None
     }
 
+    /// Bytes written to the log device since open, padding included, when
+    /// the protocol counts them itself; `None`: the engine's count of
+    /// committed log record bytes is exact.
+    fn log_device_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// For callers that need one protocol's own counters (benchmarks,
     /// crash tests): downcast with `as_any().downcast_ref::<P>()`.
     fn as_any(&self) -> &dyn Any;
