@@ -34,11 +34,21 @@ use crate::error::DeclogError;
 /// than the largest entry payload.
 pub const COMPRESSION_SLACK_BYTES: u64 = 8;
 
-/// The key of a submitted payload of `form`.
+/// Validates a submitted payload of `form`.
+pub(crate) fn check_payload(form: PayloadForm, payload: &[u8]) -> Result<(), DeclogError> {
+    match form {
+        PayloadForm::Single => point_payload::decode(payload).map(|_| ()),
+        PayloadForm::PerKey => points_payload::decode(payload).map(|_| ()),
+    }
+    .map_err(|e| DeclogError::InvalidInput(e.to_string()))
+}
+
+/// The key of a submitted payload of `form` that [`check_payload`] accepted
+/// (only the key is parsed again).
 pub(crate) fn payload_key(form: PayloadForm, payload: &[u8]) -> Result<&[u8], DeclogError> {
     match form {
         PayloadForm::Single => point_payload::decode(payload).map(|p| p.key),
-        PayloadForm::PerKey => points_payload::decode(payload).map(|p| p.key),
+        PayloadForm::PerKey => points_payload::key_of(payload),
     }
     .map_err(|e| DeclogError::InvalidInput(e.to_string()))
 }
@@ -76,9 +86,7 @@ pub(crate) fn compress_entry(
             };
             compress(&point, entry_meta, table)?
         }
-        PayloadForm::PerKey => {
-            compress_points(&points_payload::decode(payload).expect("decoded above"), entry_meta, table)?
-        }
+        PayloadForm::PerKey => compress_points(&points_payload::decode_accepted(payload), entry_meta, table)?,
     };
     Ok((compressed, before))
 }

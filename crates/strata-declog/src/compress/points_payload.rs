@@ -135,6 +135,27 @@ fn read_point<'a>(body: &'a [u8], at: &mut usize) -> Result<PointItem<'a>, Decod
     Ok(PointItem { timestamp, value_bits, rest })
 }
 
+/// The key of a points payload, without validating its points (for
+/// payloads [`decode`] already accepted).
+pub fn key_of(bytes: &[u8]) -> Result<&[u8], DecodeError> {
+    let mut at = 0;
+    let key_len = read_varint(bytes, &mut at)?;
+    let left = (bytes.len() - at) as u64;
+    if key_len > left {
+        return Err(DecodeError::Overrun { what: "points payload key", len: key_len, room: left });
+    }
+    Ok(&bytes[at..at + key_len as usize])
+}
+
+/// A points payload [`decode`] already accepted, without walking its
+/// points again (they are read when iterated).
+pub(crate) fn decode_accepted(bytes: &[u8]) -> PointsPayloadRef<'_> {
+    let key = key_of(bytes).expect("an accepted payload");
+    let at = varint_len(key.len() as u64) + key.len();
+    let count = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("an accepted payload"));
+    PointsPayloadRef { key, count, body: &bytes[at + 4..] }
+}
+
 /// Decodes and validates a points payload; `Err` (never a panic) for bytes
 /// that are not one.
 pub fn decode(bytes: &[u8]) -> Result<PointsPayloadRef<'_>, DecodeError> {
@@ -190,6 +211,8 @@ mod tests {
             assert_eq!(p.count, 3);
             assert_eq!(p.points().collect::<Vec<_>>(), points);
             assert_eq!(encode(p.key, p.points()), b, "canonical");
+            assert_eq!(key_of(&b).unwrap(), &key[..]);
+            assert_eq!(decode_accepted(&b), p);
         }
     }
 

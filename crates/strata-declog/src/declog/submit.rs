@@ -12,7 +12,9 @@ use strata_media::TxnId;
 
 use super::{DecLog, Shared};
 use crate::compress::key_table::KeyTable;
-use crate::compress::log_codec::{compress_entry, payload_key, register_key, undo_compression};
+use crate::compress::log_codec::{
+    check_payload, compress_entry, payload_key, register_key, undo_compression,
+};
 use crate::config::{FlushMode, MAX_TXN_ENTRIES};
 use crate::entry::{EntryIn, EntryMeta, EntryOwned, PayloadForm};
 use crate::error::DeclogError;
@@ -70,7 +72,7 @@ impl DecLog {
                 )));
             }
             // A key the table cannot take is logged raw (ENTRY_FLAG_RAW_POINT).
-            payload_key(form, e.payload).map_err(|why| {
+            check_payload(form, e.payload).map_err(|why| {
                 DeclogError::InvalidInput(format!("entry {i}: not a payload of the {form:?} form: {why}"))
             })?;
         }

@@ -32,8 +32,9 @@ pub const MAX_SPANS: usize = 16;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct PlanToken(pub u64);
 
+/// One series' touched time (see the module comment).
 #[derive(Clone, Debug, Default)]
-struct Touched {
+pub(crate) struct Touched {
     max: TimestampNs,
     spans: Vec<(TimestampNs, TimestampNs)>,
     in_flight: Vec<(PlanToken, TimestampNs, TimestampNs)>,
@@ -106,7 +107,8 @@ impl TouchedMap {
         map
     }
 
-    fn entry(&mut self, core: &SeriesCore, id: SeriesId) -> &mut Touched {
+    /// Series `id`'s touched time (from its data when first asked).
+    pub(crate) fn series(&mut self, core: &SeriesCore, id: SeriesId) -> &mut Touched {
         self.series.entry(id).or_insert_with(|| Touched::from_range(core.data().ts_range(id)))
     }
 
@@ -114,37 +116,6 @@ impl TouchedMap {
     pub(crate) fn token(&mut self) -> PlanToken {
         self.next_token += 1;
         PlanToken(self.next_token)
-    }
-
-    /// Classifies a write of `(id, ts)` by a transaction being planned.
-    pub(crate) fn classify(&mut self, core: &SeriesCore, id: SeriesId, ts: TimestampNs) -> Existence {
-        let t = self.entry(core, id);
-        if ts > t.max || !t.in_spans(ts) {
-            return Existence::New;
-        }
-        if t.in_flight.iter().any(|(_, lo, hi)| (*lo..=*hi).contains(&ts)) {
-            return Existence::MayExist;
-        }
-        if core.data().may_hold(id, ts) {
-            Existence::MayExist
-        } else {
-            Existence::New
-        }
-    }
-
-    /// Records that transaction `token` plans writes or deletes of `id` in
-    /// `[lo, hi]`, in flight until [`TouchedMap::applied`].
-    pub(crate) fn plan(
-        &mut self,
-        core: &SeriesCore,
-        token: PlanToken,
-        id: SeriesId,
-        lo: TimestampNs,
-        hi: TimestampNs,
-    ) {
-        let t = self.entry(core, id);
-        t.add_span(lo, hi);
-        t.in_flight.push((token, lo, hi));
     }
 
     /// Transaction `token` is applied (or failed): its ranges of `ids` are
@@ -155,6 +126,31 @@ impl TouchedMap {
                 t.in_flight.retain(|(k, ..)| *k != token);
             }
         }
+    }
+}
+
+impl Touched {
+    /// Classifies a write of `(id, ts)` (this series) by a transaction
+    /// being planned, before its own range is planned.
+    pub(crate) fn classify(&self, core: &SeriesCore, id: SeriesId, ts: TimestampNs) -> Existence {
+        if ts > self.max || !self.in_spans(ts) {
+            return Existence::New;
+        }
+        if self.in_flight.iter().any(|(_, lo, hi)| (*lo..=*hi).contains(&ts)) {
+            return Existence::MayExist;
+        }
+        if core.data().may_hold(id, ts) {
+            Existence::MayExist
+        } else {
+            Existence::New
+        }
+    }
+
+    /// Records that transaction `token` plans writes or deletes in
+    /// `[lo, hi]`, in flight until [`TouchedMap::applied`].
+    pub(crate) fn plan(&mut self, token: PlanToken, lo: TimestampNs, hi: TimestampNs) {
+        self.add_span(lo, hi);
+        self.in_flight.push((token, lo, hi));
     }
 }
 

@@ -374,20 +374,11 @@ impl DeclogProtocol {
             let (rec, outcome) = core.plan_write(db, points)?;
             (Some(rec), outcome)
         };
-        let mut by_point: foldhash::HashMap<(SeriesId, TimestampNs), usize> = Default::default();
-        let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> = Vec::new();
-        let mut push = |id: SeriesId, ts: TimestampNs, v: Option<FieldValue>| match by_point.get(&(id, ts)) {
-            Some(&i) => ops[i].2 = v,
-            None => {
-                by_point.insert((id, ts), ops.len());
-                ops.push((id, ts, v));
-            }
-        };
-        if let Some(WalRecord::Write { db, new_series, points }) = &rec {
-            core.publish_new_series(db, new_series);
-            for (id, ts, v) in points {
-                push(*id, *ts, Some(v.clone()));
-            }
+        let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> =
+            Vec::with_capacity(outcome.values_written + others.len());
+        if let Some(WalRecord::Write { db, new_series, points }) = rec {
+            core.publish_new_series(&db, &new_series);
+            ops.extend(points.into_iter().map(|(id, ts, v)| (id, ts, Some(v))));
         }
         let mut reads = Vec::new();
         {
@@ -404,33 +395,43 @@ impl DeclogProtocol {
                         if let Some(id) =
                             index.lookup_parts(db, &value.measurement, &value.tags, &value.field)
                         {
-                            push(id, *ts, None);
+                            ops.push((id, *ts, None));
                         }
                     }
                 }
             }
         }
-        let mut planned = Vec::with_capacity(ops.len());
-        for (id, ts, v) in ops {
-            let what = match v {
-                Some(v) => match touched.classify(core, id, ts) {
-                    Existence::New => PointChange::Insert(v),
-                    Existence::MayExist => PointChange::Update(v),
-                },
-                None => PointChange::Delete,
-            };
-            planned.push((id, ts, what));
-        }
-        // One run per series (a stable sort keeps each series' order), each
-        // in flight until applied.
-        planned.sort_by_key(|(id, ..)| *id);
+        // One run per series in time order (the sort is stable), one
+        // operation per point: the transaction's last one wins.
+        ops.sort_by_key(|(id, ts, _)| (*id, *ts));
+        ops.dedup_by(|later, kept| {
+            let same = later.0 == kept.0 && later.1 == kept.1;
+            if same {
+                std::mem::swap(&mut later.2, &mut kept.2);
+            }
+            same
+        });
+        // Classify each series' run, then put its range in flight.
         let token = touched.token();
         let mut ids = Vec::new();
-        for run in planned.chunk_by(|a, b| a.0 == b.0) {
-            let lo = run.iter().map(|(_, ts, _)| *ts).min().expect("a run has a point");
-            let hi = run.iter().map(|(_, ts, _)| *ts).max().expect("a run has a point");
-            touched.plan(core, token, run[0].0, lo, hi);
-            ids.push(run[0].0);
+        let mut planned = Vec::with_capacity(ops.len());
+        let mut ops = ops.into_iter().peekable();
+        while let Some(&(id, lo, _)) = ops.peek() {
+            let series = touched.series(core, id);
+            let mut hi = lo;
+            while let Some((_, ts, v)) = ops.next_if(|(i, ..)| *i == id) {
+                let what = match v {
+                    Some(v) => match series.classify(core, id, ts) {
+                        Existence::New => PointChange::Insert(v),
+                        Existence::MayExist => PointChange::Update(v),
+                    },
+                    None => PointChange::Delete,
+                };
+                hi = ts;
+                planned.push((id, ts, what));
+            }
+            series.plan(token, lo, hi);
+            ids.push(id);
         }
         let in_flight = InFlight { touched: &self.touched, token, ids };
         Ok(PlannedTxn { ops: planned, reads, outcome, _in_flight: in_flight })
