@@ -393,6 +393,31 @@ impl DecLog {
         }
     }
 
+    /// Waits until `ticket` resolves, running pipeline steps on this thread
+    /// meanwhile (with logging threads; inline mode pumps). On a machine
+    /// with fewer cores than committers plus logging threads, a committer
+    /// that would sleep until a logging thread is scheduled does the flush
+    /// itself: the step code is the same, under the same per-stream lock,
+    /// so the persist order is unchanged. A step that cannot progress (its
+    /// queue is still held open, or an update tail waits for another stream)
+    /// leaves the rest to the logging threads.
+    pub fn wait_helping(&self, ticket: &crate::ticket::Ticket) -> Result<(), DeclogError> {
+        if self.shared.mode == FlushMode::Inline {
+            self.shared.pump()?;
+            return if ticket.is_resolved() { ticket.wait() } else { Err(DeclogError::Stalled) };
+        }
+        while !ticket.is_resolved() {
+            let mut progressed = false;
+            for s in 0..self.shared.streams.len() {
+                progressed |= self.shared.step(s) == StepOutcome::Progress;
+            }
+            if !progressed {
+                break;
+            }
+        }
+        ticket.wait()
+    }
+
     /// Runs one pipeline step of stream `stream` on this thread (inline mode;
     /// crash tests use it to interleave streams in a chosen order).
     pub fn step(&self, stream: usize) -> StepOutcome {

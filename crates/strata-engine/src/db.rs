@@ -182,7 +182,8 @@ impl Db {
     }
 
     /// Starts the background checkpointer: checks every 100 ms whether the
-    /// log passed its size threshold or the interval passed with new writes.
+    /// log passed its size threshold, the commit protocol asks for one (a
+    /// DecLog stream is getting full), or the interval passed with new writes.
     pub fn start_background_checkpoints(&self) {
         let engine = self.engine.clone();
         let streams = self.streams().clone();
@@ -197,7 +198,7 @@ impl Db {
                     std::thread::sleep(Duration::from_millis(100));
                     let pending = engine.log_bytes_since_checkpoint();
                     let due_by_time = interval.is_some_and(|i| last.elapsed() >= i) && pending > 0;
-                    if pending >= by_bytes || due_by_time {
+                    if pending >= by_bytes || due_by_time || engine.checkpoint_wanted() {
                         match engine.checkpoint() {
                             Ok(r) => eprintln!("strata: {r}"),
                             Err(e) => eprintln!("strata: background checkpoint failed: {e}"),

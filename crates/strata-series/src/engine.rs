@@ -39,6 +39,9 @@ pub struct EngineStats {
     pub points_written: u64,
     pub log_bytes_written: u64,
     pub checkpoints: u64,
+    /// Writers held back for lack of log room (DecLog), and for how long.
+    pub log_throttles: u64,
+    pub log_throttled_ns: u64,
     pub last_checkpoint_s: f64,
     pub checkpoint_lsn: u64,
 }
@@ -138,6 +141,12 @@ impl SeriesEngine {
         self.protocol.log_bytes_since_checkpoint(&self.core)
     }
 
+    /// Whether the commit protocol asks for a checkpoint now (its log is
+    /// getting full); a background checkpointer polls it.
+    pub fn checkpoint_wanted(&self) -> bool {
+        self.protocol.checkpoint_wanted()
+    }
+
     fn commit_barrier(&self, rec: WalRecord) -> Result<(), EngineError> {
         self.protocol.commit_barrier(&self.core, rec)
     }
@@ -166,6 +175,7 @@ impl SeriesEngine {
         s.log_bytes_written =
             self.protocol.log_device_bytes().unwrap_or_else(|| c.log_bytes_written.load(Ordering::Relaxed));
         s.checkpoints = c.checkpoints.load(Ordering::Relaxed);
+        (s.log_throttles, s.log_throttled_ns) = self.protocol.log_throttles();
         s
     }
 

@@ -145,3 +145,72 @@ fn serial_protocols_run_transactions_but_refuse_point_deletes() {
     let err = h.engine().execute("db", &[TxnOp::Delete { value: value_ref("a"), ts: 1 }]).unwrap_err();
     assert!(err.to_string().contains("declog"), "{err}");
 }
+
+#[test]
+fn late_points_that_do_not_exist_are_inserts_and_touched_ones_are_updates() {
+    let mut h = Harness::new(LogKind::DeclogPmem);
+    let e = h.engine().clone();
+    for ts in 100..200 {
+        assert_eq!(e.execute("db", &[write("a", ts, ts as f64)]).unwrap().lsn, 0);
+    }
+    // Late, but new: inserts (declog.txt 4.1.2, rule 2), in one transaction
+    // with an append.
+    let late: Vec<TxnOp> =
+        (0..50).map(|ts| write("a", ts, ts as f64)).chain([write("a", 300, 3.0)]).collect();
+    assert_eq!(e.execute("db", &late).unwrap().lsn, 0, "late points that do not exist are inserts");
+    // A point between two late windows, new as well.
+    assert_eq!(e.execute("db", &[write("a", 75, 75.0)]).unwrap().lsn, 0);
+    // Overwrites of existing points, late or not, are updates.
+    assert!(e.execute("db", &[write("a", 10, -10.0)]).unwrap().lsn > 0);
+    assert!(e.execute("db", &[write("a", 150, -150.0)]).unwrap().lsn > 0);
+    // A deleted point written again is ordered after its delete.
+    e.execute("db", &[TxnOp::Delete { value: value_ref("a"), ts: 20 }]).unwrap();
+    assert!(e.execute("db", &[write("a", 20, 2000.0)]).unwrap().lsn > 0, "a re-insert of a deleted point");
+    drop(e);
+    let mut want: Vec<(i64, FieldValue)> =
+        (0..50).chain([75]).chain(100..200).chain([300]).map(|t| (t, f(t as f64))).collect();
+    for (t, v) in [(10, -10.0), (150, -150.0), (20, 2000.0), (300, 3.0)] {
+        want.iter_mut().find(|(ts, _)| *ts == t).unwrap().1 = f(v);
+    }
+    assert_eq!(dump(h.engine().as_ref(), "db", "cpu")[0].1, want, "live");
+    h.crash_restart();
+    assert_eq!(dump(h.engine().as_ref(), "db", "cpu")[0].1, want, "after replay");
+    // After a restart the replayed range is checked by existence, too.
+    assert_eq!(h.engine().execute("db", &[write("a", 60, 60.0)]).unwrap().lsn, 0, "new point after restart");
+    assert!(h.engine().execute("db", &[write("a", 40, 4.0)]).unwrap().lsn > 0, "replayed point");
+}
+
+#[test]
+fn a_filling_log_asks_for_a_background_checkpoint_and_holds_writers_back_only_without_room() {
+    let h = Harness::new(LogKind::DeclogPmem);
+    let e = h.engine().clone();
+    let big = "x".repeat(2000);
+    let text = |host: &str, ts: i64| {
+        TxnOp::Write(point("log", host, vec![("msg", FieldValue::String(format!("{ts}{big}")))], ts))
+    };
+    let at_start = e.stats().checkpoints; // CREATE DATABASE is one
+    let mut ts = 0;
+    while !e.checkpoint_wanted() {
+        e.execute("db", &[text("a", ts), text("b", ts)]).unwrap();
+        ts += 1;
+        assert!(ts < 10_000, "the log never asked for a checkpoint");
+    }
+    let s = e.stats();
+    assert_eq!(
+        (s.checkpoints - at_start, s.log_throttles),
+        (0, 0),
+        "asking is not checkpointing on the ack path"
+    );
+    // Nobody runs the background checkpointer here: writers go on until a
+    // stream has no room, then one checkpoints and is counted as held back.
+    while e.stats().log_throttles == 0 {
+        e.execute("db", &[text("a", ts), text("b", ts)]).unwrap();
+        ts += 1;
+        assert!(ts < 20_000, "the log never ran out of room");
+    }
+    let s = e.stats();
+    assert!(s.checkpoints > at_start && s.log_throttled_ns > 0, "{s:?}");
+    assert!(!e.checkpoint_wanted(), "the checkpoint answered the request");
+    let d = dump(e.as_ref(), "db", "log");
+    assert!(d.iter().all(|(_, pts)| pts.len() == ts as usize), "every acknowledged point is there");
+}

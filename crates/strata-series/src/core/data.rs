@@ -254,6 +254,22 @@ impl ApplyBatch<'_> {
         apply_change(data, ts, change, max_file_seq, false)
     }
 
+    /// Applies changes to the points of one series in order, under one
+    /// lock of its shard. False if any did not apply (see [`Self::apply`]).
+    pub fn apply_run(
+        &mut self,
+        id: SeriesId,
+        field_type: FieldType,
+        changes: impl IntoIterator<Item = (TimestampNs, PointChange)>,
+        max_file_seq: u64,
+    ) -> bool {
+        let mut shard = self.part.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        changes
+            .into_iter()
+            .fold(true, |ok, (ts, change)| apply_change(data, ts, change, max_file_seq, false) && ok)
+    }
+
     /// Writes a point as the serial log's replay order does (newest write wins).
     pub fn write(&mut self, id: SeriesId, ts: TimestampNs, value: FieldValue) -> bool {
         let mut shard = self.part.shard(id).lock();

@@ -56,6 +56,7 @@ impl DeclogProtocol {
     ) -> Result<CheckpointReport, EngineError> {
         let dl = &self.side;
         let _running = dl.checkpoint_running.lock();
+        dl.checkpoint_wanted.store(false, std::sync::atomic::Ordering::Release);
         let started = Instant::now();
         let mut report = CheckpointReport::default();
         let before = dl.log_bytes();

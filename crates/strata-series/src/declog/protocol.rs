@@ -84,6 +84,15 @@ impl SeriesProtocol for DeclogProtocol {
         Some(self.side.log.region().stats())
     }
 
+    fn checkpoint_wanted(&self) -> bool {
+        self.side.checkpoint_wanted.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn log_throttles(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.side.throttles.load(Relaxed), self.side.throttled_ns.load(Relaxed))
+    }
+
     /// Batches written to the streams (headers and alignment padding
     /// included), not the payloads as submitted.
     fn log_device_bytes(&self) -> Option<u64> {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use strata_declog::{DecLog, DeclogError, FlushMode, Ticket};
+use strata_declog::{DecLog, DeclogError, Ticket};
 
 use super::control_table::ControlTable;
 use super::ext_ts::UTS_MAX;
@@ -69,8 +69,17 @@ pub struct DeclogSide {
     /// One checkpoint at a time.
     pub(crate) checkpoint_running: Mutex<()>,
     pub(crate) keys: RwLock<HashMap<SeriesId, Arc<LogKey>>>,
-    /// Set while a checkpoint for lack of log space is wanted.
+    /// Set while a checkpoint for lack of log space is running on a
+    /// writer's ack path (the log was out of room).
     pub(crate) space_low: AtomicBool,
+    /// Set when a stream passed its checkpoint threshold: the engine's
+    /// background checkpointer runs one (4.5: the checkpoint runs beside
+    /// the writers, not on their ack path).
+    pub(crate) checkpoint_wanted: AtomicBool,
+    /// Writers held back because a stream had no room for them, and for
+    /// how long in total.
+    pub(crate) throttles: AtomicU64,
+    pub(crate) throttled_ns: AtomicU64,
 }
 
 impl DeclogSide {
@@ -92,6 +101,9 @@ impl DeclogSide {
             checkpoint_running: Mutex::new(()),
             keys: RwLock::new(HashMap::default()),
             space_low: AtomicBool::new(false),
+            checkpoint_wanted: AtomicBool::new(false),
+            throttles: AtomicU64::new(0),
+            throttled_ns: AtomicU64::new(0),
         }
     }
 
@@ -137,17 +149,7 @@ impl DeclogSide {
     /// Waits for a ticket: the logging threads make it durable, or in
     /// inline mode (crash tests) this thread runs the pipeline.
     pub(crate) fn wait(&self, ticket: &Ticket) -> Result<(), DeclogError> {
-        match self.log.config().flush_mode {
-            FlushMode::Threads => ticket.wait(),
-            FlushMode::Inline => {
-                self.log.pump()?;
-                if ticket.is_resolved() {
-                    ticket.wait()
-                } else {
-                    Err(DeclogError::Stalled)
-                }
-            }
-        }
+        self.log.wait_helping(ticket)
     }
 }
 

@@ -58,7 +58,7 @@ use crate::wal::WalRecord;
 
 /// LSN-protocol aborts retried before giving up.
 const MAX_LSN_RETRIES: u32 = 10_000;
-/// Streams fuller than this fraction trigger a checkpoint before a write.
+/// Streams with less than this fraction free ask for a background checkpoint.
 const CHECKPOINT_AT_FREE_FRACTION: f64 = 0.25;
 /// Stream bytes one entry may take besides its key (header, tail, value,
 /// timestamp, rest, padding share).
@@ -340,10 +340,14 @@ impl DeclogProtocol {
         let max_file_seq = core.blocks().max_file_seq();
         if !durable.is_empty() {
             let mut batch = core.data().batch();
-            for logged in &durable {
-                for (id, ts, change) in &logged.plan.ops {
-                    let applied =
-                        batch.apply(*id, core.field_type_for(*id, change), *ts, change.clone(), max_file_seq);
+            for logged in &mut durable {
+                // One run per series (planning grouped them), one shard lock each.
+                let mut ops = std::mem::take(&mut logged.plan.ops).into_iter().peekable();
+                while let Some((id, _, first)) = ops.peek() {
+                    let (id, field_type) = (*id, core.field_type_for(*id, first));
+                    let run =
+                        std::iter::from_fn(|| ops.next_if(|(i, ..)| *i == id)).map(|(_, ts, c)| (ts, c));
+                    let applied = batch.apply_run(id, field_type, run, max_file_seq);
                     debug_assert!(applied, "a type-checked change to {id} did not apply");
                 }
             }
@@ -455,27 +459,39 @@ impl DeclogProtocol {
         Ok(key)
     }
 
-    /// Checkpoints first when a stream is getting full, so the log never
-    /// fills (a full DecLog stream stops writes until reopened).
+    /// Keeps the log from filling: a stream below [`CHECKPOINT_AT_FREE_FRACTION`]
+    /// free asks the engine's background checkpointer for a checkpoint and
+    /// the writer goes on; only a stream without room for this transaction
+    /// holds the writer back (a full DecLog stream stops writes until
+    /// reopened) until a checkpoint frees it, counted as a throttle.
     fn ensure_log_space(&self, core: &SeriesCore, values: usize) -> Result<(), EngineError> {
         let dl = &self.side;
+        if !dl.options.checkpoints {
+            return Ok(());
+        }
+        if dl.min_free_fraction() < CHECKPOINT_AT_FREE_FRACTION {
+            dl.checkpoint_wanted.store(true, Ordering::Release);
+        }
         // Room for this transaction even if all of it lands in one stream
         // (an entry is its payload plus header and tail, padded).
         let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT);
         let min_free = dl.log.free_bytes().into_iter().min().unwrap_or(0);
-        if !dl.options.checkpoints
-            || (dl.min_free_fraction() >= CHECKPOINT_AT_FREE_FRACTION && min_free >= 2 * needed_bytes)
-        {
+        if min_free >= 2 * needed_bytes {
             return Ok(());
         }
-        if dl.space_low.swap(true, Ordering::AcqRel) {
+        let started = std::time::Instant::now();
+        let result = if dl.space_low.swap(true, Ordering::AcqRel) {
             // Another writer is checkpointing; wait for it.
             drop(dl.checkpoint_running.lock());
-            return Ok(());
-        }
-        let result = self.checkpoint_declog(core);
-        dl.space_low.store(false, Ordering::Release);
-        result.map(|_| ())
+            Ok(())
+        } else {
+            let r = self.checkpoint_declog(core).map(|_| ());
+            dl.space_low.store(false, Ordering::Release);
+            r
+        };
+        dl.throttles.fetch_add(1, Ordering::Relaxed);
+        dl.throttled_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result
     }
 
     /// A DecLog failure: poisons the engine when the log stopped.

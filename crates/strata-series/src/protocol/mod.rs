@@ -79,6 +79,18 @@ pub trait SeriesProtocol: Send + Sync {
         None
     }
 
+    /// Whether the protocol asks for a checkpoint now (its log is getting
+    /// full): the engine's background checkpointer runs one.
+    fn checkpoint_wanted(&self) -> bool {
+        false
+    }
+
+    /// Writers held back for lack of log room since open: how many times,
+    /// and for how long in total.
+    fn log_throttles(&self) -> (u64, u64) {
+        (0, 0)
+    }
+
     /// Bytes written to the log device since open, padding included, when
     /// the protocol counts them itself; `None`: the engine's count of
     /// committed log record bytes is exact.
