@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use strata_bench::ingest::{rows_per_host_for, BenchDirs};
+use strata_bench::ingest::{default_protocols, rows_per_host_for, BenchDirs};
 use strata_bench::peers::parse_peer_list;
 use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
 use strata_bench::{run_ingest_bench, run_persist_bench, IngestOptions, PersistBenchOptions};
@@ -223,11 +223,15 @@ struct IngestArgs {
     #[arg(long, conflicts_with = "target")]
     in_process: bool,
     /// Commit protocols to compare, in round order (default
-    /// none,serial-pmem,serial-ssd,declog-pmem; with --peers
-    /// declog-pmem,serial-pmem,serial-ssd,none; declog-ssd on request only,
-    /// it is very slow on a busy disk).
+    /// none,serial-pmem,serial-ssd,declog-pmem,declog-ssd; with --peers
+    /// declog-pmem,declog-ssd,serial-pmem,serial-ssd,none).
     #[arg(long, value_delimiter = ',')]
     protocols: Vec<String>,
+    /// Skip the uncounted warm-up load each fresh instance (every Strata
+    /// variant, every peer) takes into another database before the counted
+    /// load; the figures then include each system's cold start.
+    #[arg(long)]
+    no_warmup: bool,
     /// Also load peers, each a fresh instance per load on 127.0.0.1:
     /// `--peers` alone runs every available one (influxdb, victoriametrics,
     /// questdb; skipping any that cannot be installed), `--peers influxdb,questdb`
@@ -279,29 +283,16 @@ impl IngestArgs {
         }
         o.queries = self.queries;
         o.query_runs = self.query_runs;
-        let default_protocols: &[&str] = if o.peers.is_empty() {
-            &["none", "serial-pmem", "serial-ssd", "declog-pmem"]
+        o.warmup = !self.no_warmup;
+        o.protocols = if self.protocols.is_empty() {
+            default_protocols(!o.peers.is_empty()).to_vec()
         } else {
-            // declog-ssd only on request: its msync per flushed line writes
-            // gigabytes per 5,000-line request here (see docs/benchmarks.md).
-            &["declog-pmem", "serial-pmem", "serial-ssd", "none"]
+            self.protocols
+                .iter()
+                .map(|p| p.parse::<Protocol>())
+                .collect::<Result<_, _>>()
+                .map_err(anyhow::Error::msg)?
         };
-        let protocols: Vec<&str> = if self.protocols.is_empty() {
-            if !o.peers.is_empty() {
-                eprintln!(
-                    "ingest bench: protocols {} (declog-ssd only with --protocols: its msync per flushed line is very slow here)",
-                    default_protocols.join(",")
-                );
-            }
-            default_protocols.to_vec()
-        } else {
-            self.protocols.iter().map(String::as_str).collect()
-        };
-        o.protocols = protocols
-            .iter()
-            .map(|p| p.parse::<Protocol>())
-            .collect::<Result<_, _>>()
-            .map_err(anyhow::Error::msg)?;
         o.dirs = BenchDirs::detect_unless(self.pmem_dir, self.ssd_dir);
         o.print = true;
         Ok(o)

@@ -16,10 +16,13 @@ pub struct OpenArgs {
     /// Data directory (default ./strata-data).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Commit protocol: declog-pmem (default), declog-ssd, serial-pmem, serial-ssd or none.
+    /// Commit protocol: auto (default: declog-pmem when the data directory is
+    /// on real PMem, a DAX mount, or with --pmem-mode dax; else declog-ssd),
+    /// declog-pmem (on emulated PMem without DAX: survives a process crash,
+    /// not a power loss), declog-ssd, serial-pmem, serial-ssd or none.
     #[arg(long)]
     pub protocol: Option<String>,
-    /// PMem backend for the pool file: emulated (default), dax or msync.
+    /// PMem backend for the PMem files: emulated (default), dax or msync.
     #[arg(long)]
     pub pmem_mode: Option<String>,
 }

@@ -18,7 +18,12 @@ pub struct RecoverArgs {
 pub fn run(args: RecoverArgs) -> anyhow::Result<()> {
     let config = args.open.load()?;
     let db = open_db(&config)?;
-    println!("recovered {}\n{}", config.data_dir.display(), db.recovery());
+    println!(
+        "recovered {} (protocol {})\n{}",
+        config.data_dir.display(),
+        db.protocol().name(),
+        db.recovery()
+    );
     if args.checkpoint {
         println!("{}", db.engine().checkpoint()?);
     }

@@ -1,5 +1,6 @@
-//! `strata serve`: open (and recover) the data directory, then serve the
-//! InfluxDB-compatible HTTP API (and the event stream endpoints) until
+//! `strata serve`: open (and recover) the data directory, state the commit
+//! protocol, its medium and what an acknowledged write survives, then serve
+//! the InfluxDB-compatible HTTP API (and the event stream endpoints) until
 //! SIGINT/SIGTERM, then checkpoint.
 
 use std::sync::Arc;
@@ -31,14 +32,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.server.auth_token = args.auth_token;
     }
     config.validate()?;
-    eprintln!(
-        "strata: data directory {} (protocol {}, PMem {})",
-        config.data_dir.display(),
-        config.storage.protocol,
-        config.pmem.mode
-    );
+    eprintln!("strata: data directory {}", config.data_dir.display());
     let db = Arc::new(open_db(&config)?);
-    eprintln!("strata: an acknowledged write survives {}", db.survives().describe());
+    // The protocol (auto resolved, and why), its medium, what an ack survives.
+    for line in db.durability().to_string().lines() {
+        eprintln!("strata: {line}");
+    }
     eprintln!("strata: recovered in {:.3} s\n{}", db.recovery().total_s, db.recovery());
     eprintln!("strata: {}", db.streams_recovery());
     db.start_background_checkpoints();

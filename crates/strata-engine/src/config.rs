@@ -1,7 +1,12 @@
 //! Configuration: a TOML file (every key optional) plus command-line
-//! overrides. With no file at all, everything lives in `./strata-data` with
-//! an emulated PMem pool file inside it, and the server listens on
-//! 127.0.0.1:8086. `docs/configuration.md` lists every key.
+//! overrides. With no file at all, everything lives in `./strata-data`,
+//! the server listens on 127.0.0.1:8086, and the commit protocol is `auto`:
+//! `declog-pmem` when the PMem files' directories are on real PMem (a DAX
+//! mount, or `pmem.mode = "dax"`), else `declog-ssd`, so that an
+//! acknowledged write survives a power loss by default (emulated PMem does
+//! not; it stays an explicit choice). `auto` is resolved once, when the
+//! data directory is opened ([`Config::resolve`]). `docs/configuration.md`
+//! lists every key.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,9 +30,13 @@ pub enum ConfigError {
     UnknownPmemMode(#[from] strata_pmem::UnknownPmemMode),
 }
 
-/// A commit protocol name that is none of [`Protocol::ALL`].
+/// A commit protocol name that is none of [`Protocol::ALL`] (nor `auto`
+/// where a [`ProtocolChoice`] is read).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("unknown commit protocol `{0}` (expected none, serial-pmem, serial-ssd, declog-pmem or declog-ssd)")]
+#[error(
+    "unknown commit protocol `{0}` (expected none, serial-pmem, serial-ssd, declog-pmem or declog-ssd; \
+     storage.protocol and --protocol also take auto)"
+)]
 pub struct UnknownProtocol(pub String);
 
 /// The commit protocol of the series engine.
@@ -39,7 +48,8 @@ pub enum Protocol {
     SerialPmem,
     /// Serial logging to a file with group commit.
     SerialSsd,
-    /// DecLog (declog.txt section 4) on a PMem file (emulated by default; the default protocol).
+    /// DecLog (declog.txt section 4) on a PMem file, in `pmem.mode`
+    /// (`auto` picks it on real PMem; emulated PMem only when named).
     DeclogPmem,
     /// DecLog's streams in a file on the SSD, persisted by msync (the
     /// paper's DecLog-SSD).
@@ -77,6 +87,81 @@ impl FromStr for Protocol {
     }
 }
 
+/// `storage.protocol`: one protocol, or `auto` (the default), which
+/// [`Config::resolve`] turns into one when the data directory is opened.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    Auto,
+    Fixed(Protocol),
+}
+
+impl FromStr for ProtocolChoice {
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Self, UnknownProtocol> {
+        match s {
+            "auto" => Ok(ProtocolChoice::Auto),
+            other => other.parse().map(ProtocolChoice::Fixed),
+        }
+    }
+}
+
+/// What `auto` resolved to, and why (for the startup log).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoProtocol {
+    pub protocol: Protocol,
+    /// The PMem mode to open with: `dax` on a DAX mount, else as configured.
+    pub pmem_mode: PmemMode,
+    pub reason: String,
+}
+
+/// `auto` for the configured `pmem_mode`, given the first of the PMem
+/// files' directories that is not on a DAX mount (`None`: all are), as a
+/// description (`/srv/strata is on ext4 at /`). Real PMem (DAX) gets
+/// `declog-pmem` in `dax` mode: a flushed and fenced entry survives a
+/// power loss. Anything else gets
+/// `declog-ssd`, DecLog in an msync-persisted file, which survives one too;
+/// `declog-pmem` on emulated PMem (a mapped file: it survives a process
+/// crash, and a power loss only from the next msync) is never picked.
+pub fn resolve_auto(pmem_mode: PmemMode, not_on_dax: Option<&str>) -> AutoProtocol {
+    match (pmem_mode, not_on_dax) {
+        (PmemMode::Dax, _) => AutoProtocol {
+            protocol: Protocol::DeclogPmem,
+            pmem_mode: PmemMode::Dax,
+            reason: "pmem.mode = dax: real PMem".into(),
+        },
+        (PmemMode::Emulated, None) => AutoProtocol {
+            protocol: Protocol::DeclogPmem,
+            pmem_mode: PmemMode::Dax,
+            reason: "the PMem files' directories are on a DAX mount: real PMem, mapped in dax mode".into(),
+        },
+        (mode, Some(dir)) => AutoProtocol {
+            protocol: Protocol::DeclogSsd,
+            pmem_mode: mode,
+            reason: format!(
+                "{dir}, not a DAX mount: no real PMem, so DecLog in an msync-persisted file; \
+                 --protocol declog-pmem runs it on emulated PMem instead"
+            ),
+        },
+        (mode, None) => AutoProtocol {
+            protocol: Protocol::DeclogSsd,
+            pmem_mode: mode,
+            reason: format!(
+                "pmem.mode = {}: not a PMem backend auto picks, so DecLog in an msync-persisted file",
+                mode.name()
+            ),
+        },
+    }
+}
+
+/// A configuration with `auto` resolved ([`Config::resolve`]).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// `storage.protocol` names one protocol, `pmem.mode` the mode to open with.
+    pub config: Config,
+    /// `Some` when `storage.protocol` was `auto`.
+    pub auto: Option<AutoProtocol>,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSection {
@@ -103,7 +188,8 @@ impl Default for ServerSection {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
-    /// `declog-pmem` (default), `declog-ssd`, `serial-pmem`, `serial-ssd` or `none`.
+    /// `auto` (default: `declog-pmem` on real PMem, else `declog-ssd`),
+    /// `declog-pmem`, `declog-ssd`, `serial-pmem`, `serial-ssd` or `none`.
     pub protocol: String,
     /// Created at startup if missing ("" for none).
     pub default_database: String,
@@ -117,7 +203,7 @@ pub struct StorageSection {
 impl Default for StorageSection {
     fn default() -> Self {
         StorageSection {
-            protocol: "declog-pmem".into(),
+            protocol: "auto".into(),
             default_database: "strata".into(),
             max_series_per_database: 1_000_000,
             checkpoint_log_bytes: 64 << 20,
@@ -299,9 +385,10 @@ impl Config {
         Ok(c)
     }
 
-    /// Checks values that TOML types cannot.
+    /// Checks values that TOML types cannot (without looking at the machine:
+    /// `auto` is resolved by [`Config::resolve`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.protocol()?;
+        self.protocol_choice()?;
         self.pmem_mode()?;
         self.bind_addr()?;
         let needed = crate::pool::POOL_HEADER_BYTES
@@ -325,7 +412,7 @@ impl Config {
         if self.declog.replay_threads == 0 {
             return Err(ConfigError::Invalid("declog.replay_threads must be at least 1".into()));
         }
-        self.stream_placement()?;
+        self.placement_choice()?;
         let st = &self.streams;
         if st.flank_batch_events == 0 || st.max_leaf_nodes == 0 || st.max_index_nodes == 0 {
             return Err(ConfigError::Invalid(
@@ -344,8 +431,44 @@ impl Config {
         Ok(())
     }
 
-    pub fn protocol(&self) -> Result<Protocol, ConfigError> {
+    pub fn protocol_choice(&self) -> Result<ProtocolChoice, ConfigError> {
         Ok(self.storage.protocol.parse()?)
+    }
+
+    /// The commit protocol; `auto` is resolved against this machine (see
+    /// [`Config::resolve`], which `Db::open` calls once).
+    pub fn protocol(&self) -> Result<Protocol, ConfigError> {
+        match self.protocol_choice()? {
+            ProtocolChoice::Fixed(p) => Ok(p),
+            ProtocolChoice::Auto => Ok(self.resolve()?.config.protocol()?),
+        }
+    }
+
+    /// Directories of the files `declog-pmem` maps in `pmem.mode`: the
+    /// pool's, the DecLog PMem file's and the event streams'.
+    pub fn pmem_dirs(&self) -> [PathBuf; 3] {
+        let dir = |p: PathBuf| p.parent().map_or_else(|| self.data_dir.clone(), Path::to_path_buf);
+        [dir(self.pool_path()), dir(self.declog_path(Protocol::DeclogPmem)), self.streams_dir()]
+    }
+
+    /// This configuration with `auto` resolved: [`resolve_auto`] with the
+    /// mounts of [`Config::pmem_dirs`] read from `/proc/self/mountinfo`.
+    /// Other protocols are returned as they are.
+    pub fn resolve(&self) -> Result<Resolved, ConfigError> {
+        let mode = self.pmem_mode()?;
+        if self.protocol_choice()? != ProtocolChoice::Auto {
+            return Ok(Resolved { config: self.clone(), auto: None });
+        }
+        let not_on_dax = self.pmem_dirs().into_iter().find_map(|dir| match crate::medium::mount_of(&dir) {
+            Some(m) if m.is_dax() => None,
+            Some(m) => Some(format!("{} is on {}", dir.display(), m.describe())),
+            None => Some(format!("the mount of {} is unknown", dir.display())),
+        });
+        let auto = resolve_auto(mode, not_on_dax.as_deref());
+        let mut config = self.clone();
+        config.storage.protocol = auto.protocol.name().into();
+        config.pmem.mode = auto.pmem_mode.name().into();
+        Ok(Resolved { config, auto: Some(auto) })
     }
 
     pub fn pmem_mode(&self) -> Result<PmemMode, ConfigError> {
@@ -381,19 +504,28 @@ impl Config {
         }
     }
 
-    /// The placement of new streams, `auto` resolved against the protocol.
-    pub fn stream_placement(&self) -> Result<crate::streams::Placement, ConfigError> {
+    /// `streams.placement`: `None` for `auto`.
+    fn placement_choice(&self) -> Result<Option<crate::streams::Placement>, ConfigError> {
         use crate::streams::Placement;
         match self.streams.placement.as_str() {
-            "auto" => Ok(match self.protocol()? {
-                Protocol::SerialPmem | Protocol::DeclogPmem => Placement::Pmem,
-                _ => Placement::Ssd,
-            }),
-            "pmem" => Ok(Placement::Pmem),
-            "ssd" => Ok(Placement::Ssd),
+            "auto" => Ok(None),
+            "pmem" => Ok(Some(Placement::Pmem)),
+            "ssd" => Ok(Some(Placement::Ssd)),
             other => Err(ConfigError::Invalid(format!(
                 "unknown streams.placement `{other}` (expected auto, pmem or ssd)"
             ))),
+        }
+    }
+
+    /// The placement of new streams, `auto` resolved against the protocol.
+    pub fn stream_placement(&self) -> Result<crate::streams::Placement, ConfigError> {
+        use crate::streams::Placement;
+        match self.placement_choice()? {
+            Some(p) => Ok(p),
+            None => Ok(match self.protocol()? {
+                Protocol::SerialPmem | Protocol::DeclogPmem => Placement::Pmem,
+                _ => Placement::Ssd,
+            }),
         }
     }
 
@@ -423,10 +555,87 @@ mod tests {
     fn empty_file_is_the_default_configuration() {
         let c = Config::from_toml("").unwrap();
         assert_eq!(c.data_dir, PathBuf::from("./strata-data"));
-        assert_eq!(c.protocol().unwrap(), Protocol::DeclogPmem);
+        assert_eq!(c.protocol_choice().unwrap(), ProtocolChoice::Auto);
         assert_eq!(c.declog_path(Protocol::DeclogPmem), PathBuf::from("./strata-data/declog.pmem"));
         assert_eq!(c.bind_addr().unwrap().to_string(), "127.0.0.1:8086");
         assert_eq!(c.pool_path(), PathBuf::from("./strata-data/pmem.pool"));
+    }
+
+    #[test]
+    fn auto_is_declog_pmem_only_on_real_pmem() {
+        let ext4 = Some("/srv/strata is on ext4 at /");
+        let ssd = resolve_auto(PmemMode::Emulated, ext4);
+        assert_eq!((ssd.protocol, ssd.pmem_mode), (Protocol::DeclogSsd, PmemMode::Emulated));
+        assert!(
+            ssd.reason.contains("/srv/strata is on ext4 at /"),
+            "the reason names the directory: {}",
+            ssd.reason
+        );
+        let dax = resolve_auto(PmemMode::Emulated, None);
+        assert_eq!(
+            (dax.protocol, dax.pmem_mode),
+            (Protocol::DeclogPmem, PmemMode::Dax),
+            "a DAX mount is real PMem"
+        );
+        let named = resolve_auto(PmemMode::Dax, ext4);
+        assert_eq!(
+            (named.protocol, named.pmem_mode),
+            (Protocol::DeclogPmem, PmemMode::Dax),
+            "pmem.mode = dax"
+        );
+        for mode in [PmemMode::Msync, PmemMode::Sim] {
+            for dirs in [None, ext4] {
+                let a = resolve_auto(mode, dirs);
+                assert_eq!((a.protocol, a.pmem_mode), (Protocol::DeclogSsd, mode), "{mode:?} {dirs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn resolve_turns_auto_into_a_protocol_once_and_keeps_a_named_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Config { data_dir: dir.path().join("new"), ..Config::default() };
+        let resolved = base.resolve().unwrap();
+        let on_dax = base.pmem_dirs().iter().all(|d| crate::medium::mount_of(d).is_some_and(|m| m.is_dax()));
+        let (want, mode) =
+            if on_dax { (Protocol::DeclogPmem, "dax") } else { (Protocol::DeclogSsd, "emulated") };
+        assert_eq!(
+            resolved.config.protocol().unwrap(),
+            want,
+            "what mountinfo says of {}",
+            dir.path().display()
+        );
+        assert_eq!(resolved.config.pmem.mode, mode);
+        assert_eq!(resolved.auto.as_ref().map(|a| a.protocol), Some(want));
+        assert_eq!(base.protocol().unwrap(), want, "protocol() resolves auto the same way");
+        let again = resolved.config.resolve().unwrap();
+        assert!(again.auto.is_none(), "a resolved configuration names its protocol");
+        assert_eq!(again.config.storage.protocol, want.name());
+
+        let mut named = base.clone();
+        named.storage.protocol = "declog-pmem".into();
+        let r = named.resolve().unwrap();
+        assert!(r.auto.is_none());
+        assert_eq!(
+            (r.config.protocol().unwrap(), r.config.pmem.mode.as_str()),
+            (Protocol::DeclogPmem, "emulated")
+        );
+
+        let mut dax = base.clone();
+        dax.pmem.mode = "dax".into();
+        assert_eq!(dax.resolve().unwrap().config.protocol().unwrap(), Protocol::DeclogPmem);
+    }
+
+    #[test]
+    fn the_pmem_dirs_follow_the_configured_files() {
+        let mut c = Config { data_dir: PathBuf::from("/d"), ..Config::default() };
+        assert_eq!(c.pmem_dirs(), [PathBuf::from("/d"), PathBuf::from("/d"), PathBuf::from("/d/streams")]);
+        c.pmem.pool_file = PathBuf::from("/mnt/pmem0/pool");
+        c.declog.pmem_file = PathBuf::from("/mnt/pmem1/declog.pmem");
+        assert_eq!(
+            c.pmem_dirs(),
+            [PathBuf::from("/mnt/pmem0"), PathBuf::from("/mnt/pmem1"), PathBuf::from("/d/streams")]
+        );
     }
 
     #[test]
@@ -436,6 +645,10 @@ mod tests {
         assert_eq!(c.wal_dir(), PathBuf::from("/tmp/x/wal"));
         let e = Config::from_toml("[storage]\nprotocol = \"paxos\"\n").unwrap_err().to_string();
         assert!(e.contains("unknown commit protocol `paxos`"), "{e}");
+        assert!(e.contains("also take auto"), "{e}");
+        let c = Config::from_toml("[storage]\nprotocol = \"auto\"\n").unwrap();
+        assert_eq!(c.protocol_choice().unwrap(), ProtocolChoice::Auto);
+        assert!("auto".parse::<Protocol>().is_err(), "auto is a choice, not a protocol");
         let e = Config::from_toml("[storage]\nprotcol = \"none\"\n").unwrap_err().to_string();
         assert!(e.contains("protcol"), "unknown keys are rejected by name: {e}");
         let e = Config::from_toml("[pmem]\npool_bytes = 1048576\n").unwrap_err().to_string();

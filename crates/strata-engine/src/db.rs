@@ -1,5 +1,7 @@
-//! [`Db`]: one data directory opened with one configuration. Opens the PMem
-//! pool (when the protocol logs to PMem), the commit log, and the series
+//! [`Db`]: one data directory opened with one configuration. Resolves the
+//! `auto` protocol once (`Config::resolve`: `declog-pmem` on a DAX mount,
+//! else `declog-ssd`), opens the PMem pool (when the protocol logs to PMem),
+//! the commit log, and the series
 //! engine with recovery; creates the default database; runs the background
 //! checkpointer (by log size and by time).
 //!
@@ -30,8 +32,8 @@ use strata_series::manifest::{read_manifest, Manifest};
 use strata_series::{EngineError, EngineOptions, RecoveryPhase, RecoveryReport, SeriesEngine, SeriesStore};
 use thiserror::Error;
 
-use crate::config::{Config, ConfigError, Protocol};
-use crate::protocols::{self, OpenedLog, Survives};
+use crate::config::{AutoProtocol, Config, ConfigError, Protocol};
+use crate::protocols::{self, Durability, OpenedLog, Survives};
 use crate::streams::{NewStreamSettings, PmemSettings, Streams, StreamsRecovery};
 use crate::tables::catalog::TableCatalog;
 
@@ -59,7 +61,10 @@ pub struct Db {
     /// Held while open: a second process on the same directory would
     /// interleave its log writes with ours.
     _lock: std::fs::File,
+    /// As opened: `auto` resolved to one protocol.
     config: Config,
+    /// What `auto` resolved to (`None`: the protocol was named).
+    auto: Option<AutoProtocol>,
     engine: Arc<SeriesEngine>,
     region: Option<Arc<Region>>,
     recovery: RecoveryReport,
@@ -76,6 +81,8 @@ impl Db {
     /// database and the event streams.
     pub fn open(config: &Config, progress: &dyn Fn(RecoveryPhase, u64, u64)) -> Result<Db, DbError> {
         config.validate()?;
+        let resolved = config.resolve()?;
+        let config = &resolved.config;
         let protocol = config.protocol()?;
         let fs: Arc<dyn FileSystem> = Arc::new(RealFs::new());
         fs.create_dir_all(&config.data_dir).map_err(EngineError::from)?;
@@ -103,6 +110,7 @@ impl Db {
         Ok(Db {
             _lock: lock,
             config: config.clone(),
+            auto: resolved.auto,
             engine,
             region,
             recovery,
@@ -113,9 +121,25 @@ impl Db {
         })
     }
 
-    /// What an acknowledged write survives under this configuration.
+    /// The commit protocol as opened (`auto` resolved).
+    pub fn protocol(&self) -> Protocol {
+        self.config.protocol().expect("Db::open resolved and validated the protocol")
+    }
+
+    /// The protocol (and why, if `auto` picked it), its log's medium and
+    /// file system, and what an acknowledged write survives: what
+    /// `strata serve` states at startup.
+    pub fn durability(&self) -> Durability {
+        let protocol = self.protocol();
+        let factory = protocols::factory(protocol);
+        let medium = factory.medium(&self.config);
+        let mount = medium.path.as_deref().and_then(crate::medium::mount_of);
+        Durability::new(protocol, self.auto.clone(), medium, mount, factory.survives(&self.config))
+    }
+
+    /// What an acknowledged write survives under this configuration, on its medium.
     pub fn survives(&self) -> Survives {
-        self.config.protocol().map_or(Survives::Nothing, |p| protocols::factory(p).survives(&self.config))
+        self.durability().survives
     }
 
     /// Recovers every event stream of the data directory (after the series
@@ -273,12 +297,43 @@ mod tests {
     fn a_pool_sized_exactly_by_validate_opens() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
+        // The protocol that logs to the pool.
+        c.storage.protocol = Protocol::SerialPmem.name().into();
         c.pmem.log_bytes = 1 << 20;
         c.pmem.pool_bytes =
             crate::pool::POOL_HEADER_BYTES + strata_log::pmem_log::PmemLog::footprint_bytes(c.pmem.log_bytes);
         let db = Db::open(&c, &|_, _, _| {}).expect("a pool validate accepts must open");
+        assert!(c.pool_path().exists(), "serial-pmem opened the pool");
         assert_eq!(db.engine().databases(), vec!["strata".to_string()]);
         assert_eq!(db.recovery().databases, 1, "the report counts the default database of a first start");
+    }
+
+    #[test]
+    fn the_default_opens_with_auto_resolved_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config { data_dir: dir.path().to_path_buf(), ..Config::default() };
+        let want = c.resolve().unwrap().config.protocol().unwrap();
+        let db = Db::open(&c, &|_, _, _| {}).unwrap();
+        assert_eq!(db.protocol(), want);
+        assert_eq!(db.engine().protocol(), want.name());
+        assert_eq!(db.config().storage.protocol, want.name(), "the Db keeps the resolved configuration");
+        let durability = db.durability();
+        assert_eq!(durability.auto.as_ref().map(|a| a.protocol), Some(want));
+        assert!(
+            durability.to_string().contains(&format!("commit protocol {} (auto: ", want.name())),
+            "{durability}"
+        );
+        assert_ne!(durability.survives, Survives::Nothing);
+        if want == Protocol::DeclogSsd && durability.mount.as_ref().is_some_and(|m| !m.is_volatile()) {
+            assert_eq!(durability.survives, Survives::PowerLoss, "the honest default survives a power loss");
+        }
+        drop(db);
+        let mut named = c.clone();
+        named.storage.protocol = Protocol::DeclogPmem.name().into();
+        let db = Db::open(&named, &|_, _, _| {})
+            .expect("the default's log holds nothing a checkpoint does not cover");
+        assert!(db.durability().auto.is_none());
+        assert_eq!(db.survives(), Survives::ProcessCrash, "emulated PMem, named explicitly");
     }
 
     fn config(dir: &Path, protocol: Protocol) -> Config {

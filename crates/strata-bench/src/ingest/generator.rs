@@ -14,8 +14,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-/// Measurement of every row.
+/// Measurement of every row of the counted load.
 pub const MEASUREMENT: &str = "cpu";
+/// Measurement of the uncounted warm-up load ([`super::warmup`]): new
+/// series on every system, and a table of its own on QuestDB.
+pub const WARMUP_MEASUREMENT: &str = "cpu_warmup";
 /// The ten fields of a row, in TSBS's order.
 pub const FIELD_NAMES: [&str; 10] = [
     "usage_user",
@@ -107,7 +110,7 @@ struct Host {
 }
 
 impl Host {
-    fn new(seed: u64, index: u32) -> Host {
+    fn new(seed: u64, index: u32, measurement: &str) -> Host {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(index as u64);
         let (region, datacenters) = REGIONS[rng.gen_range(0..REGIONS.len())];
@@ -124,7 +127,7 @@ impl Host {
             ("service_version", rng.gen_range(0..SERVICE_VERSIONS).to_string()),
             ("service_environment", ENVIRONMENTS[rng.gen_range(0..ENVIRONMENTS.len())].to_string()),
         ];
-        let mut prefix = MEASUREMENT.as_bytes().to_vec();
+        let mut prefix = measurement.as_bytes().to_vec();
         for (k, v) in &tags {
             prefix.push(b',');
             prefix.extend_from_slice(k.as_bytes());
@@ -196,7 +199,12 @@ pub struct CpuGenerator {
 
 impl CpuGenerator {
     pub fn new(spec: CpuSpec) -> CpuGenerator {
-        let hosts = (0..spec.hosts).map(|h| Host::new(spec.seed, h)).collect();
+        CpuGenerator::with_measurement(spec, MEASUREMENT)
+    }
+
+    /// The same rows under another measurement name.
+    pub fn with_measurement(spec: CpuSpec, measurement: &str) -> CpuGenerator {
+        let hosts = (0..spec.hosts).map(|h| Host::new(spec.seed, h, measurement)).collect();
         CpuGenerator { spec, hosts, next_row: 0 }
     }
 
@@ -232,22 +240,29 @@ pub struct Batch {
 #[derive(Clone, Debug)]
 pub struct Dataset {
     pub spec: CpuSpec,
+    /// [`MEASUREMENT`], or [`WARMUP_MEASUREMENT`] for the warm-up.
+    pub measurement: String,
     pub batch_lines: u64,
     pub batches: Vec<Batch>,
 }
 
 impl Dataset {
     pub fn generate(spec: &CpuSpec, batch_lines: u64) -> anyhow::Result<Dataset> {
+        Dataset::generate_as(spec, batch_lines, MEASUREMENT)
+    }
+
+    /// [`Dataset::generate`] with every line in `measurement`.
+    pub fn generate_as(spec: &CpuSpec, batch_lines: u64, measurement: &str) -> anyhow::Result<Dataset> {
         spec.check()?;
         anyhow::ensure!(batch_lines >= 1, "a batch holds at least one line");
-        let mut generator = CpuGenerator::new(spec.clone());
+        let mut generator = CpuGenerator::with_measurement(spec.clone(), measurement);
         let mut batches = Vec::new();
         while generator.remaining_rows() > 0 {
             let mut body = Vec::with_capacity(batch_lines.min(generator.remaining_rows()) as usize * 400);
             let lines = generator.write_rows(batch_lines, &mut body);
             batches.push(Batch { body, lines });
         }
-        Ok(Dataset { spec: spec.clone(), batch_lines, batches })
+        Ok(Dataset { spec: spec.clone(), measurement: measurement.to_string(), batch_lines, batches })
     }
 
     pub fn rows(&self) -> u64 {

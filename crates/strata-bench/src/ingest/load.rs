@@ -36,7 +36,12 @@ pub trait IngestEndpoint: Sync {
 
 /// The InfluxQL statement that counts the rows of the data set.
 pub fn count_query() -> String {
-    format!("SELECT count({}) FROM {MEASUREMENT}", FIELD_NAMES[0])
+    count_query_of(MEASUREMENT)
+}
+
+/// The InfluxQL statement that counts the rows of `measurement`.
+pub fn count_query_of(measurement: &str) -> String {
+    format!("SELECT count({}) FROM {measurement}", FIELD_NAMES[0])
 }
 
 /// The count of an InfluxDB 1.x `/query` answer to [`count_query`]:

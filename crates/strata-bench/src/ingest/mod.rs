@@ -15,6 +15,8 @@
 //!   VictoriaMetrics, QuestDB from [`crate::peers`]), quiesce, size, count;
 //! - [`queries`]: TSBS-style queries (`--queries`) in InfluxQL and QuestDB
 //!   SQL, canonical answers compared across systems, median latencies;
+//! - [`warmup`]: the uncounted warm-up load every system's fresh instance
+//!   takes into a database of its own before its counted load;
 //! - [`runner`]: rounds over variants (A B C A B C ...), checkpoint, storage
 //!   figures and verification after each load;
 //! - [`report`]: metrics, table columns, JSON config and notes.
@@ -30,6 +32,7 @@ pub mod peer_run;
 pub mod queries;
 pub mod report;
 pub mod runner;
+pub mod warmup;
 
 #[cfg(test)]
 pub(crate) mod queries_tests;
@@ -42,4 +45,4 @@ pub use http_loader::HttpTarget;
 pub use in_process::InProcessTarget;
 pub use load::{load, IngestEndpoint, LoadOutcome};
 pub use local_db::BenchDirs;
-pub use runner::{load_order, rows_per_host_for, run_ingest_bench, IngestOptions};
+pub use runner::{default_protocols, load_order, rows_per_host_for, run_ingest_bench, IngestOptions};

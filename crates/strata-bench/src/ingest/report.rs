@@ -13,7 +13,7 @@ use serde_json::json;
 use strata_engine::Protocol;
 use strata_pmem::PmemMode;
 
-use super::generator::{FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
+use super::generator::{CpuSpec, FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
 use super::http_loader::WRITE_PRECISION;
 use super::load::{count_query, LoadOutcome};
 use super::local_server::SERVER_WORKER_THREADS;
@@ -118,6 +118,9 @@ pub(super) fn storage_metrics(storage: &StorageFacts, outcome: &LoadOutcome) -> 
 /// What the report states besides the medians.
 pub(super) struct RunFacts {
     pub opts: IngestOptions,
+    /// The warm-up every fresh instance took: its data, database and
+    /// measurement (`None`: no warm-up).
+    pub warmup: Option<(CpuSpec, String, String)>,
     pub dataset_rows: u64,
     pub dataset_values: u64,
     pub body_bytes: u64,
@@ -259,6 +262,18 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
         "load_average_1m": {"start": facts.load_average_1m[0], "end": facts.load_average_1m[1]},
         "run_s": facts.run_time.as_secs_f64(),
     });
+    config["warmup"] = match &facts.warmup {
+        Some((spec, db, measurement)) => json!({
+            "every_system": true,
+            "rows": spec.rows(),
+            "hosts": spec.hosts,
+            "rows_per_host": spec.rows_per_host,
+            "db": db,
+            "measurement": measurement,
+            "what": "before its counted load, every fresh instance (each Strata variant's new engine and server, each peer's new process) loads these rows into another database and measurement, untimed and uncounted; then the counted load goes into a fresh database as new series",
+        }),
+        None => json!(null),
+    };
     if local {
         config["protocols"] = json!(opts.protocols.iter().map(|p| p.name()).collect::<Vec<_>>());
         config["pmem_dir"] = json!(opts.dirs.pmem_dir);
@@ -289,7 +304,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
     if !peers.is_empty() {
         config["peers"] = json!(peers);
         config["peer_dir"] = json!(opts.dirs.disk_dir);
-        config["disk_bytes"] = json!("allocated bytes (st_blocks x 512, as du counts) of the data directory; disk_bytes_per_point: at rest, after the load, its flush (Strata: checkpoint; peers: quiesce) and a clean close/shutdown; disk_growth_bytes_per_point: while running, after the flush minus right after start");
+        config["disk_bytes"] = json!(disk_note(facts.warmup.is_some()));
     }
     config["verification_failures"] = json!(facts.verification_failures);
     if !facts.queries.is_empty() {
@@ -327,6 +342,21 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
     report
 }
 
+/// How the disk figures are measured (a note, and `config.disk_bytes`).
+fn disk_note(warmed: bool) -> String {
+    let mut note = String::from(
+        "disk bytes/point: allocated bytes (st_blocks x 512, as du counts) of the data directory at rest, after the load, its flush (Strata: a checkpoint; the PMem pool and declog-pmem file are not in the directory; peers: the quiesce step) and a clean close / points",
+    );
+    if warmed {
+        note.push_str(
+            ", less the warm-up's share: InfluxDB's warm-up database directories (data/, wal/) and QuestDB's warm-up table directory, measured at rest; for Strata and VictoriaMetrics, which keep every database in shared files, what the directory grew by during the warm-up and its flush (the size measured after it, before the counted load, minus the fresh instance's); growth: while running, after the load's flush minus the size after the warm-up",
+        );
+    } else {
+        note.push_str("; growth: while running, after the flush minus right after start");
+    }
+    note
+}
+
 fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
     let opts = &facts.opts;
     let loads = facts.load_average_1m;
@@ -345,11 +375,25 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
         "latency: one request from send to acknowledgement (204 after the commit is durable)".into(),
     ];
     if local {
+        notes.push(format!(
+            "{}; every load into a fresh database, every row counted back",
+            opts.dirs.describe()
+        ));
+        notes.push(match &facts.warmup {
+            Some((spec, db, measurement)) => format!(
+                "warm-up: every system was warmed: each fresh instance (every Strata variant's new engine{}, every peer's new process) first loaded {} uncounted rows ({} hosts x {}) into database `{db}` as measurement `{measurement}` (new series everywhere; a table of its own on QuestDB, new metric names on VictoriaMetrics), then the counted load went into the fresh database `{}`; every figure is of the counted load only",
+                if opts.in_process { "" } else { " and server" },
+                spec.rows(),
+                spec.hosts,
+                spec.rows_per_host,
+                opts.db
+            ),
+            None => "no warm-up: every load is a fresh instance's cold start".into(),
+        });
         notes.extend([
-            format!("{}; every load into a fresh database, every row counted back", opts.dirs.describe()),
-            "point = one value + timestamp (16 raw bytes); bytes/point ssd = block-file bytes after a checkpoint / points; compression ratio = 16 / that".into(),
+            "point = one value + timestamp (16 raw bytes); bytes/point ssd = block-file bytes the load's checkpoint wrote / points; compression ratio = 16 / that".into(),
             "log bytes/point: commit-log bytes written (serial-pmem: PMem ring, serial-ssd: WAL file; none writes no log); pmem counts per request are of the emulated PMem pool".into(),
-            "disk bytes/point: allocated bytes (du) of the data directory at rest, after the load, a checkpoint (Strata; the PMem pool and declog-pmem file are not in it) or the peer's quiesce step, and a clean close / points; growth: while running, after the flush minus right after start".into(),
+            disk_note(facts.warmup.is_some()),
         ]);
         if opts.queries {
             notes.push(format!(
@@ -369,7 +413,7 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
         }
     } else {
         notes.push(format!(
-            "target {} database {}: its durability setting is the server's own",
+            "target {} database {}: its durability setting is the server's own; no warm-up (not a fresh instance of ours)",
             opts.target.as_deref().unwrap_or("?"),
             opts.db
         ));

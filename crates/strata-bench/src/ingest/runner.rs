@@ -1,8 +1,11 @@
 //! The ingest benchmark's run: generate the data set once, then for R rounds
 //! load it into every variant in turn (A B C A B C ...), each time into a
-//! fresh database; after each load checkpoint, read the storage figures and
-//! count the rows back. Variants are the commit protocols of a local Strata
-//! (over HTTP on loopback, or in-process), remote HTTP targets, or peers
+//! fresh instance that first takes an uncounted warm-up load into another
+//! database ([`super::warmup`]) and then the counted load into a fresh
+//! database; after each load checkpoint, read the storage figures (the
+//! warm-up's share taken out) and count the rows back. Variants are the
+//! commit protocols of a local Strata (over HTTP on loopback, or
+//! in-process), remote HTTP targets (no warm-up: not our instance), or peers
 //! (InfluxDB, VictoriaMetrics, QuestDB; [`crate::peers`]) started afresh for
 //! every load. A count that differs from the rows loaded is printed loudly
 //! and fails the run once the table and the JSON are out.
@@ -28,6 +31,7 @@ use super::queries::{compare_answers, run_queries, tsbs_queries, Answer, Dialect
 use super::report::{
     build_report, load_metrics, print_table, storage_metrics, Counted, RunFacts, VariantResult,
 };
+use super::warmup::{counted_bytes_at_rest, warm_up, warmup_dataset, warmup_db};
 use crate::machine::load_average_1m;
 use crate::peers::disk::allocated_bytes;
 use crate::peers::{ensure_installed, Installed, PeerKind};
@@ -80,6 +84,9 @@ pub struct IngestOptions {
     pub queries: bool,
     /// Timed runs of each query per load (median reported).
     pub query_runs: u32,
+    /// Give every system's fresh instance an uncounted warm-up load before
+    /// the counted one ([`super::warmup`]; not for `--target`).
+    pub warmup: bool,
     /// Print progress (stderr) and the table (stdout).
     pub print: bool,
 }
@@ -105,6 +112,7 @@ impl IngestOptions {
             peers_required: false,
             queries: false,
             query_runs: 5,
+            warmup: true,
             print: true,
         }
     }
@@ -140,6 +148,28 @@ impl IngestOptions {
 
     pub fn spec(&self) -> CpuSpec {
         CpuSpec::new(self.seed, self.hosts, self.rows_per_host)
+    }
+}
+
+/// `--protocols` when not given: every commit protocol, the baseline
+/// (`none`) first; with `--peers` DecLog first.
+pub fn default_protocols(with_peers: bool) -> &'static [Protocol] {
+    if with_peers {
+        &[
+            Protocol::DeclogPmem,
+            Protocol::DeclogSsd,
+            Protocol::SerialPmem,
+            Protocol::SerialSsd,
+            Protocol::None,
+        ]
+    } else {
+        &[
+            Protocol::None,
+            Protocol::SerialPmem,
+            Protocol::SerialSsd,
+            Protocol::DeclogPmem,
+            Protocol::DeclogSsd,
+        ]
     }
 }
 
@@ -248,16 +278,21 @@ pub(super) struct StorageFacts {
     pub protocol: Protocol,
     pub log_bytes: u64,
     pub persist: Option<PersistStats>,
+    /// Block-file bytes the load's checkpoint added.
     pub block_file_bytes: u64,
     pub checkpoints_during_load: u64,
-    /// Allocated bytes of the data directory after the checkpoint, and right after it was opened.
+    /// Allocated bytes of the data directory after the load's checkpoint,
+    /// and before the load (after the warm-up and its checkpoint).
     pub running_disk_bytes: u64,
-    pub empty_disk_bytes: u64,
+    pub baseline_disk_bytes: u64,
+    /// What the warm-up and its checkpoint added to the data directory.
+    pub warmup_disk_bytes: u64,
 }
 
 fn run_local(
     protocol: Protocol,
     dataset: &Dataset,
+    warmup: Option<&Dataset>,
     opts: &IngestOptions,
     label: String,
 ) -> anyhow::Result<VariantResult> {
@@ -266,11 +301,20 @@ fn run_local(
     let empty_disk_bytes = allocated_bytes(&local.data_dir_path)?;
     let engine = local.engine().clone();
     let store = local.tables();
-    let server = if opts.in_process {
-        None
-    } else {
-        Some(LocalServer::start(store.clone(), dataset.max_body_bytes() + 4096)?)
-    };
+    let max_body = dataset.max_body_bytes().max(warmup.map_or(0, Dataset::max_body_bytes));
+    let server =
+        if opts.in_process { None } else { Some(LocalServer::start(store.clone(), max_body + 4096)?) };
+    if let Some(w) = warmup {
+        let db = warmup_db(&opts.db);
+        match &server {
+            Some(server) => warm_up(&HttpTarget::new(server.url(), &db), w, opts, &label)?,
+            None => warm_up(&InProcessTarget::new(store.clone(), &db), w, opts, &label)?,
+        }
+        // Sealed into a block file of its own, its log emptied: the counted
+        // load starts from a clean log, and its checkpoint seals only its points.
+        engine.checkpoint().context("checkpoint after the warm-up")?;
+    }
+    let baseline_disk_bytes = allocated_bytes(&local.data_dir_path)?;
     let stats_before = engine.stats();
     let persist_before = local.persist_stats();
     let after_load = || -> anyhow::Result<StorageFacts> {
@@ -281,11 +325,12 @@ fn run_local(
         let running_disk_bytes = allocated_bytes(&local.data_dir_path)?;
         Ok(StorageFacts {
             running_disk_bytes,
-            empty_disk_bytes,
+            baseline_disk_bytes,
+            warmup_disk_bytes: baseline_disk_bytes.saturating_sub(empty_disk_bytes),
             protocol,
             log_bytes: loaded.log_bytes_written - stats_before.log_bytes_written,
             persist,
-            block_file_bytes: checkpointed.block_file_bytes,
+            block_file_bytes: checkpointed.block_file_bytes.saturating_sub(stats_before.block_file_bytes),
             checkpoints_during_load: loaded.checkpoints - stats_before.checkpoints,
         })
     };
@@ -316,13 +361,15 @@ fn run_local(
         server.stop()?;
     }
     drop((store, engine));
-    let at_rest_bytes = local.close()?;
+    // Strata keeps every database in the same files: the warm-up's share is
+    // what the directory grew by during the warm-up and its checkpoint.
+    let at_rest_bytes = counted_bytes_at_rest(local.close()?, None, storage.warmup_disk_bytes);
     let mut metrics = load_metrics(&outcome);
     metrics.extend(storage_metrics(&storage, &outcome));
     metrics.extend(disk_metrics(
         at_rest_bytes,
         storage.running_disk_bytes,
-        storage.empty_disk_bytes,
+        storage.baseline_disk_bytes,
         outcome.values(),
     ));
     Ok(VariantResult { metrics, checkpoints_during_load: storage.checkpoints_during_load, counted, queries })
@@ -380,6 +427,7 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     let load_at_start = load_average_1m();
     let generated_at = Instant::now();
     let dataset = Dataset::generate(&opts.spec(), opts.batch_lines)?;
+    let warmup = warmup_dataset(opts)?;
     let generate_time = generated_at.elapsed();
     let target = match &opts.target {
         Some(url) => Some(HttpTarget::new(HttpUrl::parse(url)?, &opts.db)),
@@ -398,6 +446,16 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
             dataset.batches.len(),
             opts.batch_lines
         );
+        if let Some(w) = &warmup {
+            eprintln!(
+                "ingest bench: every fresh instance first takes an uncounted warm-up of {} rows ({} hosts x {} rows) into database {}, measurement {}",
+                w.rows(),
+                w.spec.hosts,
+                w.spec.rows_per_host,
+                warmup_db(&opts.db),
+                w.measurement
+            );
+        }
         match &opts.target {
             Some(_) => eprintln!("ingest bench: loading {}", variants[0].name()),
             None => eprintln!(
@@ -425,9 +483,11 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
             let (v, s) = (&variants[at], &mut samples[at]);
             let label = format!("round {}/{} {}", round + 1, opts.rounds, v.name());
             let result = match v {
-                Variant::Local(p) => run_local(*p, &dataset, opts, label.clone()),
+                Variant::Local(p) => run_local(*p, &dataset, warmup.as_ref(), opts, label.clone()),
                 Variant::Remote { target, .. } => run_remote(target, &dataset, opts, label.clone()),
-                Variant::Peer(installed) => run_peer(installed, &dataset, opts, label.clone()),
+                Variant::Peer(installed) => {
+                    run_peer(installed, &dataset, warmup.as_ref(), opts, label.clone())
+                }
             }
             .with_context(|| label.clone())?;
             if let Some(failure) = result.counted.failure(dataset.rows()) {
@@ -500,6 +560,7 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     }
     let facts = RunFacts {
         opts: opts.clone(),
+        warmup: warmup.as_ref().map(|w| (w.spec.clone(), warmup_db(&opts.db), w.measurement.clone())),
         dataset_rows: dataset.rows(),
         dataset_values: dataset.values(),
         body_bytes: dataset.body_bytes(),

@@ -2,7 +2,8 @@
 //! line parses into ten float fields; the HTTP client copes with the
 //! responses servers send; tiny runs end to end (in-process, over HTTP to
 //! the in-process server, and against a `--target` URL) verify every row
-//! and report every metric. No figure is compared with a time.
+//! and report every metric; the warm-up lands apart from the counted load
+//! and its share leaves the disk figures. No figure is compared with a time.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -17,6 +18,7 @@ use strata_series::{FieldValue, SeriesStore};
 use super::generator::{CpuSpec, Dataset, DEFAULT_START_NS, FIELD_NAMES, INTERVAL_NS};
 use super::http_client::{form_encode, HttpConnection, HttpUrl};
 use super::http_loader::HttpTarget;
+use super::in_process::InProcessTarget;
 use super::load::{count_in_influx_response, load, IngestEndpoint};
 use super::local_db::{BenchDirs, LocalDb};
 use super::local_server::LocalServer;
@@ -244,6 +246,7 @@ fn tiny_options(json_path: Option<PathBuf>) -> IngestOptions {
         peers_required: false,
         queries: false,
         query_runs: 1,
+        warmup: true,
         print: false,
     }
 }
@@ -294,6 +297,12 @@ fn tiny_in_process_run_verifies_rows_and_reports_every_metric() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(json["config"]["mode"], "in-process");
     assert_full_rows(&json, &["none", "serial-pmem", "serial-ssd", "declog-pmem", "declog-ssd"]);
+    let warmup = &json["config"]["warmup"];
+    assert_eq!((warmup["rows"].as_u64(), warmup["db"].as_str()), (Some(60), Some("warmup")), "{warmup}");
+    assert_eq!(warmup["measurement"], "cpu_warmup");
+    let notes = &report.notes;
+    assert!(notes.iter().any(|n| n.contains("every system was warmed")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("less the warm-up's share")), "{notes:?}");
     assert_eq!(report.result("none").unwrap()["ratio_to_none"], 1.0);
     assert_eq!(report.result("none").unwrap()["log_bytes_per_point"], 0.0);
     let pmem = report.result("serial-pmem").unwrap();
@@ -341,6 +350,67 @@ fn tiny_run_against_a_target_url_loads_and_counts_there() {
     assert_eq!(target.count_rows().unwrap(), 60);
     assert!(local.engine().databases().contains(&"remote".to_string()));
     server.stop().unwrap();
+}
+
+#[test]
+fn the_warmup_is_the_data_set_up_to_the_quick_size_and_goes_elsewhere() {
+    use super::warmup::{warmup_db, warmup_spec};
+    let small = CpuSpec::new(9, 3, 20);
+    assert_eq!(warmup_spec(&small), small);
+    let quick = IngestOptions::quick().spec();
+    assert_eq!(warmup_spec(&quick), quick, "--quick warms up with itself");
+    let full = IngestOptions::full().spec();
+    let w = warmup_spec(&full);
+    assert_eq!(
+        (w.hosts, w.rows_per_host, w.rows()),
+        (100, 360, quick.rows()),
+        "large runs: the --quick size"
+    );
+    assert_eq!((w.seed, w.start_ns, w.interval_ns), (full.seed, full.start_ns, full.interval_ns));
+    assert_eq!(warmup_db("benchmark"), "warmup");
+    assert_ne!(warmup_db("warmup"), "warmup", "never the counted database");
+}
+
+#[test]
+fn the_warmup_lands_in_its_own_database_and_measurement() {
+    use super::warmup::{warm_up, WARMUP_DB};
+    let local = LocalDb::open(Protocol::None, &BenchDirs::detect(), "bench", 192 << 20).unwrap();
+    let opts = tiny_options(None);
+    let spec = CpuSpec::new(3, 2, 10);
+    let warm = Dataset::generate_as(&spec, 7, super::generator::WARMUP_MEASUREMENT).unwrap();
+    let target = InProcessTarget::new(local.tables(), WARMUP_DB);
+    warm_up(&target, &warm, &opts, "test").unwrap();
+    let counted = InProcessTarget::new(local.tables(), "bench");
+    counted.prepare().unwrap();
+    assert_eq!(counted.count_rows().unwrap(), 0, "the counted database is still empty");
+    assert_eq!(target.count_rows().unwrap(), 0, "no `cpu` rows in the warm-up database either");
+    let engine = local.engine();
+    let series = engine.series(WARMUP_DB, "cpu_warmup").unwrap();
+    assert_eq!(series.len(), 2 * 10, "2 hosts x 10 fields in the warm-up's measurement");
+    assert!(engine.series("bench", "cpu").unwrap().is_empty(), "the counted load's series are all new");
+}
+
+#[test]
+fn the_warmups_share_leaves_the_disk_figures() {
+    use super::warmup::counted_bytes_at_rest;
+    assert_eq!(counted_bytes_at_rest(10_000, Some(3_000), 9_000), 7_000, "measured at rest where kept apart");
+    assert_eq!(counted_bytes_at_rest(10_000, None, 4_000), 6_000, "else its growth while running");
+    assert_eq!(counted_bytes_at_rest(1_000, None, 4_000), 0, "never below zero");
+}
+
+#[test]
+fn every_commit_protocol_is_in_the_default_list_with_and_without_peers() {
+    use super::runner::default_protocols;
+    for peers in [false, true] {
+        let list = default_protocols(peers);
+        let mut sorted: Vec<&str> = list.iter().map(|p| p.name()).collect();
+        sorted.sort_unstable();
+        let mut all: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+        all.sort_unstable();
+        assert_eq!(sorted, all, "peers {peers}: declog-ssd included");
+    }
+    assert_eq!(default_protocols(false)[0], Protocol::None, "the baseline first");
+    assert_eq!(default_protocols(true)[..2], [Protocol::DeclogPmem, Protocol::DeclogSsd]);
 }
 
 #[test]

@@ -20,17 +20,19 @@ use crate::ingest::generator::{CpuSpec, FIELD_NAMES, MEASUREMENT};
 use crate::ingest::http_client::form_encode;
 
 /// VictoriaMetrics' metric name for a field: `{measurement}_{field}`.
-pub fn victoriametrics_metric(field: &str) -> String {
-    format!("{MEASUREMENT}_{field}")
+pub fn victoriametrics_metric(measurement: &str, field: &str) -> String {
+    format!("{measurement}_{field}")
 }
 
-/// `/api/v1/query?...` counting the samples of `usage_user` over the data set's time range.
-pub fn victoriametrics_count_path(spec: &CpuSpec) -> String {
+/// `/api/v1/query?...` counting the samples of `usage_user` of
+/// `measurement` over the data set's time range.
+pub fn victoriametrics_count_path(spec: &CpuSpec, measurement: &str) -> String {
     let start_s = spec.start_ns.div_euclid(1_000_000_000);
     let end_s = spec.end_ns().unwrap_or(spec.start_ns).div_euclid(1_000_000_000);
     let at_s = end_s + 1;
     let window_s = at_s - (start_s - 1);
-    let query = format!("sum(count_over_time({}[{window_s}s]))", victoriametrics_metric(FIELD_NAMES[0]));
+    let query =
+        format!("sum(count_over_time({}[{window_s}s]))", victoriametrics_metric(measurement, FIELD_NAMES[0]));
     format!("/api/v1/query?{}", form_encode(&[("query", &query), ("time", &at_s.to_string())]))
 }
 
@@ -57,9 +59,14 @@ pub fn count_in_prometheus_response(v: &Value) -> anyhow::Result<u64> {
     whole(number)
 }
 
-/// The SQL statement QuestDB counts with.
+/// The SQL statement QuestDB counts the data set's rows with.
 pub fn questdb_count_sql() -> String {
-    format!("select count() from {MEASUREMENT}")
+    questdb_count_sql_of(MEASUREMENT)
+}
+
+/// The same for the table of `measurement`.
+pub fn questdb_count_sql_of(measurement: &str) -> String {
+    format!("select count() from {measurement}")
 }
 
 /// `/exec?query=...` for `sql`.

@@ -31,4 +31,4 @@ mod tests;
 
 pub use install::{ensure_installed, why_not_installed, Installed};
 pub use kind::{parse_peer_list, PeerKind, QUESTDB_VERSION};
-pub use server::{PeerEndpoint, Quiesced, RunningPeer};
+pub use server::{warmup_bytes_at_rest, AtRest, PeerEndpoint, Quiesced, RunningPeer};

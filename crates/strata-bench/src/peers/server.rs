@@ -13,10 +13,19 @@
 //!
 //! then, for every peer, wait until the allocated size of the data
 //! directory held still for 1.5 s (4 polls 0.5 s apart, at most 30 s).
-//! That size, less the size right after start, is the running growth;
+//! That size, less the size before the load, is the running growth;
 //! [`RunningPeer::stop_and_measure`] then stops the peer cleanly and measures
 //! the directory at rest (QuestDB, for one, preallocates 16 MiB per column
-//! file while running and truncates on shutdown).
+//! file while running and truncates on shutdown), and with it the part the
+//! uncounted warm-up left where the peer keeps it apart
+//! ([`warmup_bytes_at_rest`]).
+//!
+//! The warm-up ([`PeerEndpoint::for_warmup`]) writes to another database
+//! and measurement on the same instance: InfluxDB gets a database of its
+//! own, QuestDB a table of its own (a table per measurement), and
+//! VictoriaMetrics, which has no databases (the `db` argument becomes a
+//! label), new metric names (`cpu_warmup_*`), so the counted load still
+//! creates every one of its series and the counts see only its rows.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,17 +34,17 @@ use anyhow::Context;
 
 use super::config::{influxdb_launch, questdb_launch, victoriametrics_launch, Launch};
 use super::count::{
-    count_in_prometheus_response, count_in_questdb_response, questdb_count_sql, questdb_exec_path,
+    count_in_prometheus_response, count_in_questdb_response, questdb_count_sql_of, questdb_exec_path,
     victoriametrics_count_path,
 };
 use super::disk::{allocated_bytes, wait_until_stable, Settled};
 use super::install::Installed;
 use super::kind::PeerKind;
 use super::process::{free_port, PeerProcess};
-use crate::ingest::generator::{Batch, CpuSpec};
+use crate::ingest::generator::{Batch, CpuSpec, MEASUREMENT};
 use crate::ingest::http_client::{HttpConnection, HttpUrl};
 use crate::ingest::http_loader::HttpTarget;
-use crate::ingest::load::IngestEndpoint;
+use crate::ingest::load::{count_in_influx_response, count_query_of, IngestEndpoint};
 
 /// Attempts to start a peer (another free port each time: a port picked
 /// free may be taken before the peer binds it).
@@ -55,11 +64,25 @@ pub struct PeerEndpoint {
     pub http: HttpTarget,
     /// The data set loaded (VictoriaMetrics' count needs its time range).
     pub spec: CpuSpec,
+    /// The measurement its lines name (the QuestDB table, the
+    /// VictoriaMetrics metric prefix).
+    pub measurement: String,
 }
 
 impl PeerEndpoint {
     pub fn new(kind: PeerKind, url: HttpUrl, db: &str, spec: CpuSpec) -> PeerEndpoint {
-        PeerEndpoint { kind, http: HttpTarget::new(url, db), spec }
+        PeerEndpoint { kind, http: HttpTarget::new(url, db), spec, measurement: MEASUREMENT.to_string() }
+    }
+
+    /// The same peer, writing `spec`'s rows as `measurement` into `db`:
+    /// where the warm-up goes (module doc).
+    pub fn for_warmup(&self, db: &str, spec: CpuSpec, measurement: &str) -> PeerEndpoint {
+        PeerEndpoint {
+            kind: self.kind,
+            http: HttpTarget::new(self.http.url.clone(), db),
+            spec,
+            measurement: measurement.to_string(),
+        }
     }
 
     /// `GET path` answered 2xx, as JSON.
@@ -109,14 +132,15 @@ impl IngestEndpoint for PeerEndpoint {
     }
 
     fn count_rows(&self) -> anyhow::Result<u64> {
+        let m = &self.measurement;
         match self.kind {
-            PeerKind::InfluxDb => self.http.count_rows(),
+            PeerKind::InfluxDb => count_in_influx_response(&self.http.query(&count_query_of(m))?),
             PeerKind::VictoriaMetrics => {
                 self.force_flush()?;
-                count_in_prometheus_response(&self.get_json(&victoriametrics_count_path(&self.spec))?)
+                count_in_prometheus_response(&self.get_json(&victoriametrics_count_path(&self.spec, m))?)
             }
             PeerKind::QuestDb => {
-                count_in_questdb_response(&self.get_json(&questdb_exec_path(&questdb_count_sql()))?)
+                count_in_questdb_response(&self.get_json(&questdb_exec_path(&questdb_count_sql_of(m)))?)
             }
         }
     }
@@ -185,16 +209,22 @@ impl RunningPeer {
 
     /// The quiesce step of the module doc; `expected_rows` is what QuestDB waits to see.
     pub fn quiesce(&mut self, expected_rows: u64) -> anyhow::Result<Quiesced> {
+        let endpoint = self.endpoint.clone();
+        self.quiesce_after(&endpoint, expected_rows)
+    }
+
+    /// The quiesce step after a load through `endpoint` (the warm-up's, or
+    /// [`RunningPeer::endpoint`]).
+    pub fn quiesce_after(&mut self, endpoint: &PeerEndpoint, expected_rows: u64) -> anyhow::Result<Quiesced> {
         let started = Instant::now();
         let mut settled = true;
-        match self.endpoint.kind {
+        match endpoint.kind {
             PeerKind::InfluxDb => {
                 let wal = self.process.root().join("wal");
                 settled &= wait_for(FLUSH_TIMEOUT, || Ok(wal_segment_bytes(&wal)? < INFLUX_WAL_EMPTY_BYTES))?;
             }
-            PeerKind::VictoriaMetrics => self.endpoint.force_flush()?,
+            PeerKind::VictoriaMetrics => endpoint.force_flush()?,
             PeerKind::QuestDb => {
-                let endpoint = &self.endpoint;
                 settled &= wait_for(FLUSH_TIMEOUT, || Ok(endpoint.count_rows().ok() == Some(expected_rows)))?;
             }
         }
@@ -211,10 +241,69 @@ impl RunningPeer {
 
     /// Stops the peer cleanly (SIGTERM; peers truncate preallocated files
     /// and flush on shutdown) and returns the allocated bytes of its data
-    /// directory at rest, before the directory is removed.
-    pub fn stop_and_measure(self) -> anyhow::Result<u64> {
-        self.process.stop_then(allocated_bytes)?
+    /// directory at rest, and of the part `warmup` wrote where the peer
+    /// keeps it apart ([`warmup_bytes_at_rest`]), before the directory is
+    /// removed.
+    pub fn stop_and_measure(self, warmup: Option<&PeerEndpoint>) -> anyhow::Result<AtRest> {
+        let kind = self.endpoint.kind;
+        self.process.stop_then(|dir| -> anyhow::Result<AtRest> {
+            let warmup_bytes = match warmup {
+                Some(w) => warmup_bytes_at_rest(kind, dir, &w.http.db, &w.measurement)?,
+                None => None,
+            };
+            Ok(AtRest { bytes: allocated_bytes(dir)?, warmup_bytes })
+        })?
     }
+}
+
+/// A stopped peer's data directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AtRest {
+    /// Allocated bytes of the whole directory.
+    pub bytes: u64,
+    /// Of which the warm-up's own directories, where the peer keeps them apart.
+    pub warmup_bytes: Option<u64>,
+}
+
+/// Allocated bytes in `data_dir` (the [`Launch::data_dir`]) of what was
+/// written to database `db` as `measurement`, where the peer keeps it in
+/// directories of its own: InfluxDB's `data/<db>` and `wal/<db>`, QuestDB's
+/// table directory (`<measurement>~<id>`, or `<measurement>`, WAL inside).
+/// `None` for VictoriaMetrics, whose parts hold every series, and when no
+/// such directory is found.
+pub fn warmup_bytes_at_rest(
+    kind: PeerKind,
+    data_dir: &Path,
+    db: &str,
+    measurement: &str,
+) -> anyhow::Result<Option<u64>> {
+    let dirs: Vec<std::path::PathBuf> = match kind {
+        PeerKind::InfluxDb => [data_dir.join("data").join(db), data_dir.join("wal").join(db)]
+            .into_iter()
+            .filter(|d| d.exists())
+            .collect(),
+        PeerKind::QuestDb => match std::fs::read_dir(data_dir) {
+            Ok(entries) => entries
+                .flatten()
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name == measurement
+                        || name.strip_prefix(measurement).is_some_and(|rest| rest.starts_with('~'))
+                })
+                .map(|e| e.path())
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        PeerKind::VictoriaMetrics => Vec::new(),
+    };
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let mut total = 0;
+    for d in &dirs {
+        total += allocated_bytes(d)?;
+    }
+    Ok(Some(total))
 }
 
 /// Polls `done` every 200 ms until it is true (`Ok(true)`) or `timeout` passed (`Ok(false)`).

@@ -1,9 +1,11 @@
 //! Tests of peer management. Without peers: names, generated configuration,
 //! version strings, count queries and answers, directory sizes, the settle
-//! rule, and the process lifecycle with ordinary programs (`sh`, `sleep`).
-//! With a peer binary present (never installed from here): start it, load a
-//! tiny data set, quiesce, count every row, stop and leave nothing behind;
-//! skipped with a printed reason when the peer is absent.
+//! rule, where each peer keeps a warm-up apart, and the process lifecycle
+//! with ordinary programs (`sh`, `sleep`). With a peer binary present (never
+//! installed from here): start it, warm it up in another database and
+//! measurement, load a tiny data set, quiesce, count exactly the counted
+//! rows, stop and leave nothing behind; skipped with a printed reason when
+//! the peer is absent.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,17 +17,17 @@ use super::config::{
     influxdb_launch, influxdb_toml, questdb_launch, questdb_server_conf, victoriametrics_launch, Launch,
 };
 use super::count::{
-    count_in_prometheus_response, count_in_questdb_response, questdb_count_sql, questdb_exec_path,
-    victoriametrics_count_path,
+    count_in_prometheus_response, count_in_questdb_response, questdb_count_sql, questdb_count_sql_of,
+    questdb_exec_path, victoriametrics_count_path,
 };
 use super::disk::{allocated_bytes, wait_until_stable};
 use super::install::{java_major, parse_influxd_version, parse_java_version, questdb_jar_url, tail};
 use super::interrupt;
 use super::kind::{parse_peer_list, PeerKind, QUESTDB_VERSION};
 use super::process::{free_port, PeerProcess};
-use super::server::RunningPeer;
+use super::server::{warmup_bytes_at_rest, RunningPeer};
 use super::{ensure_installed, why_not_installed};
-use crate::ingest::generator::{CpuSpec, Dataset};
+use crate::ingest::generator::{CpuSpec, Dataset, MEASUREMENT, WARMUP_MEASUREMENT};
 use crate::ingest::load::{load, IngestEndpoint};
 use crate::ingest::queries::{compare_answers, run_queries, tsbs_queries, Dialect};
 use crate::ingest::queries_tests::expected_answers;
@@ -127,7 +129,7 @@ fn versions_are_read_from_tool_output() {
 fn victoriametrics_counts_over_exactly_the_data_sets_time_range() {
     // 2016-01-01T00:00:00Z, 360 rows 10 s apart: the last at +3590 s.
     let spec = CpuSpec::new(1, 100, 360);
-    let path = victoriametrics_count_path(&spec);
+    let path = victoriametrics_count_path(&spec, MEASUREMENT);
     let start_s = 1_451_606_400;
     let at = start_s + 3590 + 1;
     assert!(path.starts_with("/api/v1/query?query=sum%28count_over_time%28cpu_usage_user%5B"), "{path}");
@@ -136,6 +138,8 @@ fn victoriametrics_counts_over_exactly_the_data_sets_time_range() {
         "window from 1 s before the first row: {path}"
     );
     assert!(path.ends_with(&format!("&time={at}")), "{path}");
+    let warm = victoriametrics_count_path(&spec, WARMUP_MEASUREMENT);
+    assert!(warm.contains("count_over_time%28cpu_warmup_usage_user%5B"), "the warm-up's own metric: {warm}");
 }
 
 #[test]
@@ -157,6 +161,7 @@ fn counts_are_read_from_prometheus_and_questdb_answers() {
     assert!(count_in_questdb_response(&missing).unwrap_err().to_string().contains("does not exist"));
     assert!(count_in_questdb_response(&json!({"dataset": []})).is_err());
     assert_eq!(questdb_count_sql(), "select count() from cpu");
+    assert_eq!(questdb_count_sql_of(WARMUP_MEASUREMENT), "select count() from cpu_warmup");
     assert_eq!(questdb_exec_path("select 1"), "/exec?query=select%201");
 }
 
@@ -174,6 +179,41 @@ fn allocated_bytes_sum_a_tree_and_skip_holes() {
     let grown = total - empty;
     assert!(grown >= 100_000, "the written file counts: {grown}");
     assert!(grown < 16 << 20, "a 64 MiB hole allocates (almost) nothing: {grown}");
+}
+
+#[test]
+fn a_warmup_kept_apart_is_measured_by_its_own_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |rel: &str, bytes: usize| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, vec![1u8; bytes]).unwrap();
+    };
+    // InfluxDB: data/<db> and wal/<db> per database.
+    write("data/warmup/autogen/1/000001.tsm", 50_000);
+    write("wal/warmup/autogen/1/_00001.wal", 20_000);
+    write("data/benchmark/autogen/2/000001.tsm", 300_000);
+    let influx =
+        warmup_bytes_at_rest(PeerKind::InfluxDb, root, "warmup", WARMUP_MEASUREMENT).unwrap().unwrap();
+    assert!((70_000..300_000).contains(&influx), "the warm-up database only: {influx}");
+    assert_eq!(warmup_bytes_at_rest(PeerKind::InfluxDb, root, "nothing", WARMUP_MEASUREMENT).unwrap(), None);
+    // QuestDB: one directory per table, `<name>~<id>`; `cpu~1` is not the warm-up's.
+    write("cpu_warmup~2/2016-01-01/usage_user.d", 40_000);
+    write("cpu_warmup~2/wal1/0/usage_user.d", 10_000);
+    write("cpu~1/2016-01-01/usage_user.d", 400_000);
+    let quest = warmup_bytes_at_rest(PeerKind::QuestDb, root, "warmup", WARMUP_MEASUREMENT).unwrap().unwrap();
+    assert!((50_000..400_000).contains(&quest), "the warm-up table only: {quest}");
+    let counted = warmup_bytes_at_rest(PeerKind::QuestDb, root, "benchmark", MEASUREMENT).unwrap().unwrap();
+    assert!(
+        counted >= 400_000 && counted < 400_000 + quest,
+        "`cpu` is not a prefix match of `cpu_warmup`: {counted}"
+    );
+    // VictoriaMetrics keeps every series in shared parts.
+    assert_eq!(
+        warmup_bytes_at_rest(PeerKind::VictoriaMetrics, root, "warmup", WARMUP_MEASUREMENT).unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -263,9 +303,10 @@ struct RealPeerRun {
     dir_removed: bool,
 }
 
-/// Starts `kind` if it is on the machine, loads 3 hosts x 20 rows, checks
-/// the query answers against the data, stops it; None (and why, printed)
-/// when it is not installed.
+/// Starts `kind` if it is on the machine, warms it up with 2 hosts x 15
+/// rows in database `warmup` as `cpu_warmup`, loads 3 hosts x 20 rows,
+/// checks that the count and the query answers see only those, stops it;
+/// None (and why, printed) when it is not installed.
 fn load_into_real_peer(kind: PeerKind) -> Option<RealPeerRun> {
     if let Some(why) = why_not_installed(kind) {
         eprintln!("SKIPPED: {kind} is not installed here ({why}); this test never installs it");
@@ -279,6 +320,13 @@ fn load_into_real_peer(kind: PeerKind) -> Option<RealPeerRun> {
     let mut peer = RunningPeer::start(&installed, parent.path(), "benchmark", &spec).unwrap();
     let root = peer.process.root().to_path_buf();
     assert!(root.starts_with(parent.path()));
+    let warm_spec = CpuSpec::new(11, 2, 15);
+    let warm_data = Dataset::generate_as(&warm_spec, 7, WARMUP_MEASUREMENT).unwrap();
+    let warm = peer.endpoint.for_warmup("warmup", warm_spec, WARMUP_MEASUREMENT);
+    warm.prepare().unwrap();
+    load(&warm, &warm_data, 2, &ProgressBar::hidden()).unwrap();
+    peer.quiesce_after(&warm, 30).unwrap();
+    assert_eq!(warm.count_rows().unwrap(), 30, "{kind}: the warm-up's rows are in its own place");
     peer.endpoint.prepare().unwrap();
     let outcome = load(&peer.endpoint, &data, 2, &ProgressBar::hidden()).unwrap();
     let q = peer.quiesce(60).unwrap();

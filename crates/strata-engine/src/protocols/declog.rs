@@ -1,7 +1,8 @@
 //! `declog-pmem` and `declog-ssd`: DecLog (declog.txt section 4) in its own
-//! file, emulated PMem in the pool's mode (`declog-pmem`) or an
-//! msync-persisted file on the SSD (`declog-ssd`). The series side is
-//! `strata_series::declog`.
+//! file, PMem in the pool's mode (`declog-pmem`: real PMem with `dax`,
+//! which `auto` picks on a DAX mount, else emulated) or an msync-persisted
+//! file on the SSD (`declog-ssd`, the default without real PMem). The
+//! series side is `strata_series::declog`.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use strata_pmem::{PmemMode, Region, RegionOffset, RegionOptions};
 use strata_series::manifest::Manifest;
 use strata_series::{DeclogEngineOptions, DeclogOpener};
 
-use super::{OpenedLog, ProtocolFactory, Survives};
+use super::{Medium, OpenedLog, ProtocolFactory, Survives};
 use crate::config::{Config, Protocol};
 use crate::db::DbError;
 
@@ -81,6 +82,12 @@ impl ProtocolFactory for DeclogFactory {
 
     fn survives(&self, config: &Config) -> Survives {
         self.mode(config).map_or(Survives::ProcessCrash, Survives::on_pmem)
+    }
+
+    fn medium(&self, config: &Config) -> Medium {
+        let path = config.declog_path(self.protocol);
+        let how = self.mode(config).map_or("an unknown PMem mode", super::pmem_medium);
+        Medium { what: format!("the DecLog file {}, {how}", path.display()), path: Some(path) }
     }
 
     fn drain_for_switch(

@@ -8,7 +8,7 @@ use strata_media::fs::FileSystem;
 use strata_series::manifest::{read_manifest, Manifest};
 use strata_series::WalOpener;
 
-use super::{OpenedLog, ProtocolFactory, Survives};
+use super::{Medium, OpenedLog, ProtocolFactory, Survives};
 use crate::config::{Config, Protocol};
 use crate::db::DbError;
 
@@ -32,6 +32,10 @@ impl ProtocolFactory for NoneFactory {
 
     fn survives(&self, _config: &Config) -> Survives {
         Survives::Nothing
+    }
+
+    fn medium(&self, _config: &Config) -> Medium {
+        Medium { what: "no commit log: DRAM until the next checkpoint".into(), path: None }
     }
 
     fn drain_for_switch(

@@ -10,7 +10,7 @@ use strata_pmem::{Region, RegionOptions};
 use strata_series::manifest::Manifest;
 use strata_series::{EngineError, WalOpener};
 
-use super::{OpenedLog, ProtocolFactory, Survives};
+use super::{Medium, OpenedLog, ProtocolFactory, Survives};
 use crate::config::{Config, Protocol};
 use crate::db::DbError;
 use crate::pool::open_pool_log;
@@ -44,6 +44,12 @@ impl ProtocolFactory for SerialPmemFactory {
 
     fn survives(&self, config: &Config) -> Survives {
         config.pmem_mode().map_or(Survives::ProcessCrash, Survives::on_pmem)
+    }
+
+    fn medium(&self, config: &Config) -> Medium {
+        let path = config.pool_path();
+        let how = config.pmem_mode().map_or("an unknown PMem mode", super::pmem_medium);
+        Medium { what: format!("the log ring of the PMem pool {}, {how}", path.display()), path: Some(path) }
     }
 
     fn drain_for_switch(

@@ -12,7 +12,7 @@ use strata_series::manifest::Manifest;
 use strata_series::{EngineError, WalOpener};
 
 use super::serial_pmem::drain_wal;
-use super::{OpenedLog, ProtocolFactory, Survives};
+use super::{Medium, OpenedLog, ProtocolFactory, Survives};
 use crate::config::{Config, Protocol};
 use crate::db::DbError;
 
@@ -41,6 +41,14 @@ impl ProtocolFactory for SerialSsdFactory {
 
     fn survives(&self, _config: &Config) -> Survives {
         Survives::PowerLoss
+    }
+
+    fn medium(&self, config: &Config) -> Medium {
+        let dir = config.wal_dir();
+        Medium {
+            what: format!("log segments in {}, fdatasynced per group commit", dir.display()),
+            path: Some(dir),
+        }
     }
 
     fn drain_for_switch(
