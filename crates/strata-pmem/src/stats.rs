@@ -99,7 +99,7 @@ const MAX_WINDOW_BLOCKS: usize = 128;
 struct ThreadState {
     totals: Cell<PersistStats>,
     /// (region identity, block index) flushed since this thread's last fence.
-    window_blocks: RefCell<Vec<(usize, u64)>>,
+    window_blocks: RefCell<std::collections::HashSet<(usize, u64)>>,
     regions: RefCell<Vec<(Weak<RegionStats>, Arc<ThreadRegionCounters>)>>,
 }
 
@@ -143,12 +143,10 @@ pub(crate) fn record_flush(region: &Arc<RegionStats>, offset: u64, len_bytes: u6
         let mut window = t.window_blocks.borrow_mut();
         let mut new_blocks = 0;
         for block in first_block..=last_block {
-            // Newest first: flushes are mostly sequential, so a block seen
-            // in this window is usually the last one added.
-            if !window.iter().rev().any(|w| *w == (region_key, block)) {
+            if !window.contains(&(region_key, block)) {
                 new_blocks += 1;
                 if window.len() < MAX_WINDOW_BLOCKS {
-                    window.push((region_key, block));
+                    window.insert((region_key, block));
                 }
             }
         }

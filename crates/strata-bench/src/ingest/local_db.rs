@@ -116,6 +116,9 @@ impl LocalDb {
         let db = Db::open(&config, &|_, _, _| {}).with_context(|| {
             format!("opening a {} database in {}", protocol.name(), data_dir.path().display())
         })?;
+        // As `strata serve` runs: checkpoints by log size in the background
+        // (a DecLog stream asking for one included), off the ack path.
+        db.start_background_checkpoints();
         Ok(LocalDb {
             db,
             data_dir_path: data_dir.path().to_path_buf(),

@@ -31,7 +31,7 @@ pub(super) type Metrics = Vec<(&'static str, f64)>;
 pub const RAW_BYTES_PER_POINT: u64 = 16;
 
 /// Table and JSON column order.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 22] = [
     "rows_per_s",
     "values_per_s",
     "ratio_to_none",
@@ -48,6 +48,8 @@ pub const COLUMNS: [&str; 20] = [
     "bytes_per_point_ssd",
     "compression_ratio",
     "log_bytes_per_point",
+    "checkpoints",
+    "throttled_ms",
     "bytes_per_point_pmem",
     "fences_per_request",
     "lines_flushed_per_request",
@@ -103,6 +105,8 @@ pub(super) fn storage_metrics(storage: &StorageFacts, outcome: &LoadOutcome) -> 
         ("bytes_per_point_ssd", block_bytes / points),
         ("compression_ratio", points * RAW_BYTES_PER_POINT as f64 / block_bytes.max(1.0)),
         ("log_bytes_per_point", log_bytes / points),
+        ("checkpoints", storage.checkpoints_during_load as f64),
+        ("throttled_ms", storage.log_throttled_ns as f64 / 1e6),
     ]);
     if let Some(p) = storage.persist {
         m.extend([

@@ -40,9 +40,10 @@ use crate::report::BenchReport;
 /// Expected log bytes per row of the data set (ten 25-byte values plus
 /// framing), used only to size the PMem ring.
 const LOG_BYTES_PER_ROW_ESTIMATE: u64 = 300;
-/// The same for DecLog's file (it logs about 280 bytes per value here:
-/// 256-byte-aligned group commits), used only to size that file.
-const DECLOG_BYTES_PER_ROW_ESTIMATE: u64 = 3000;
+/// The same for DecLog's file (about 8 bytes per value with per-key
+/// entries, compressed), used only to size that file (at least its
+/// configured default).
+const DECLOG_BYTES_PER_ROW_ESTIMATE: u64 = 300;
 
 /// Bytes of the PMem ring (serial) or DecLog file (declog) for `rows`.
 fn log_bytes_for(protocol: Protocol, rows: u64) -> u64 {
@@ -281,6 +282,8 @@ pub(super) struct StorageFacts {
     /// Block-file bytes the load's checkpoint added.
     pub block_file_bytes: u64,
     pub checkpoints_during_load: u64,
+    /// Time writers were held back for lack of log room during the load.
+    pub log_throttled_ns: u64,
     /// Allocated bytes of the data directory after the load's checkpoint,
     /// and before the load (after the warm-up and its checkpoint).
     pub running_disk_bytes: u64,
@@ -332,6 +335,7 @@ fn run_local(
             persist,
             block_file_bytes: checkpointed.block_file_bytes.saturating_sub(stats_before.block_file_bytes),
             checkpoints_during_load: loaded.checkpoints - stats_before.checkpoints,
+            log_throttled_ns: loaded.log_throttled_ns - stats_before.log_throttled_ns,
         })
     };
     let progress = progress_bar(opts.print, dataset.rows(), label);

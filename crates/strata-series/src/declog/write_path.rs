@@ -476,7 +476,7 @@ impl DeclogProtocol {
         // (an entry is its payload plus header and tail, padded).
         let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT);
         let min_free = dl.log.free_bytes().into_iter().min().unwrap_or(0);
-        if min_free >= 2 * needed_bytes {
+        if min_free >= needed_bytes {
             return Ok(());
         }
         let started = std::time::Instant::now();
