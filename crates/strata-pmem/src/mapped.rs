@@ -1,7 +1,25 @@
 //! Mapped backends (DESIGN.md section 1): `dax` (MAP_SYNC on a DAX file
 //! system), `emulated` (shared file mapping, real write-back and fence
 //! instructions, optional injected delays) and `msync` (persist = msync of the
-//! dirty pages). Also the anonymous mapping used by unit tests.
+//! flushed pages). Also the anonymous mapping used by unit tests.
+//!
+//! In `msync` mode a flush only records its range, rounded out to whole pages,
+//! in the region's list of pending runs (merged when they overlap or touch);
+//! the next fence, by any thread, msyncs each pending run once. A writer that
+//! flushes a 4 KiB page line by line, entry by entry, then fences, writes that
+//! page to the disk once per fence instead of once per flush.
+//!
+//! Folios: the page cache tracks dirtiness, and writes back, per folio, and
+//! Linux (ext4 since 6.16) grows the folios of a file read or written
+//! sequentially through a mapping (readahead raises their order, up to 2 MiB
+//! with a large `read_ahead_kb`). A log ring is written just so, and an msync
+//! of one 4 KiB page then writes its whole folio: measured here (Linux 6.18,
+//! ext4, read_ahead_kb 8192), 4 KiB per msync at the start of a file, 40 KiB
+//! on average over its first 32 MiB, hundreds of KiB per msync in a DecLog
+//! ingest run. `msync` mode therefore maps its file `MADV_RANDOM`, which turns
+//! off fault readahead, so every folio it faults in is one page. The price: a
+//! sequential read of a file not in the page cache (recovery after a reboot)
+//! faults its pages in one at a time.
 //!
 //! The mapping is shared memory that several threads (and other processes)
 //! may access at once. Every access this type makes is an aligned 8-byte
@@ -15,11 +33,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use memmap2::{MmapMut, MmapRaw};
+use memmap2::{Advice, MmapMut, MmapRaw};
+use parking_lot::Mutex;
 
 use crate::error::PmemError;
 use crate::offset::{CACHE_LINE_BYTES, WORD_BYTES};
@@ -30,7 +50,8 @@ use crate::persist_insn::{detected_flush_instruction, flush_line, store_fence, F
 pub(crate) enum PersistMethod {
     /// Write-back instructions + sfence (dax, emulated, anonymous).
     CacheLine,
-    /// `msync(MS_SYNC)` of the flushed pages.
+    /// A flush records its pages; a fence msyncs (`MS_SYNC`) every page
+    /// flushed since the last fence, each merged run of pages once.
     Msync,
 }
 
@@ -54,6 +75,14 @@ pub(crate) struct MappedRegion {
     insn: FlushInstruction,
     delay_ns_per_line: u64,
     delay_ns_per_fence: u64,
+    /// Page size of the mapping: the unit msync writes.
+    page_bytes: u64,
+    /// `msync` mode: the runs flushed and not yet msynced, page aligned,
+    /// sorted, pairwise disjoint and never adjacent (see [`add_run`]). Held
+    /// across the msyncs of a fence (see [`MappedRegion::msync_pending`]).
+    pending: Mutex<Vec<Range<u64>>>,
+    /// msync calls made so far (fences and `sync_all`), for the tests.
+    msync_calls: AtomicU64,
     _file: Option<File>,
 }
 
@@ -105,6 +134,10 @@ impl MappedRegion {
     pub(crate) fn file(path: &Path, len: u64, method: PersistMethod) -> Result<Self, PmemError> {
         let (file, len) = open_sized(path, len)?;
         let map = MmapRaw::map_raw(&file).map_err(|e| io_err(path, e))?;
+        if method == PersistMethod::Msync {
+            // Page-sized page-cache folios (module comment, "Folios").
+            map.advise(Advice::Random).map_err(|e| io_err(path, e))?;
+        }
         let ptr = map.as_mut_ptr();
         Ok(Self::build(Mapping::File(map), ptr, len, method, Some(file)))
     }
@@ -150,6 +183,9 @@ impl MappedRegion {
             insn: detected_flush_instruction(),
             delay_ns_per_line: 0,
             delay_ns_per_fence: 0,
+            page_bytes: page_bytes(),
+            pending: Mutex::new(Vec::new()),
+            msync_calls: AtomicU64::new(0),
             _file: file,
         }
     }
@@ -265,31 +301,114 @@ impl MappedRegion {
                 spin_ns(self.delay_ns_per_line * lines);
             }
             PersistMethod::Msync => {
-                if let Mapping::File(map) = &self.mapping {
-                    // msync works on pages; memmap2 aligns the range for us.
-                    // A failed msync leaves data possibly unpersisted: that is
-                    // an unrecoverable media error for the caller.
-                    map.flush_range(offset as usize, len as usize)
-                        .unwrap_or_else(|e| panic!("msync of {len} bytes at {offset} failed: {e}"));
-                }
+                // Only recorded: the next fence msyncs it (module comment).
+                add_run(&mut self.pending.lock(), page_run(offset, len, self.page_bytes, self.len));
             }
         }
     }
 
     pub(crate) fn fence(&self) {
-        if self.method == PersistMethod::CacheLine {
-            store_fence();
-            spin_ns(self.delay_ns_per_fence);
+        match self.method {
+            PersistMethod::CacheLine => {
+                store_fence();
+                spin_ns(self.delay_ns_per_fence);
+            }
+            PersistMethod::Msync => self.msync_pending(),
         }
     }
 
+    /// `msync` mode's fence: msyncs every pending run once, whichever thread
+    /// flushed it, then clears the list.
+    ///
+    /// The lock is held across the msyncs, not only while taking the runs.
+    /// Say thread A flushed run R and fences while thread B, fencing just
+    /// before, has already taken R and is msyncing it. Had B emptied the list
+    /// and released the lock before its msyncs, A's fence would find nothing
+    /// pending and return while R is still on its way to the disk, and A would
+    /// acknowledge data a power loss can still take. Holding the lock, A's
+    /// fence gets it only after B's msync of R has completed. For the same
+    /// reason the runs are cleared only after every msync succeeded: a failed
+    /// msync panics and leaves them pending, so no other fence can take the
+    /// failure for durability. The price is that flushes and fences of other
+    /// threads wait while an msync runs; the next fence then msyncs what they
+    /// flushed meanwhile in one go.
+    fn msync_pending(&self) {
+        let Mapping::File(map) = &self.mapping else {
+            return;
+        };
+        let mut pending = self.pending.lock();
+        for run in pending.iter() {
+            self.msync_range(map, run.start, run.end - run.start);
+        }
+        pending.clear();
+    }
+
+    fn msync_range(&self, map: &MmapRaw, offset: u64, len: u64) {
+        self.msync_calls.fetch_add(1, Ordering::Relaxed);
+        // A failed msync leaves data possibly unpersisted: that is an
+        // unrecoverable media error for the caller.
+        map.flush_range(offset as usize, len as usize)
+            .unwrap_or_else(|e| panic!("msync of {len} bytes at {offset} failed: {e}"));
+    }
+
     /// msync of the whole mapping (checkpoint points of the emulated backend).
+    /// In `msync` mode it also covers, and so clears, the pending runs; the
+    /// lock is held across the msync for the reason given at
+    /// [`MappedRegion::msync_pending`].
     pub(crate) fn sync_all(&self) -> io::Result<()> {
         match &self.mapping {
-            Mapping::File(map) => map.flush(),
+            Mapping::File(map) => {
+                let mut pending = self.pending.lock();
+                self.msync_calls.fetch_add(1, Ordering::Relaxed);
+                map.flush()?;
+                pending.clear();
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
+
+    #[cfg(test)]
+    fn msync_calls(&self) -> u64 {
+        self.msync_calls.load(Ordering::Relaxed)
+    }
+}
+
+/// The page size of this machine (4096 if it cannot be read).
+fn page_bytes() -> u64 {
+    // SAFETY: sysconf only reads a system constant; it has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(page).ok().filter(|p| p.is_power_of_two()).unwrap_or(4096)
+}
+
+/// `[offset, offset + len)` rounded out to whole pages of `page_bytes` (a
+/// power of two), the end clamped to `limit` (the mapping's length, which
+/// need not be a whole number of pages; msync covers the last partial page).
+fn page_run(offset: u64, len: u64, page_bytes: u64, limit: u64) -> Range<u64> {
+    let start = offset / page_bytes * page_bytes;
+    let end = (offset + len).next_multiple_of(page_bytes).min(limit);
+    start..end
+}
+
+/// Adds `run` to `runs`, which are sorted, pairwise disjoint and never
+/// adjacent, and keeps them so: `run` and every run it overlaps or touches
+/// become one run.
+fn add_run(runs: &mut Vec<Range<u64>>, run: Range<u64>) {
+    if run.is_empty() {
+        return;
+    }
+    // Ends are sorted too, as the runs are disjoint: the first run that can
+    // merge is the first ending at or after `run.start`, the last is the last
+    // starting at or before `run.end`.
+    let first = runs.partition_point(|r| r.end < run.start);
+    let last = first + runs[first..].partition_point(|r| r.start <= run.end);
+    if first == last {
+        runs.insert(first, run);
+        return;
+    }
+    let merged = run.start.min(runs[first].start)..run.end.max(runs[last - 1].end);
+    runs[first] = merged;
+    runs.drain(first + 1..last);
 }
 
 impl Drop for MappedRegion {
@@ -312,5 +431,183 @@ fn spin_ns(ns: u64) {
     let until = Instant::now() + Duration::from_nanos(ns);
     while Instant::now() < until {
         std::hint::spin_loop();
+    }
+}
+
+// The tests compare lists of runs, one-run lists included: `[0..24]` is
+// meant as a list of one range.
+#[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn page_runs_round_out_to_pages_and_stop_at_the_mapping_end() {
+        assert_eq!(page_run(0, 1, 4096, 1 << 20), 0..4096);
+        assert_eq!(page_run(4095, 2, 4096, 1 << 20), 0..8192);
+        assert_eq!(page_run(4096, 4096, 4096, 1 << 20), 4096..8192);
+        assert_eq!(page_run(8200, 8, 4096, 10_000), 8192..10_000);
+    }
+
+    #[test]
+    fn add_run_merges_overlapping_and_adjacent_runs() {
+        let mut runs = Vec::new();
+        add_run(&mut runs, 8..12);
+        add_run(&mut runs, 0..2);
+        add_run(&mut runs, 20..24);
+        assert_eq!(runs, [0..2, 8..12, 20..24], "disjoint runs stay apart, sorted");
+        add_run(&mut runs, 12..14);
+        assert_eq!(runs, [0..2, 8..14, 20..24], "touching on the right");
+        add_run(&mut runs, 6..8);
+        assert_eq!(runs, [0..2, 6..14, 20..24], "touching on the left");
+        add_run(&mut runs, 9..10);
+        assert_eq!(runs, [0..2, 6..14, 20..24], "inside one");
+        add_run(&mut runs, 3..5);
+        assert_eq!(runs, [0..2, 3..5, 6..14, 20..24], "in a gap, touching neither");
+        add_run(&mut runs, 1..21);
+        assert_eq!(runs, [0..24], "spanning several");
+        add_run(&mut runs, 30..30);
+        assert_eq!(runs, [0..24], "an empty run adds nothing");
+    }
+
+    #[test]
+    fn random_runs_merge_like_a_page_bitmap() {
+        let seed = 0x5eed_4a65;
+        println!("seed {seed:#x}");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for case in 0..500 {
+            let mut runs = Vec::new();
+            let mut pages = [false; 64];
+            for _ in 0..rng.gen_range(1..20) {
+                let start = rng.gen_range(0..64u64);
+                let end = rng.gen_range(start..=64);
+                add_run(&mut runs, start..end);
+                pages[start as usize..end as usize].fill(true);
+            }
+            // The model: the maximal stretches of set pages, in order.
+            let mut want = Vec::new();
+            let mut i = 0;
+            while i < pages.len() {
+                let start = i;
+                while i < pages.len() && pages[i] {
+                    i += 1;
+                }
+                if i > start {
+                    want.push(start as u64..i as u64);
+                }
+                i += 1;
+            }
+            assert_eq!(runs, want, "seed {seed:#x} case {case}");
+        }
+    }
+
+    fn msync_region(dir: &tempfile::TempDir, pages: u64) -> (MappedRegion, std::path::PathBuf) {
+        let path = dir.path().join("region");
+        let region = MappedRegion::file(&path, pages * page_bytes(), PersistMethod::Msync).unwrap();
+        (region, path)
+    }
+
+    #[test]
+    fn a_flush_is_msynced_by_the_next_fence() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = page_bytes();
+        let (r, path) = msync_region(&dir, 4);
+        let at = page + 100;
+        r.write(at, b"durable");
+        r.flush(at, 7);
+        assert_eq!(r.msync_calls(), 0, "a flush only records its pages");
+        assert_eq!(*r.pending.lock(), [page..2 * page]);
+        r.fence();
+        assert_eq!(r.msync_calls(), 1, "the fence msyncs the flushed page");
+        assert!(r.pending.lock().is_empty());
+        // Read back through the file. This sees the page cache, which the
+        // mapping shares; the msync count above is what says the page was
+        // written to the disk.
+        let file = std::fs::read(&path).unwrap();
+        assert_eq!(&file[at as usize..at as usize + 7], b"durable");
+    }
+
+    #[test]
+    fn many_small_flushes_of_one_page_cost_one_msync_per_fence() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = page_bytes();
+        let (r, _) = msync_region(&dir, 8);
+        for round in 0..3u64 {
+            let before = r.msync_calls();
+            // DecLog's pattern: every line of a page flushed on its own, some twice.
+            for line in 0..page / CACHE_LINE_BYTES {
+                let at = 2 * page + line * CACHE_LINE_BYTES;
+                r.store_u64(at, round);
+                r.flush(at, 8);
+                r.flush(at, CACHE_LINE_BYTES);
+            }
+            r.fence();
+            assert_eq!(r.msync_calls() - before, 1, "round {round}");
+        }
+        // Pages apart: one msync each. Filling the gap joins them into one run.
+        let before = r.msync_calls();
+        r.flush(0, 8);
+        r.flush(4 * page, 8);
+        r.fence();
+        assert_eq!(r.msync_calls() - before, 2, "two separate runs");
+        r.flush(0, 8);
+        r.flush(4 * page, 8);
+        r.flush(page + 8, 3 * page);
+        assert_eq!(*r.pending.lock(), [0..5 * page]);
+        r.fence();
+        assert_eq!(r.msync_calls() - before, 3, "one merged run");
+        r.fence();
+        assert_eq!(r.msync_calls() - before, 3, "a fence with nothing pending msyncs nothing");
+    }
+
+    #[test]
+    fn sync_all_covers_and_clears_the_pending_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, _) = msync_region(&dir, 4);
+        r.store_u64(0, 7);
+        r.flush(0, 8);
+        r.sync_all().unwrap();
+        assert_eq!(r.msync_calls(), 1);
+        assert!(r.pending.lock().is_empty());
+        r.fence();
+        assert_eq!(r.msync_calls(), 1, "nothing left for the fence");
+    }
+
+    /// The VmFlags line of /proc/self/smaps for the mapping at `addr`.
+    #[cfg(target_os = "linux")]
+    fn vm_flags(addr: usize) -> String {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().unwrap_or("");
+            if let Some((lo, hi)) = range.split_once('-') {
+                if let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16)) {
+                    inside = lo <= addr && addr < hi;
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.to_string();
+                }
+            }
+        }
+        panic!("no mapping at {addr:#x} in /proc/self/smaps");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_msync_files_are_mapped_without_readahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let (msync, _) = msync_region(&dir, 4);
+        let emulated =
+            MappedRegion::file(&dir.path().join("emulated"), 4 * page_bytes(), PersistMethod::CacheLine)
+                .unwrap();
+        // `rr` is VM_RAND_READ, what MADV_RANDOM sets.
+        let flags = vm_flags(msync.ptr as usize);
+        assert!(flags.split_whitespace().any(|f| f == "rr"), "msync mapping flags: {flags}");
+        let flags = vm_flags(emulated.ptr as usize);
+        assert!(!flags.split_whitespace().any(|f| f == "rr"), "emulated mapping flags: {flags}");
     }
 }

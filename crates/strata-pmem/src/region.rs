@@ -23,7 +23,8 @@ pub enum PmemMode {
     /// and fence instructions. Survives a process crash; survives power loss
     /// only at `sync_all` points. The default without PMem.
     Emulated,
-    /// (`msync`) persist = msync of the flushed pages: power-safe, slow.
+    /// (`msync`) persist = msync of the flushed pages: a flush records its
+    /// pages, the next fence msyncs each run of them once. Power-safe, slow.
     Msync,
     /// (`sim`) the crash simulator.
     Sim,
@@ -260,7 +261,8 @@ impl Region {
     }
 
     /// Writes back every cache line overlapping `[offset, offset + len)`.
-    /// Not ordered until the next [`Region::fence`].
+    /// Not ordered until the next [`Region::fence`]. In `msync` mode it only
+    /// records the pages; that fence msyncs them.
     #[track_caller]
     pub fn flush(&self, offset: RegionOffset, len: u64) {
         self.assert_range(offset, len);
@@ -271,7 +273,9 @@ impl Region {
         record_flush(&self.stats, offset.0, len);
     }
 
-    /// Store fence: every earlier flush of this thread is durable when it returns.
+    /// Store fence: every earlier flush of this thread is durable when it
+    /// returns. In `msync` mode: msyncs every page flushed since the last
+    /// fence, by any thread, each merged run of pages once.
     pub fn fence(&self) {
         match &self.backend {
             Backend::Mapped(m) => m.fence(),
