@@ -60,8 +60,8 @@ use crate::wal::WalRecord;
 const MAX_LSN_RETRIES: u32 = 10_000;
 /// Streams with less than this fraction free ask for a background checkpoint.
 const CHECKPOINT_AT_FREE_FRACTION: f64 = 0.25;
-/// Stream bytes one entry may take besides its key (header, tail, value,
-/// timestamp, rest, padding share).
+/// Stream bytes one value may take besides its key and string bytes (an
+/// entry's header, tail and padding, timestamp, value bits, rest length).
 const ENTRY_ESTIMATE_BYTES: u64 = 128;
 /// A generous bound on a log key's bytes, for the space check.
 const MAX_KEY_BYTES_HINT: u64 = 256;
@@ -167,22 +167,20 @@ impl DeclogProtocol {
     /// insert-only transactions (LSN 0) are all queued before the first
     /// wait, so one flush round of each logging thread can acknowledge them
     /// together (what the paper's many concurrent workers give its logging
-    /// threads, with fewer threads). Any other transaction (it reads, or
-    /// locks points) first waits for the group queued before it, so it sees
-    /// every earlier transaction of the group and never waits on a lock of
-    /// its own group; one that holds locks is waited for at once.
+    /// threads, with fewer threads). A transaction that locks points, or
+    /// reads a point a queued member writes, first waits for the group
+    /// queued before it, so it sees every earlier transaction of the group
+    /// and never waits on a lock of its own group; one that holds locks is
+    /// waited for at once. A read-only one that reads none of the queued
+    /// points runs beside them.
     pub(crate) fn run_declog_group(
         &self,
         core: &SeriesCore,
         db: &str,
         txns: &[GroupTxn<'_>],
     ) -> Vec<Result<TxnOutcome, EngineError>> {
-        let values: usize = txns
-            .iter()
-            .map(|t| t.points.iter().map(|p| p.fields.len()).sum::<usize>() + t.others.len())
-            .sum();
         let dl = &self.side;
-        if let Err(e) = self.ensure_log_space(core, values) {
+        if let Err(e) = self.ensure_log_space(core, log_bytes_bound(txns)) {
             if txns.len() == 1 {
                 return vec![Err(e)];
             }
@@ -245,8 +243,14 @@ impl DeclogProtocol {
             }
         }
         access.reads = plan.reads.iter().flatten().map(|(id, ts)| PointRef::new(*id, *ts)).collect();
-        if !access.is_insert_only() {
-            // It reads or locks: it must see (and may wait on) the group.
+        // One that locks must see (and may wait on) the group queued before
+        // it; one that only reads, only when it reads a point a queued
+        // member writes (the members queued so far are insert-only, so it
+        // cannot wait on their locks, and it is ordered before them otherwise).
+        let reads_queued = access.reads.iter().any(|p| {
+            group.pending.iter().any(|l| l.plan.ops.binary_search_by(|(i, t, _)| (*i, *t).cmp(&(p.series, p.ts))).is_ok())
+        });
+        if !access.updates.is_empty() || !access.deletes.is_empty() || reads_queued {
             self.finish_declog_group(core, group);
         }
 
@@ -464,7 +468,7 @@ impl DeclogProtocol {
     /// the writer goes on; only a stream without room for this transaction
     /// holds the writer back (a full DecLog stream stops writes until
     /// reopened) until a checkpoint frees it, counted as a throttle.
-    fn ensure_log_space(&self, core: &SeriesCore, values: usize) -> Result<(), EngineError> {
+    fn ensure_log_space(&self, core: &SeriesCore, needed_bytes: u64) -> Result<(), EngineError> {
         let dl = &self.side;
         if !dl.options.checkpoints {
             return Ok(());
@@ -472,11 +476,9 @@ impl DeclogProtocol {
         if dl.min_free_fraction() < CHECKPOINT_AT_FREE_FRACTION {
             dl.checkpoint_wanted.store(true, Ordering::Release);
         }
-        // Room for this transaction even if all of it lands in one stream
-        // (an entry is its payload plus header and tail, padded).
-        let needed_bytes = values as u64 * (ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT);
+        // Room for the group twice over, even if all of it lands in one stream.
         let min_free = dl.log.free_bytes().into_iter().min().unwrap_or(0);
-        if min_free >= needed_bytes {
+        if min_free >= 2 * needed_bytes {
             return Ok(());
         }
         let started = std::time::Instant::now();
@@ -501,4 +503,22 @@ impl DeclogProtocol {
         }
         EngineError::Declog(e)
     }
+}
+
+/// A bound on the stream bytes a group's entries take: per value, an entry
+/// of its own (as if every value were alone in its entry) with a key and
+/// its string bytes.
+fn log_bytes_bound(txns: &[GroupTxn<'_>]) -> u64 {
+    let per_value = ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT;
+    txns.iter()
+        .map(|t| {
+            let points: u64 = t
+                .points
+                .iter()
+                .flat_map(|p| &p.fields)
+                .map(|(_, v)| per_value + if let FieldValue::String(s) = v { s.len() as u64 } else { 0 })
+                .sum();
+            points + t.others.len() as u64 * per_value
+        })
+        .sum()
 }
