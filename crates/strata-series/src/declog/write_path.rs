@@ -40,7 +40,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLockReadGuard};
-use strata_declog::{compress::key_hash, DeclogError, EntryOwned, FlushHold, PayloadForm, Ticket};
+use strata_declog::{compress::key_hash, DeclogError, EntryOwned, PayloadForm, Ticket};
 use strata_media::TxnId;
 
 use super::control_table::PointRef;
@@ -107,23 +107,32 @@ impl PlannedTxn<'_> {
     }
 }
 
-/// A transaction whose entries are queued in DecLog, not yet acknowledged.
+/// A transaction whose entries are logged (or about to be), not yet
+/// acknowledged.
 struct Logged<'t> {
     /// Its position in the caller's group.
     slot: usize,
     plan: PlannedTxn<'t>,
     guard: LsnGuard<'t>,
-    ticket: Ticket,
+    log: LogState,
     out: TxnOutcome,
     bytes: u64,
 }
 
-/// A group being run: the cut lock (shared) it holds, its flush hold while
-/// it queues, the transactions queued and not yet waited for, the results.
+/// Where a transaction's entries are.
+enum LogState {
+    /// Queued in DecLog: wait for the ticket.
+    Queued(Ticket),
+    /// An insert-only transaction's entries, kept until the group waits and
+    /// then submitted with the other kept ones in one push per stream.
+    Kept(TxnId, Vec<EntryOwned>),
+}
+
+/// A group being run: the cut lock (shared) it holds, the transactions
+/// logged and not yet waited for, the results.
 struct GroupRun<'t> {
     dl: &'t DeclogSide,
     cut: Option<RwLockReadGuard<'t, ()>>,
-    hold: Option<FlushHold>,
     pending: Vec<Logged<'t>>,
     results: Vec<Option<Result<TxnOutcome, EngineError>>>,
 }
@@ -190,7 +199,6 @@ impl DeclogProtocol {
         let mut group = GroupRun {
             dl,
             cut: Some(dl.cut.read()),
-            hold: None,
             pending: Vec::new(),
             results: (0..txns.len()).map(|_| None).collect(),
         };
@@ -313,27 +321,66 @@ impl DeclogProtocol {
         }
         let bytes: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
         let txn_id = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
-        // Keep the open queues open until the group waits: one batch for all.
-        group.hold.get_or_insert_with(|| dl.log.hold_flush());
-        // On an error the guard drops, which aborts: the control words go back.
+        if lsn == 0 {
+            // Insert-only: queued with the rest of the group when it waits,
+            // one push per stream (one batch and one fence for all).
+            let log = LogState::Kept(txn_id, entries);
+            return Ok(Some(Logged { slot, plan, guard, log, out, bytes }));
+        }
+        // It holds locks: queued now, while it holds them, so the thread
+        // snapshot sees every dependency. On an error the guard drops,
+        // which aborts: the control words go back.
         let ticket = dl
             .log
             .submit_owned_as(txn_id, entries, PayloadForm::PerKey)
             .map_err(|e| self.declog_failed(core, e))?;
-        Ok(Some(Logged { slot, plan, guard, ticket, out, bytes }))
+        Ok(Some(Logged { slot, plan, guard, log: LogState::Queued(ticket), out, bytes }))
     }
 
-    /// Step 5 for every queued transaction of a group: release the flush
-    /// hold, wait for the tails, apply the durable ones in queue order under
-    /// one apply gate, release their locks (commit), store every result.
+    /// Submits the kept entries of the group's insert-only transactions
+    /// together; a failure fails each of them.
+    fn submit_kept(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
+        let kept: Vec<usize> =
+            (0..group.pending.len()).filter(|&i| matches!(group.pending[i].log, LogState::Kept(..))).collect();
+        if kept.is_empty() {
+            return;
+        }
+        let txns: Vec<(TxnId, Vec<EntryOwned>)> = kept
+            .iter()
+            .map(|&i| match std::mem::replace(&mut group.pending[i].log, LogState::Kept(TxnId(0), Vec::new())) {
+                LogState::Kept(txn, entries) => (txn, entries),
+                LogState::Queued(_) => unreachable!("filtered to kept ones"),
+            })
+            .collect();
+        match group.dl.log.submit_many_as(txns, PayloadForm::PerKey) {
+            Ok(tickets) => {
+                for (i, ticket) in kept.into_iter().zip(tickets) {
+                    group.pending[i].log = LogState::Queued(ticket);
+                }
+            }
+            Err(e) => {
+                let e = Arc::new(self.declog_failed(core, e));
+                // Dropping the guards aborts: the control words go back.
+                let failed: Vec<Logged<'_>> = kept.iter().rev().map(|&i| group.pending.remove(i)).collect();
+                for logged in failed {
+                    group.results[logged.slot] = Some(Err(EngineError::GroupFailed(e.clone())));
+                }
+            }
+        }
+    }
+
+    /// Step 5 for every logged transaction of a group: queue the kept
+    /// entries, wait for the tails, apply the durable ones in queue order
+    /// under one apply gate, release their locks (commit), store every result.
     fn finish_declog_group(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
-        drop(group.hold.take());
+        self.submit_kept(core, group);
         if group.pending.is_empty() {
             return;
         }
         let mut durable = Vec::with_capacity(group.pending.len());
         for logged in group.pending.drain(..) {
-            match group.dl.wait(&logged.ticket) {
+            let LogState::Queued(ticket) = &logged.log else { unreachable!("submit_kept queued every kept one") };
+            match group.dl.wait(ticket) {
                 Ok(()) => durable.push(logged),
                 Err(e) => {
                     // Dropping the guard aborts: the control words go back.
