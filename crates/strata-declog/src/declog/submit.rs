@@ -278,7 +278,14 @@ impl DecLog {
             }
             match self.shared.mode {
                 FlushMode::Threads => {
-                    stream.space_cv.wait_for(&mut qs, Duration::from_millis(20));
+                    // Every queue is closed or in flight: flush one here
+                    // rather than sleep until a logging thread is scheduled
+                    // (as `DecLog::wait_helping` does), else wait for space.
+                    drop(qs);
+                    if self.shared.step(s) != StepOutcome::Progress {
+                        let mut qs = stream.queues.lock();
+                        stream.space_cv.wait_for(&mut qs, Duration::from_millis(1));
+                    }
                 }
                 FlushMode::Inline => {
                     drop(qs);
