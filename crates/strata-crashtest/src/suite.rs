@@ -202,9 +202,14 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
                 (false, true) => 120,
                 (false, false) => 200,
             };
+            // The raw and no-checkpoint lines have had fewer crash points
+            // since a transaction logs one entry per series (14,761 and
+            // 14,932 images at 16 and 24 samples, seed 24301): more samples
+            // per point keep them past 15,000.
             let (exhaustive_limit, samples) = match (o.quick, no_checkpoints) {
                 (true, _) => (16, 4),
-                (false, true) => (64, 24),
+                (false, true) => (64, 28),
+                (false, false) if variant == DeclogVariant::Raw => (64, 20),
                 (false, false) => (64, 16),
             };
             let cfg = PmemCrashConfig { exhaustive_limit, ..pmem_cfg(samples) };
