@@ -36,6 +36,7 @@ pub mod serial_ssd;
 pub mod series_declog;
 mod series_declog_oracle;
 mod series_declog_recovery;
+mod series_declog_shapes;
 mod series_declog_workload;
 pub mod series_pmem;
 pub mod series_ssd;

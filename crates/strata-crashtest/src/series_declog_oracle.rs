@@ -238,7 +238,7 @@ mod tests {
     use crate::series_declog_workload::{Step, WorkloadShape};
 
     fn plan() -> DeclogPlan {
-        DeclogPlan::new(5, WorkloadShape { steps: 80, max_ops: 4 })
+        DeclogPlan::new(5, WorkloadShape::mixed(80))
     }
 
     fn acked(n: u64) -> BTreeSet<TxnId> {

@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn the_continuation_updates_rewrites_deletes_and_appends() {
-        let plan = DeclogPlan::new(9, WorkloadShape { steps: 120, max_ops: 4 });
+        let plan = DeclogPlan::new(9, WorkloadShape::mixed(120));
         let state = plan.states[120].clone();
         let Some(Step::Txn { ops, effects, .. }) = continuation(&plan, &state) else {
             panic!("no continuation")

@@ -9,6 +9,11 @@
 //! Every written value is unique in the run, so a recovered value names the
 //! transaction that wrote it. Within one transaction every point is touched
 //! by at most one operation (a read never sees its own transaction's write).
+//!
+//! [`WorkloadKind`] picks the shape: the mixed transactions above, grouped
+//! by the crash line; or one of the concurrent-writer shapes of
+//! `crate::series_declog_shapes`, which choose their own groups (the
+//! members of an `execute_group`, in the order the engine serializes them).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,8 +26,10 @@ pub const MEASUREMENT: &str = "m";
 /// The databases: step 1 creates the first, a step a third of the way the second.
 pub const DATABASES: [&str; 2] = ["db", "db2"];
 pub const HOSTS: [&str; 3] = ["a", "b", "c"];
-/// Field 0 holds floats, field 1 integers.
-pub const FIELDS: [&str; 2] = ["u", "v"];
+/// Field 0 holds floats, field 1 integers, field 2 strings.
+pub const FIELDS: [&str; 3] = ["u", "v", "s"];
+/// The fields the mixed workload writes (floats and integers).
+pub(crate) const MIXED_FIELDS: usize = 2;
 /// Percent chance of each host (skew: most transactions hit host "a").
 const HOST_WEIGHTS: [u32; 3] = [60, 25, 15];
 /// Existing points are picked among a series' newest few most of the time,
@@ -30,7 +37,7 @@ const HOST_WEIGHTS: [u32; 3] = [60, 25, 15];
 const HOT_POINTS: usize = 4;
 const HOT_PERCENT: u32 = 70;
 /// Timestamp step between appended points.
-const TS_STEP: i64 = 10;
+pub(crate) const TS_STEP: i64 = 10;
 
 /// One value of one series at one time: (database, host, field) indexes and
 /// the timestamp.
@@ -43,7 +50,7 @@ pub struct PointKey {
 }
 
 impl PointKey {
-    fn series(&self) -> (u8, u8, u8) {
+    pub(crate) fn series(&self) -> (u8, u8, u8) {
         (self.db, self.host, self.field)
     }
 
@@ -69,16 +76,22 @@ impl std::fmt::Display for PointKey {
 pub enum Val {
     FloatBits(u64),
     Int(i64),
+    /// The string [`string_value`] of this number.
+    Str(i64),
 }
 
 impl Val {
     /// The unique value of operation `op` of step `step` in field `field`.
+    /// Operations 0 to 15 keep the numbering of the first workloads (so the
+    /// bytes they log, hence their crash points, stay as they were); larger
+    /// ones (transactions of many points) are numbered from 2^40 up.
     pub fn unique(step: usize, op: usize, field: u8) -> Val {
-        let n = step as i64 * 16 + op as i64;
-        if field == 0 {
-            Val::FloatBits((n as f64 + 0.25).to_bits())
-        } else {
-            Val::Int(n)
+        let n =
+            if op < 16 { step as i64 * 16 + op as i64 } else { (1 << 40) + step as i64 * 1024 + op as i64 };
+        match field {
+            0 => Val::FloatBits((n as f64 + 0.25).to_bits()),
+            1 => Val::Int(n),
+            _ => Val::Str(n),
         }
     }
 
@@ -86,6 +99,7 @@ impl Val {
         match self {
             Val::FloatBits(b) => FieldValue::Float(f64::from_bits(b)),
             Val::Int(i) => FieldValue::Integer(i),
+            Val::Str(n) => FieldValue::String(string_value(n)),
         }
     }
 
@@ -93,9 +107,32 @@ impl Val {
         match v {
             FieldValue::Float(x) => Ok(Val::FloatBits(x.to_bits())),
             FieldValue::Integer(i) => Ok(Val::Int(*i)),
+            FieldValue::String(s) => string_number(s)
+                .map(Val::Str)
+                .ok_or_else(|| CrashCheckError::inconsistent(format!("a string no step wrote: {s:?}"))),
             other => Err(CrashCheckError::inconsistent(format!("unexpected value {other:?}"))),
         }
     }
+}
+
+/// Longest filler of a string value: a run of 60 such strings of one
+/// series outgrows one entry's payload in the small streams of the lines.
+const MAX_STRING_FILLER: u64 = 150;
+
+/// The string value number `n`: `s<n>:` and 0 to [`MAX_STRING_FILLER`]
+/// letters, the length and letters depending on `n`.
+pub fn string_value(n: i64) -> String {
+    let len = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    let len = len % (MAX_STRING_FILLER + 1);
+    let mut s = format!("s{n}:");
+    s.extend((0..len).map(|i| char::from(b'a' + ((n as u64).wrapping_add(i) % 26) as u8)));
+    s
+}
+
+/// The number whose [`string_value`] is exactly `s`.
+fn string_number(s: &str) -> Option<i64> {
+    let n: i64 = s.strip_prefix('s')?.split(':').next()?.parse().ok()?;
+    (string_value(n) == s).then_some(n)
 }
 
 /// The engine state the oracle compares: which databases exist and every point.
@@ -158,6 +195,10 @@ pub fn apply(model: &mut Model, step: &Step) {
 pub struct DeclogPlan {
     /// `steps[i - 1]` is step `i`.
     pub steps: Vec<Step>,
+    /// The groups the workload chose (concurrent-writer shapes): 0-based
+    /// index of a group's first step -> its size. Empty for the mixed
+    /// workload, which the crash line groups.
+    pub groups: BTreeMap<usize, usize>,
     /// `states[n]`: the state after steps 1..=n (`states[0]`: nothing;
     /// step 1 creates the first database).
     pub states: Vec<Model>,
@@ -165,17 +206,44 @@ pub struct DeclogPlan {
     pub histories: BTreeMap<PointKey, Vec<(usize, Option<Val>)>>,
 }
 
+/// Which workload a plan runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Inserts, updates, out-of-order inserts, deletes and reads, a few per
+    /// transaction; the crash line groups them.
+    Mixed,
+    /// Groups of transactions loading new points below their series'
+    /// newest timestamp in interleaved time windows, as concurrent
+    /// connections back-filling alternate windows do.
+    OutOfOrderLoad,
+    /// Groups whose members write (and read, delete) the same points, new
+    /// or existing.
+    SamePoint,
+    /// Transactions of 20 to 60 points of one to three series (floats,
+    /// integers, strings), with deletes in the same series: long per-key
+    /// entries, split at the largest payload.
+    PerKeyRuns,
+}
+
 /// Workload knobs.
 #[derive(Copy, Clone, Debug)]
 pub struct WorkloadShape {
     pub steps: usize,
-    /// Most operations per transaction.
+    /// Most operations per transaction of the mixed kind.
     pub max_ops: usize,
+    pub kind: WorkloadKind,
+}
+
+impl WorkloadShape {
+    /// `steps` steps of the mixed workload, up to 4 operations each.
+    pub fn mixed(steps: usize) -> WorkloadShape {
+        WorkloadShape { steps, max_ops: 4, kind: WorkloadKind::Mixed }
+    }
 }
 
 impl DeclogPlan {
     pub fn new(seed: u64, shape: WorkloadShape) -> DeclogPlan {
-        let steps = generate(seed, shape);
+        let (steps, groups) = generate(seed, shape);
         let mut model = Model::default();
         let mut states = vec![model.clone()];
         let mut histories: BTreeMap<PointKey, Vec<(usize, Option<Val>)>> = BTreeMap::new();
@@ -188,7 +256,34 @@ impl DeclogPlan {
                 }
             }
         }
-        DeclogPlan { steps, states, histories }
+        DeclogPlan { steps, groups, states, histories }
+    }
+
+    /// The size of the group the workload chose to start at step index
+    /// `i` (0-based), if it chose groups.
+    pub fn group_at(&self, i: usize) -> Option<usize> {
+        if self.groups.is_empty() {
+            return None;
+        }
+        Some(self.groups.get(&i).copied().unwrap_or(1))
+    }
+
+    /// How many points step `t` (1-based) writes that did not exist before
+    /// it and lie below the newest point their series had then.
+    pub fn late_new_points(&self, t: usize) -> usize {
+        let Some(Step::Txn { effects, .. }) = self.steps.get(t - 1) else { return 0 };
+        let before = &self.states[t - 1];
+        effects
+            .iter()
+            .filter(|(k, v)| {
+                let newest = before
+                    .points
+                    .range(PointKey { ts: i64::MIN, ..*k }..=PointKey { ts: i64::MAX, ..*k })
+                    .next_back()
+                    .map(|(n, _)| n.ts);
+                v.is_some() && !before.points.contains_key(k) && newest.is_some_and(|n| k.ts < n)
+            })
+            .count()
     }
 
     /// The step that wrote `value` at `key`, if any.
@@ -203,21 +298,25 @@ impl DeclogPlan {
     }
 }
 
-/// Per series: the timestamps with a value, and the largest ever planned.
+/// Per series: the timestamps with a value, the largest ever planned, and
+/// the points deleted while they had a value (and not written since).
 #[derive(Default)]
-struct SeriesGen {
-    live: BTreeSet<i64>,
-    max_ts: i64,
+pub(crate) struct SeriesGen {
+    pub(crate) live: BTreeSet<i64>,
+    pub(crate) max_ts: i64,
+    pub(crate) deleted: BTreeSet<i64>,
 }
 
-struct Generator {
-    rng: ChaCha8Rng,
-    series: BTreeMap<(u8, u8, u8), SeriesGen>,
-    model: Model,
+/// The state of a workload being generated (the shapes of
+/// `crate::series_declog_shapes` build on it).
+pub(crate) struct Generator {
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) series: BTreeMap<(u8, u8, u8), SeriesGen>,
+    pub(crate) model: Model,
 }
 
 impl Generator {
-    fn host(&mut self) -> u8 {
+    pub(crate) fn host(&mut self) -> u8 {
         let mut r = self.rng.gen_range(0..HOST_WEIGHTS.iter().sum::<u32>());
         for (h, w) in HOST_WEIGHTS.iter().enumerate() {
             if r < *w {
@@ -228,14 +327,14 @@ impl Generator {
         0
     }
 
-    fn series_key(&mut self, db: u8) -> (u8, u8, u8) {
+    pub(crate) fn series_key(&mut self, db: u8) -> (u8, u8, u8) {
         let host = self.host();
-        let field = self.rng.gen_range(0..FIELDS.len()) as u8;
+        let field = self.rng.gen_range(0..MIXED_FIELDS) as u8;
         (db, host, field)
     }
 
     /// An existing point of the series, mostly among its newest few.
-    fn existing(&mut self, s: (u8, u8, u8)) -> Option<i64> {
+    pub(crate) fn existing(&mut self, s: (u8, u8, u8)) -> Option<i64> {
         let live = &self.series.get(&s)?.live;
         if live.is_empty() {
             return None;
@@ -250,7 +349,7 @@ impl Generator {
     }
 
     /// A timestamp of the series with no value: appended or in a gap.
-    fn fresh(&mut self, s: (u8, u8, u8), out_of_order: bool) -> i64 {
+    pub(crate) fn fresh(&mut self, s: (u8, u8, u8), out_of_order: bool) -> i64 {
         let g = self.series.entry(s).or_default();
         if out_of_order && g.max_ts > TS_STEP {
             for _ in 0..8 {
@@ -263,22 +362,25 @@ impl Generator {
         g.max_ts + TS_STEP
     }
 
-    fn record(&mut self, k: PointKey, v: Option<Val>) {
+    pub(crate) fn record(&mut self, k: PointKey, v: Option<Val>) {
         let g = self.series.entry(k.series()).or_default();
         g.max_ts = g.max_ts.max(k.ts);
         match v {
             Some(v) => {
                 g.live.insert(k.ts);
+                g.deleted.remove(&k.ts);
                 self.model.points.insert(k, v);
             }
             None => {
-                g.live.remove(&k.ts);
+                if g.live.remove(&k.ts) {
+                    g.deleted.insert(k.ts);
+                }
                 self.model.points.remove(&k);
             }
         }
     }
 
-    fn txn(&mut self, step: usize, db: u8, max_ops: usize) -> Step {
+    pub(crate) fn txn(&mut self, step: usize, db: u8, max_ops: usize) -> Step {
         let mut ops = Vec::new();
         let mut effects: Vec<Effect> = Vec::new();
         let mut reads = Vec::new();
@@ -366,14 +468,18 @@ impl Generator {
     }
 }
 
-fn generate(seed: u64, shape: WorkloadShape) -> Vec<Step> {
+/// The steps, and the groups the shape chose (none for the mixed kind).
+fn generate(seed: u64, shape: WorkloadShape) -> (Vec<Step>, BTreeMap<usize, usize>) {
     let mut g = Generator {
         rng: ChaCha8Rng::seed_from_u64(seed ^ 0xdec1_0600),
         series: BTreeMap::new(),
         model: Model::default(),
     };
     let create_second_at = (shape.steps / 3).max(2);
-    (1..=shape.steps)
+    if shape.kind != WorkloadKind::Mixed {
+        return crate::series_declog_shapes::generate(&mut g, shape, create_second_at);
+    }
+    let steps = (1..=shape.steps)
         .map(|step| {
             if step == 1 {
                 return Step::CreateDatabase(0);
@@ -384,7 +490,8 @@ fn generate(seed: u64, shape: WorkloadShape) -> Vec<Step> {
             let db = if step > create_second_at && g.rng.gen_range(0..100) < 25 { 1 } else { 0 };
             g.txn(step, db, shape.max_ops)
         })
-        .collect()
+        .collect();
+    (steps, BTreeMap::new())
 }
 
 /// Reads the whole state of `store` (databases of the workload only).
@@ -423,7 +530,7 @@ mod tests {
 
     #[test]
     fn the_workload_mixes_every_operation_and_repeats_points() {
-        let plan = DeclogPlan::new(7, WorkloadShape { steps: 300, max_ops: 4 });
+        let plan = DeclogPlan::new(7, WorkloadShape::mixed(300));
         let (mut writes, mut deletes, mut reads, mut creates) = (0, 0, 0, 0);
         for s in &plan.steps {
             match s {
@@ -451,7 +558,7 @@ mod tests {
 
     #[test]
     fn values_are_unique_and_name_their_writer() {
-        let plan = DeclogPlan::new(3, WorkloadShape { steps: 120, max_ops: 4 });
+        let plan = DeclogPlan::new(3, WorkloadShape::mixed(120));
         let mut seen = BTreeSet::new();
         for (k, h) in &plan.histories {
             for (step, v) in h {
@@ -465,7 +572,7 @@ mod tests {
 
     #[test]
     fn reads_expect_the_model_value_before_the_transaction() {
-        let plan = DeclogPlan::new(11, WorkloadShape { steps: 150, max_ops: 4 });
+        let plan = DeclogPlan::new(11, WorkloadShape::mixed(150));
         let mut some = 0;
         for (i, s) in plan.steps.iter().enumerate() {
             if let Step::Txn { reads, .. } = s {

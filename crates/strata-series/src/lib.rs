@@ -2,12 +2,18 @@
 //! Beringei/Gorilla-style store): a persistent series index, per-series open
 //! blocks in DRAM compressed with Gorilla, sealed blocks in immutable block
 //! files on SSD, and durability through a commit log from `strata-log`.
+//!
+//! The crash tests of the engine live in `strata-crashtest`; the bugs they
+//! plant to show they catch them are [`crashtest_hooks`] (only for this
+//! crate's tests and the `crashtest` feature).
 
 #![forbid(unsafe_code)]
 
 pub mod block_file;
 mod bytes;
 pub mod core;
+#[cfg(any(test, feature = "crashtest"))]
+pub mod crashtest_hooks;
 pub mod declog;
 pub mod engine;
 pub mod error;

@@ -28,7 +28,7 @@ pub mod lsn;
 pub mod protocol;
 pub mod replay;
 pub mod side;
-mod touched;
+pub(crate) mod touched;
 mod write_path;
 
 #[cfg(test)]

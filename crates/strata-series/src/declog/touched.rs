@@ -19,6 +19,11 @@
 //! the last checkpoint count, so a re-insert of a deleted point is ordered
 //! after the delete). Everything here runs under the protocol's planning
 //! mutex.
+//!
+//! The crash lines plant [`PlantedBug`]s here (tests and the `crashtest`
+//! feature only, through `crate::crashtest_hooks`) to show that they catch a
+//! classification that lets a write of an existing or in-flight point
+//! become an insert.
 
 use foldhash::HashMap;
 
@@ -77,6 +82,33 @@ impl Touched {
     }
 }
 
+/// A broken classification the crash lines plant to show they catch it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PlantedBug {
+    None,
+    /// Every written point is an insert (LSN 0), as if nothing existed.
+    EveryWriteAnInsert,
+    /// The ranges of transactions in flight are ignored: a point another
+    /// transaction of the group is writing, not yet applied, is an insert.
+    IgnoreInFlight,
+}
+
+#[cfg(any(test, feature = "crashtest"))]
+thread_local! {
+    /// The bug planted on this thread (the thread that plans transactions).
+    pub static PLANTED_BUG: std::cell::Cell<PlantedBug> = const { std::cell::Cell::new(PlantedBug::None) };
+}
+
+#[cfg(any(test, feature = "crashtest"))]
+fn planted() -> PlantedBug {
+    PLANTED_BUG.with(|b| b.get())
+}
+
+#[cfg(not(any(test, feature = "crashtest")))]
+fn planted() -> PlantedBug {
+    PlantedBug::None
+}
+
 /// How a written point is classified.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Existence {
@@ -133,10 +165,13 @@ impl Touched {
     /// Classifies a write of `(id, ts)` (this series) by a transaction
     /// being planned, before its own range is planned.
     pub(crate) fn classify(&self, core: &SeriesCore, id: SeriesId, ts: TimestampNs) -> Existence {
-        if ts > self.max || !self.in_spans(ts) {
+        let bug = planted();
+        if ts > self.max || !self.in_spans(ts) || bug == PlantedBug::EveryWriteAnInsert {
             return Existence::New;
         }
-        if self.in_flight.iter().any(|(_, lo, hi)| (*lo..=*hi).contains(&ts)) {
+        if bug != PlantedBug::IgnoreInFlight
+            && self.in_flight.iter().any(|(_, lo, hi)| (*lo..=*hi).contains(&ts))
+        {
             return Existence::MayExist;
         }
         if core.data().may_hold(id, ts) {
