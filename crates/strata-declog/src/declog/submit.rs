@@ -163,7 +163,8 @@ impl DecLog {
         }
         let m = self.shared.layout.threads;
         let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
-        let tickets = txns.into_iter().map(|(txn, entries)| self.route(txn, entries, form, &mut per_stream)).collect();
+        let tickets =
+            txns.into_iter().map(|(txn, entries)| self.route(txn, entries, form, &mut per_stream)).collect();
         for (s, group) in per_stream.into_iter().enumerate() {
             if !group.is_empty() {
                 self.push_group(s, group)?;
@@ -173,7 +174,12 @@ impl DecLog {
     }
 
     /// Queues validated entries whose keys are registered.
-    fn enqueue(&self, txn: TxnId, entries: Vec<EntryOwned>, form: PayloadForm) -> Result<Ticket, DeclogError> {
+    fn enqueue(
+        &self,
+        txn: TxnId,
+        entries: Vec<EntryOwned>,
+        form: PayloadForm,
+    ) -> Result<Ticket, DeclogError> {
         let m = self.shared.layout.threads;
         let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
         let ticket = self.route(txn, entries, form, &mut per_stream);

@@ -256,7 +256,10 @@ impl DeclogProtocol {
         // member writes (the members queued so far are insert-only, so it
         // cannot wait on their locks, and it is ordered before them otherwise).
         let reads_queued = access.reads.iter().any(|p| {
-            group.pending.iter().any(|l| l.plan.ops.binary_search_by(|(i, t, _)| (*i, *t).cmp(&(p.series, p.ts))).is_ok())
+            group
+                .pending
+                .iter()
+                .any(|l| l.plan.ops.binary_search_by(|(i, t, _)| (*i, *t).cmp(&(p.series, p.ts))).is_ok())
         });
         if !access.updates.is_empty() || !access.deletes.is_empty() || reads_queued {
             self.finish_declog_group(core, group);
@@ -340,16 +343,19 @@ impl DeclogProtocol {
     /// Submits the kept entries of the group's insert-only transactions
     /// together; a failure fails each of them.
     fn submit_kept(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
-        let kept: Vec<usize> =
-            (0..group.pending.len()).filter(|&i| matches!(group.pending[i].log, LogState::Kept(..))).collect();
+        let kept: Vec<usize> = (0..group.pending.len())
+            .filter(|&i| matches!(group.pending[i].log, LogState::Kept(..)))
+            .collect();
         if kept.is_empty() {
             return;
         }
         let txns: Vec<(TxnId, Vec<EntryOwned>)> = kept
             .iter()
-            .map(|&i| match std::mem::replace(&mut group.pending[i].log, LogState::Kept(TxnId(0), Vec::new())) {
-                LogState::Kept(txn, entries) => (txn, entries),
-                LogState::Queued(_) => unreachable!("filtered to kept ones"),
+            .map(|&i| {
+                match std::mem::replace(&mut group.pending[i].log, LogState::Kept(TxnId(0), Vec::new())) {
+                    LogState::Kept(txn, entries) => (txn, entries),
+                    LogState::Queued(_) => unreachable!("filtered to kept ones"),
+                }
             })
             .collect();
         match group.dl.log.submit_many_as(txns, PayloadForm::PerKey) {
@@ -379,7 +385,9 @@ impl DeclogProtocol {
         }
         let mut durable = Vec::with_capacity(group.pending.len());
         for logged in group.pending.drain(..) {
-            let LogState::Queued(ticket) = &logged.log else { unreachable!("submit_kept queued every kept one") };
+            let LogState::Queued(ticket) = &logged.log else {
+                unreachable!("submit_kept queued every kept one")
+            };
             match group.dl.wait(ticket) {
                 Ok(()) => durable.push(logged),
                 Err(e) => {
