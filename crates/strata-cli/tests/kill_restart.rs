@@ -291,3 +291,11 @@ fn sigkill_during_ingest_loses_no_acknowledged_point_declog_pmem() {
     assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
     check_summary(&summary, n, seed);
 }
+
+#[test]
+fn sigkill_during_ingest_loses_no_acknowledged_point_declog_ssd() {
+    let (n, seed) = (iterations().div_ceil(2), seed() ^ 3);
+    let summary = kill_loop("declog-ssd", n, seed);
+    assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
+    check_summary(&summary, n, seed);
+}
