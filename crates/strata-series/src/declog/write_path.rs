@@ -426,21 +426,28 @@ impl DeclogProtocol {
         points: &[Point],
         others: &[TxnOp],
     ) -> Result<PlannedTxn<'_>, EngineError> {
-        let mut touched = self.touched.lock();
-        core.health().check()?;
-        let (rec, outcome) = if points.is_empty() {
-            if !core.index().read().has_database(db) {
-                return Err(EngineError::UnknownDatabase(db.to_string()));
+        // Type checks and new series ids, serialized (two requests creating
+        // one series must agree on its id); the rest of the planning runs
+        // beside other transactions' until the classification.
+        let (rec, outcome) = {
+            let _planning = self.touched.lock();
+            core.health().check()?;
+            if points.is_empty() {
+                if !core.index().read().has_database(db) {
+                    return Err(EngineError::UnknownDatabase(db.to_string()));
+                }
+                (None, Default::default())
+            } else {
+                let (rec, outcome) = core.plan_write(db, points)?;
+                if let WalRecord::Write { db, new_series, .. } = &rec {
+                    core.publish_new_series(db, new_series);
+                }
+                (Some(rec), outcome)
             }
-            (None, Default::default())
-        } else {
-            let (rec, outcome) = core.plan_write(db, points)?;
-            (Some(rec), outcome)
         };
         let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> =
             Vec::with_capacity(outcome.values_written + others.len());
-        if let Some(WalRecord::Write { db, new_series, points }) = rec {
-            core.publish_new_series(&db, &new_series);
+        if let Some(WalRecord::Write { points, .. }) = rec {
             ops.extend(points.into_iter().map(|(id, ts, v)| (id, ts, Some(v))));
         }
         let mut reads = Vec::new();
@@ -474,7 +481,9 @@ impl DeclogProtocol {
             }
             same
         });
-        // Classify each series' run, then put its range in flight.
+        // Classify each series' run against the transactions planned before
+        // (their ranges are in flight), then put its own range in flight.
+        let mut touched = self.touched.lock();
         let token = touched.token();
         let mut ids = Vec::new();
         let mut planned = Vec::with_capacity(ops.len());
