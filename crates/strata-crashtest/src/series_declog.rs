@@ -752,29 +752,45 @@ mod planted_bug_tests {
         report
     }
 
-    /// The same-point line fails with `bug` planted: with the live checks
-    /// the run itself (two members of a group wrote one point as LSN-0
-    /// inserts: partial on every image), and without them the crash images
-    /// alone (a later member's write recovered without the earlier one it
-    /// depends on, or an acknowledged write replayed under an older one).
-    fn the_same_point_line_catches(bug: PlantedBug) {
-        let r = run_with(DeclogVariant::SamePoint, bug, true);
-        let why = r.first_failure.as_ref().map(|f| f.description.clone()).unwrap_or_default();
-        assert!(r.counts.partial > 0 && why.contains("as an LSN-0 insert"), "{bug:?}: {} {why}", r.line());
-        let r = run_with(DeclogVariant::SamePoint, bug, false);
-        assert!(r.counts.lost + r.counts.order_violations > 0, "{bug:?}: {}", r.line());
+    /// The same-point line with `bug` planted: its run with the live checks
+    /// (which see two members of a group write one point as LSN-0 inserts)
+    /// and its crash images alone (no live checks).
+    fn same_point_line_with(bug: PlantedBug) -> (CrashReport, CrashReport) {
+        let live = run_with(DeclogVariant::SamePoint, bug, true);
+        let images_only = run_with(DeclogVariant::SamePoint, bug, false);
         assert_eq!(PLANTED_BUG.with(|b| b.get()), PlantedBug::None, "the bug is planted only during the run");
+        (live, images_only)
+    }
+
+    fn first_failure(r: &CrashReport) -> String {
+        r.first_failure.as_ref().map(|f| f.description.clone()).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_same_point_line_is_clean_without_a_planted_bug() {
+        let r = run_with(DeclogVariant::SamePoint, PlantedBug::None, true);
+        assert!(r.is_clean() && r.images > 0, "{} {:?}", r.line(), r.first_failure);
     }
 
     #[test]
     fn classifying_every_write_as_an_insert_fails_the_same_point_line() {
-        the_same_point_line_catches(PlantedBug::EveryWriteAnInsert);
+        let (live, images_only) = same_point_line_with(PlantedBug::EveryWriteAnInsert);
+        // Every image of the run is partial: the run itself wrote one point
+        // twice as an LSN-0 insert.
+        assert_eq!(live.counts.partial, live.images, "{}", live.line());
+        assert!(first_failure(&live).contains("as an LSN-0 insert"), "{}", first_failure(&live));
+        // Without the live checks the crash images alone show it: an
+        // acknowledged write lost or replayed out of order.
+        assert!(images_only.counts.lost + images_only.counts.order_violations > 0, "{}", images_only.line());
     }
 
     #[test]
     fn ignoring_transactions_in_flight_fails_the_same_point_line() {
         // The mixed line (`series-declog`) passes with this bug in its quick
         // form: its groups rarely write one new point twice.
-        the_same_point_line_catches(PlantedBug::IgnoreInFlight);
+        let (live, images_only) = same_point_line_with(PlantedBug::IgnoreInFlight);
+        assert_eq!(live.counts.partial, live.images, "{}", live.line());
+        assert!(first_failure(&live).contains("as an LSN-0 insert"), "{}", first_failure(&live));
+        assert!(images_only.counts.lost + images_only.counts.order_violations > 0, "{}", images_only.line());
     }
 }
