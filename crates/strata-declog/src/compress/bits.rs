@@ -154,14 +154,10 @@ mod tests {
 
     #[test]
     fn chunked_bits_match_bit_by_bit() {
+        use rand::{Rng, SeedableRng};
         let seed = 0xb175_u64;
-        let mut x = seed;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut next = || rng.gen::<u64>();
         let (mut fast, mut slow, mut fields) = (BitWriter::default(), BitWriter::default(), Vec::new());
         for _ in 0..2000 {
             let count = (next() % 65) as u32;

@@ -175,15 +175,8 @@ pub(super) fn write_delta_coded(
 ) -> KeyState {
     let delta = timestamp.wrapping_sub(s.last_timestamp);
     write_dod(w, delta.wrapping_sub(s.last_delta));
-    let (xor_leading, xor_trailing) = write_xor(w, s, value_bits);
-    KeyState {
-        last_timestamp: timestamp,
-        last_delta: delta,
-        last_value_bits: value_bits,
-        xor_leading,
-        xor_trailing,
-        ..*s
-    }
+    let window = write_xor(w, s, value_bits);
+    s.after(timestamp, delta, value_bits, window)
 }
 
 /// Reads what [`write_delta_coded`] wrote: the timestamp, the value bits and
@@ -196,15 +189,28 @@ pub(super) fn read_delta_coded(
     let delta = s.last_delta.wrapping_add(dod);
     let timestamp = s.last_timestamp.wrapping_add(delta);
     let (value_bits, xor_leading, xor_trailing) = read_xor(r, s)?;
-    let next = KeyState {
-        last_timestamp: timestamp,
-        last_delta: delta,
-        last_value_bits: value_bits,
-        xor_leading,
-        xor_trailing,
-        ..*s
-    };
-    Ok((timestamp, value_bits, next))
+    Ok((timestamp, value_bits, s.after(timestamp, delta, value_bits, (xor_leading, xor_trailing))))
+}
+
+impl KeyState {
+    /// The state after a delta-coded point: its timestamp, delta and value
+    /// bits, and the XOR window (leading, trailing) in use.
+    fn after(
+        &self,
+        timestamp: i64,
+        delta: i64,
+        value_bits: u64,
+        (xor_leading, xor_trailing): (u8, u8),
+    ) -> KeyState {
+        KeyState {
+            last_timestamp: timestamp,
+            last_delta: delta,
+            last_value_bits: value_bits,
+            xor_leading,
+            xor_trailing,
+            ..*self
+        }
+    }
 }
 
 /// The state after a key's first point (since insert or clear).

@@ -61,15 +61,23 @@ pub fn encode(key: &[u8], timestamp: i64, value_bits: u64, rest: &[u8]) -> Vec<u
     out
 }
 
-/// Decodes a point payload; `Err` (never a panic) for bytes that are not one.
-pub fn decode(bytes: &[u8]) -> Result<PointPayloadRef<'_>, DecodeError> {
+/// The leading key of a point or points payload (a length varint, then the
+/// bytes) and the offset after it; `what` names it in errors.
+pub(crate) fn split_key<'a>(bytes: &'a [u8], what: &'static str) -> Result<(&'a [u8], usize), DecodeError> {
     let mut at = 0;
     let key_len = read_varint(bytes, &mut at)?;
     let left = (bytes.len() - at) as u64;
     if key_len > left {
-        return Err(DecodeError::Overrun { what: "point payload key", len: key_len, room: left });
+        return Err(DecodeError::Overrun { what, len: key_len, room: left });
     }
-    let key_end = at + key_len as usize;
+    let end = at + key_len as usize;
+    Ok((&bytes[at..end], end))
+}
+
+/// Decodes a point payload; `Err` (never a panic) for bytes that are not one.
+pub fn decode(bytes: &[u8]) -> Result<PointPayloadRef<'_>, DecodeError> {
+    let (key, key_end) = split_key(bytes, "point payload key")?;
+    let at = key_end - key.len();
     let fixed = bytes.get(key_end..key_end + POINT_PAYLOAD_FIXED_BYTES).ok_or(DecodeError::Truncated {
         what: "point payload's timestamp and value",
         need: POINT_PAYLOAD_FIXED_BYTES as u64,

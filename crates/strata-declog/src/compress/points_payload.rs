@@ -17,6 +17,7 @@
 //! through them in order (4.4.1).
 
 use super::bits::{read_varint, write_varint};
+use super::point_payload::split_key;
 use crate::error::DecodeError;
 
 /// Bytes of a point's two fixed fields (timestamp and value bits).
@@ -138,20 +139,13 @@ fn read_point<'a>(body: &'a [u8], at: &mut usize) -> Result<PointItem<'a>, Decod
 /// The key of a points payload, without validating its points (for
 /// payloads [`decode`] already accepted).
 pub fn key_of(bytes: &[u8]) -> Result<&[u8], DecodeError> {
-    let mut at = 0;
-    let key_len = read_varint(bytes, &mut at)?;
-    let left = (bytes.len() - at) as u64;
-    if key_len > left {
-        return Err(DecodeError::Overrun { what: "points payload key", len: key_len, room: left });
-    }
-    Ok(&bytes[at..at + key_len as usize])
+    split_key(bytes, "points payload key").map(|(key, _)| key)
 }
 
 /// A points payload [`decode`] already accepted, without walking its
 /// points again (they are read when iterated).
 pub(crate) fn decode_accepted(bytes: &[u8]) -> PointsPayloadRef<'_> {
-    let key = key_of(bytes).expect("an accepted payload");
-    let at = varint_len(key.len() as u64) + key.len();
+    let (key, at) = split_key(bytes, "points payload key").expect("an accepted payload");
     let count = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("an accepted payload"));
     PointsPayloadRef { key, count, body: &bytes[at + 4..] }
 }
@@ -159,14 +153,7 @@ pub(crate) fn decode_accepted(bytes: &[u8]) -> PointsPayloadRef<'_> {
 /// Decodes and validates a points payload; `Err` (never a panic) for bytes
 /// that are not one.
 pub fn decode(bytes: &[u8]) -> Result<PointsPayloadRef<'_>, DecodeError> {
-    let mut at = 0;
-    let key_len = read_varint(bytes, &mut at)?;
-    let left = (bytes.len() - at) as u64;
-    if key_len > left {
-        return Err(DecodeError::Overrun { what: "points payload key", len: key_len, room: left });
-    }
-    let key = &bytes[at..at + key_len as usize];
-    at += key_len as usize;
+    let (key, at) = split_key(bytes, "points payload key")?;
     let count_bytes = bytes.get(at..at + 4).ok_or(DecodeError::Truncated {
         what: "points payload's count",
         need: 4,

@@ -349,7 +349,6 @@ fn fuzz_smoke_decompress_never_panics() {
 #[test]
 fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
     let seed = 0xDEC1_0601_u64;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let valid: Vec<Vec<u8>> = [(&b""[..], &b""[..]), (b"cpu,host=a usage", b"rest"), (&[b'k'; 200][..], b"")]
         .iter()
         .map(|(key, rest)| point_payload::encode(key, -3, 7.5f64.to_bits(), rest))
@@ -359,6 +358,18 @@ fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
         assert_eq!(p.encode(), *v);
         fuzz_point_payload(v);
     }
+    let decoded = mutate_20k(seed, &valid, |input| {
+        fuzz_point_payload(input);
+        point_payload::decode(input).is_ok()
+    });
+    assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
+}
+
+/// Runs `check` on 20,000 inputs from `seed`: random bytes, and `valid`
+/// payloads with a few bits flipped and cut short; returns how many it
+/// said decoded.
+fn mutate_20k(seed: u64, valid: &[Vec<u8>], mut check: impl FnMut(&[u8]) -> bool) -> u32 {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut decoded = 0;
     for i in 0..20_000 {
         let input: Vec<u8> = if i % 2 == 0 {
@@ -372,10 +383,9 @@ fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
             b.truncate(rng.gen_range(0..=b.len()));
             b
         };
-        decoded += point_payload::decode(&input).is_ok() as u32;
-        fuzz_point_payload(&input);
+        decoded += check(&input) as u32;
     }
-    assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
+    decoded
 }
 
 /// `fuzz_points_payload` on 20,000 seeded inputs: random bytes and mutated
@@ -383,7 +393,6 @@ fn fuzz_smoke_point_payload_never_panics_and_round_trips() {
 #[test]
 fn fuzz_smoke_points_payload_never_panics_and_round_trips() {
     let seed = 0xDEC1_0602_u64;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let valid: Vec<Vec<u8>> =
         [(&b""[..], &b""[..], 1), (b"cpu,host=a usage", b"rest", 3), (&[b'k'; 200][..], b"", 2)]
             .iter()
@@ -397,21 +406,9 @@ fn fuzz_smoke_points_payload_never_panics_and_round_trips() {
     for v in &valid {
         fuzz_points_payload(v);
     }
-    let mut decoded = 0;
-    for i in 0..20_000 {
-        let input: Vec<u8> = if i % 2 == 0 {
-            (0..rng.gen_range(0..60)).map(|_| rng.gen()).collect()
-        } else {
-            let mut b = valid[rng.gen_range(0..valid.len())].clone();
-            for _ in 0..rng.gen_range(1..4) {
-                let at = rng.gen_range(0..b.len());
-                b[at] ^= 1 << rng.gen_range(0..8);
-            }
-            b.truncate(rng.gen_range(0..=b.len()));
-            b
-        };
-        decoded += points_payload::decode(&input).is_ok() as u32;
-        fuzz_points_payload(&input);
-    }
+    let decoded = mutate_20k(seed, &valid, |input| {
+        fuzz_points_payload(input);
+        points_payload::decode(input).is_ok()
+    });
     assert!(decoded > 100, "seed {seed}: the mutations rarely decoded ({decoded})");
 }

@@ -161,15 +161,10 @@ impl DecLog {
             self.validate(&borrowed, form)?;
             self.register_keys(&borrowed, form)?;
         }
-        let m = self.shared.layout.threads;
-        let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
+        let mut per_stream = self.no_routes();
         let tickets =
             txns.into_iter().map(|(txn, entries)| self.route(txn, entries, form, &mut per_stream)).collect();
-        for (s, group) in per_stream.into_iter().enumerate() {
-            if !group.is_empty() {
-                self.push_group(s, group)?;
-            }
-        }
+        self.push_routes(per_stream)?;
         Ok(tickets)
     }
 
@@ -180,15 +175,25 @@ impl DecLog {
         entries: Vec<EntryOwned>,
         form: PayloadForm,
     ) -> Result<Ticket, DeclogError> {
-        let m = self.shared.layout.threads;
-        let mut per_stream: Vec<Vec<PendingEntry>> = (0..m).map(|_| Vec::new()).collect();
+        let mut per_stream = self.no_routes();
         let ticket = self.route(txn, entries, form, &mut per_stream);
+        self.push_routes(per_stream)?;
+        Ok(ticket)
+    }
+
+    /// One empty list of pending entries per stream, for [`Self::route`].
+    fn no_routes(&self) -> Vec<Vec<PendingEntry>> {
+        (0..self.shared.layout.threads).map(|_| Vec::new()).collect()
+    }
+
+    /// Pushes each stream's routed entries, stream by stream.
+    fn push_routes(&self, per_stream: Vec<Vec<PendingEntry>>) -> Result<(), DeclogError> {
         for (s, group) in per_stream.into_iter().enumerate() {
             if !group.is_empty() {
                 self.push_group(s, group)?;
             }
         }
-        Ok(ticket)
+        Ok(())
     }
 
     /// Makes a transaction's pending entries and ticket, each entry in its

@@ -85,9 +85,7 @@ impl ProtocolFactory for DeclogFactory {
     }
 
     fn medium(&self, config: &Config) -> Medium {
-        let path = config.declog_path(self.protocol);
-        let how = self.mode(config).map_or("an unknown PMem mode", super::pmem_medium);
-        Medium { what: format!("the DecLog file {}, {how}", path.display()), path: Some(path) }
+        super::pmem_file_medium("the DecLog file", config.declog_path(self.protocol), self.mode(config).ok())
     }
 
     fn drain_for_switch(

@@ -73,6 +73,14 @@ pub fn pmem_medium(mode: strata_pmem::PmemMode) -> &'static str {
     }
 }
 
+/// The medium of a log in a file at `path` mapped in PMem `mode` (`what`
+/// names the log and the file; `None`: the mode is not known), for the
+/// startup log.
+pub fn pmem_file_medium(what: &str, path: std::path::PathBuf, mode: Option<strata_pmem::PmemMode>) -> Medium {
+    let how = mode.map_or("an unknown PMem mode", pmem_medium);
+    Medium { what: format!("{what} {}, {how}", path.display()), path: Some(path) }
+}
+
 /// Where a protocol's log lives and how it persists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Medium {

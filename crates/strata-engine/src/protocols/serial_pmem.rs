@@ -47,9 +47,7 @@ impl ProtocolFactory for SerialPmemFactory {
     }
 
     fn medium(&self, config: &Config) -> Medium {
-        let path = config.pool_path();
-        let how = config.pmem_mode().map_or("an unknown PMem mode", super::pmem_medium);
-        Medium { what: format!("the log ring of the PMem pool {}, {how}", path.display()), path: Some(path) }
+        super::pmem_file_medium("the log ring of the PMem pool", config.pool_path(), config.pmem_mode().ok())
     }
 
     fn drain_for_switch(

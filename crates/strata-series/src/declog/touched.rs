@@ -226,14 +226,10 @@ mod tests {
 
     #[test]
     fn a_random_sequence_of_spans_covers_every_point_it_was_given() {
+        use rand::{Rng, SeedableRng};
         let seed = 0x7bc4_u64;
-        let mut x = seed;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut next = || rng.gen::<u64>();
         let mut t = Touched::from_range(Some((500, 600)));
         let mut given = vec![500, 600];
         for _ in 0..500 {
