@@ -16,9 +16,12 @@
 //!    lock the modified ones (abort and retry on conflict), validate, set
 //!    `uts`. A `uts` overflow checkpoints (rule 5) and retries.
 //! 3. Read the read points (after step 2 waited for their lock bits).
-//! 4. Submit the entries to DecLog (queued in key-partitioned streams while
-//!    the locks are held, so the thread snapshot sees every dependency),
-//!    then wait for the tails outside every engine lock.
+//! 4. Submit the entries to DecLog: a transaction that holds locks at once
+//!    (queued in key-partitioned streams while the locks are held, so the
+//!    thread snapshot sees every dependency); an insert-only one when its
+//!    group waits, with the group's other insert-only members in one push
+//!    per stream. Then wait for the tails outside every engine lock,
+//!    running the pipeline step meanwhile (`DecLog::wait_helping`).
 //! 5. Apply under the apply gate: inserts with [`SeriesData::apply_insert`]
 //!    (a later update of the same point may have been applied first: it
 //!    wins, as in replay where LSN-0 entries go first), updates and point
@@ -27,10 +30,10 @@
 //! Inserted data becomes visible when acknowledged, never before.
 //!
 //! Groups ([`SeriesEngine::execute_group`]): steps 1-4 run for each member
-//! in turn under one cut lock, consecutive insert-only members under a
-//! DecLog flush hold (one batch per stream for all of them), and step 5
-//! runs for all queued members once a member must read or lock (it waits
-//! for them first) or the group ends.
+//! in turn under one cut lock, the entries of consecutive insert-only
+//! members kept and queued together (one batch per stream for all of
+//! them), and step 5 runs for all logged members once a member must lock,
+//! or read a point they write (it waits for them first), or the group ends.
 //!
 //! [`SeriesEngine::execute_group`]: crate::SeriesEngine::execute_group
 //!
