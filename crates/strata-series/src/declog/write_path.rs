@@ -346,21 +346,18 @@ impl DeclogProtocol {
     /// Submits the kept entries of the group's insert-only transactions
     /// together; a failure fails each of them.
     fn submit_kept(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
-        let kept: Vec<usize> = (0..group.pending.len())
-            .filter(|&i| matches!(group.pending[i].log, LogState::Kept(..)))
-            .collect();
+        let (kept, txns): (Vec<usize>, Vec<(TxnId, Vec<EntryOwned>)>) = group
+            .pending
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, l)| match &mut l.log {
+                LogState::Kept(txn, entries) => Some((i, (*txn, std::mem::take(entries)))),
+                LogState::Queued(_) => None,
+            })
+            .unzip();
         if kept.is_empty() {
             return;
         }
-        let txns: Vec<(TxnId, Vec<EntryOwned>)> = kept
-            .iter()
-            .map(|&i| {
-                match std::mem::replace(&mut group.pending[i].log, LogState::Kept(TxnId(0), Vec::new())) {
-                    LogState::Kept(txn, entries) => (txn, entries),
-                    LogState::Queued(_) => unreachable!("filtered to kept ones"),
-                }
-            })
-            .collect();
         match group.dl.log.submit_many_as(txns, PayloadForm::PerKey) {
             Ok(tickets) => {
                 for (i, ticket) in kept.into_iter().zip(tickets) {
@@ -368,11 +365,16 @@ impl DeclogProtocol {
                 }
             }
             Err(e) => {
-                let e = Arc::new(self.declog_failed(core, e));
+                let e = self.declog_failed(core, e);
                 // Dropping the guards aborts: the control words go back.
                 let failed: Vec<Logged<'_>> = kept.iter().rev().map(|&i| group.pending.remove(i)).collect();
-                for logged in failed {
-                    group.results[logged.slot] = Some(Err(EngineError::GroupFailed(e.clone())));
+                if let [one] = &failed[..] {
+                    group.results[one.slot] = Some(Err(e));
+                } else {
+                    let e = Arc::new(e);
+                    for logged in &failed {
+                        group.results[logged.slot] = Some(Err(EngineError::GroupFailed(e.clone())));
+                    }
                 }
             }
         }
