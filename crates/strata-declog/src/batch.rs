@@ -146,7 +146,23 @@ pub fn build_batch(
     align_bytes: u64,
     defer_last_tail: bool,
 ) -> BuiltBatch {
-    let mut bytes = Vec::with_capacity(1024);
+    let mut bytes = Vec::new();
+    let update_tail = build_batch_into(entries, pos, epoch, align_bytes, defer_last_tail, &mut bytes);
+    BuiltBatch { bytes, update_tail }
+}
+
+/// [`build_batch`] into `bytes` (cleared first; a buffer kept from batch to
+/// batch, so the ack path does not fault in fresh pages): returns the
+/// deferred tail, as [`BuiltBatch::update_tail`].
+pub fn build_batch_into(
+    entries: &[BatchEntry<'_>],
+    pos: u64,
+    epoch: u32,
+    align_bytes: u64,
+    defer_last_tail: bool,
+    bytes: &mut Vec<u8>,
+) -> Option<(u64, u64)> {
+    bytes.clear();
     bytes.resize(BATCH_HEADER_BYTES as usize, 0);
     let mut update_tail = None;
     for (i, e) in entries.iter().enumerate() {
@@ -155,7 +171,7 @@ pub fn build_batch(
         debug_assert!(!is_update || is_last, "an update entry closes its queue");
         let deferred = is_update || (defer_last_tail && is_last);
         let stamp = Stamp { pos: pos + bytes.len() as u64, epoch };
-        let (tail, at) = encode_entry(&e.meta, e.payload, stamp, !deferred, &mut bytes);
+        let (tail, at) = encode_entry(&e.meta, e.payload, stamp, !deferred, bytes);
         if deferred {
             update_tail = Some((at as u64, tail));
         }
@@ -171,7 +187,7 @@ pub fn build_batch(
         entry_count: entries.len() as u32,
     };
     bytes[..BATCH_HEADER_BYTES as usize].copy_from_slice(&encode_header(&header));
-    BuiltBatch { bytes, update_tail }
+    update_tail
 }
 
 /// The header of a wrap batch filling `len` bytes at `pos` (the rest of a lap).

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 use strata_media::TxnId;
 use strata_pmem::{Region, RegionOffset};
 
@@ -72,7 +72,8 @@ struct Stream {
     /// Producers wait here for a free queue.
     space_cv: Condvar,
     pipeline: Mutex<Pipeline>,
-    /// The stream's key table with compression (locked after `queues`).
+    /// The stream's key table with compression (locked after `pipeline`,
+    /// before `queues`).
     keys: Mutex<Option<KeyTable>>,
 }
 
@@ -102,8 +103,20 @@ impl Shared {
     }
 
     fn step(&self, s: usize) -> StepOutcome {
+        let p = self.streams[s].pipeline.lock();
+        self.step_locked(s, p)
+    }
+
+    /// [`Self::step`] unless another thread is stepping stream `s` (then
+    /// `None`: that thread makes the progress; waiting for its lock would
+    /// only queue the helpers up behind it).
+    fn try_step(&self, s: usize) -> Option<StepOutcome> {
+        let p = self.streams[s].pipeline.try_lock()?;
+        Some(self.step_locked(s, p))
+    }
+
+    fn step_locked(&self, s: usize, mut p: MutexGuard<'_, Pipeline>) -> StepOutcome {
         let stream = &self.streams[s];
-        let mut p = stream.pipeline.lock();
         let outcome = p.step(&StepEnv {
             region: &self.region,
             snapshots: &self.snapshots,
@@ -409,7 +422,7 @@ impl DecLog {
         while !ticket.is_resolved() {
             let mut progressed = false;
             for s in 0..self.shared.streams.len() {
-                progressed |= self.shared.step(s) == StepOutcome::Progress;
+                progressed |= self.shared.try_step(s) == Some(StepOutcome::Progress);
             }
             if !progressed {
                 break;

@@ -41,7 +41,7 @@ use std::time::Duration;
 use crate::sync::{Condvar, Mutex};
 use strata_pmem::{Region, RegionOffset};
 
-use crate::batch::{batch_len, build_batch, wrap_header, BatchEntry, BATCH_HEADER_BYTES};
+use crate::batch::{batch_len, build_batch_into, wrap_header, BatchEntry, BATCH_HEADER_BYTES};
 use crate::error::FailReason;
 use crate::layout::Ring;
 use crate::queues::{PendingEntry, QueueSet};
@@ -269,11 +269,22 @@ pub(crate) struct Pipeline {
     inflight: VecDeque<InflightBatch>,
     /// Strict ordering (module comment).
     strict: bool,
+    /// The batch being built, kept from batch to batch.
+    batch_bytes: Vec<u8>,
 }
 
 impl Pipeline {
     pub fn new(stream: usize, ring: Ring, epoch: u32, head: u64, end: u64, strict: bool) -> Self {
-        Pipeline { stream, ring, epoch, head, end, inflight: VecDeque::new(), strict }
+        Pipeline {
+            stream,
+            ring,
+            epoch,
+            head,
+            end,
+            inflight: VecDeque::new(),
+            strict,
+            batch_bytes: Vec::new(),
+        }
     }
 
     pub fn ring(&self) -> &Ring {
@@ -407,8 +418,15 @@ impl Pipeline {
         }
         let parts: Vec<BatchEntry<'_>> =
             entries.iter().map(|e| BatchEntry { meta: e.meta, payload: &e.payload }).collect();
-        let built = build_batch(&parts, pos, self.epoch, self.ring.align_bytes, self.strict);
-        debug_assert_eq!(built.bytes.len() as u64, len);
+        let update_tail = build_batch_into(
+            &parts,
+            pos,
+            self.epoch,
+            self.ring.align_bytes,
+            self.strict,
+            &mut self.batch_bytes,
+        );
+        debug_assert_eq!(self.batch_bytes.len() as u64, len);
         if let Some((wpos, wlen)) = wrap {
             let at = self.ring.offset_of(wpos);
             env.region.write(at, &wrap_header(wpos, self.epoch, wlen));
@@ -416,13 +434,13 @@ impl Pipeline {
             bump(&env.stats.wraps, 1);
         }
         let at = self.ring.offset_of(pos);
-        env.region.write(at, &built.bytes);
+        env.region.write(at, &self.batch_bytes);
         env.region.flush(at, len);
         self.end = new_end;
         bump(&env.stats.batches, 1);
         bump(&env.stats.batch_bytes, len);
         bump(&env.stats.entry_bytes, entries_bytes);
-        let update = built.update_tail.map(|(tail_at, word)| {
+        let update = update_tail.map(|(tail_at, word)| {
             let last = entries.last().expect("a deferred tail is the last entry's");
             debug_assert!(
                 last.meta.lsn == 0 || last.snapshot.is_some(),

@@ -96,6 +96,16 @@ mod imp {
                 inner: Some(self.inner.lock().unwrap_or_else(PoisonError::into_inner)),
             }
         }
+
+        /// The lock if it is free now, as `parking_lot`'s `try_lock`.
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            let inner = match self.inner.try_lock() {
+                Ok(g) => g,
+                Err(shuttle::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(shuttle::sync::TryLockError::WouldBlock) => return None,
+            };
+            Some(MutexGuard { mutex: &self.inner, inner: Some(inner) })
+        }
     }
 
     /// The guard of [`Mutex`]; a condition variable borrows it mutably while

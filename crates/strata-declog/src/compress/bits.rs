@@ -8,47 +8,48 @@
 
 use crate::error::DecodeError;
 
-/// Appends bits, most significant first.
+/// Appends bits, most significant first. Bits gather in a 128-bit
+/// accumulator and reach the bytes 64 at a time (a point's XOR code is
+/// written in one call, not byte by byte).
 #[derive(Default, Debug)]
 pub(crate) struct BitWriter {
     bytes: Vec<u8>,
-    /// Bits used in the last byte (0 means the last byte is full or absent).
-    used_in_last: u32,
+    /// Bits not yet in `bytes`, the newest lowest; only the low `pending`
+    /// bits count.
+    acc: u128,
+    /// Fewer than 64 between calls.
+    pending: u32,
 }
 
 impl BitWriter {
     pub(crate) fn write_bit(&mut self, bit: bool) {
-        if self.used_in_last == 0 {
-            self.bytes.push(0);
-        }
-        if bit {
-            let last = self.bytes.len() - 1;
-            self.bytes[last] |= 0x80 >> self.used_in_last;
-        }
-        self.used_in_last = (self.used_in_last + 1) % 8;
+        self.write_bits(u64::from(bit), 1);
     }
 
-    /// Writes the low `count` bits of `value` (`count <= 64`), up to a
-    /// byte at a time.
+    /// Writes the low `count` bits of `value` (`count <= 64`).
     pub(crate) fn write_bits(&mut self, value: u64, count: u32) {
         debug_assert!(count <= 64);
-        let mut left = count;
-        while left > 0 {
-            if self.used_in_last == 0 {
-                self.bytes.push(0);
-            }
-            let room = 8 - self.used_in_last;
-            let take = room.min(left);
-            let chunk = (value >> (left - take)) & ((1u64 << take) - 1);
-            let last = self.bytes.len() - 1;
-            self.bytes[last] |= (chunk as u8) << (room - take);
-            self.used_in_last = (self.used_in_last + take) % 8;
-            left -= take;
+        if count == 0 {
+            return;
+        }
+        let low = if count == 64 { value } else { value & ((1u64 << count) - 1) };
+        self.acc = (self.acc << count) | u128::from(low);
+        self.pending += count;
+        if self.pending >= 64 {
+            self.pending -= 64;
+            self.bytes.extend_from_slice(&((self.acc >> self.pending) as u64).to_be_bytes());
         }
     }
 
     /// The bytes written, the last one zero-padded.
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(mut self) -> Vec<u8> {
+        while self.pending >= 8 {
+            self.pending -= 8;
+            self.bytes.push((self.acc >> self.pending) as u8);
+        }
+        if self.pending > 0 {
+            self.bytes.push((self.acc << (8 - self.pending)) as u8);
+        }
         self.bytes
     }
 }
@@ -152,24 +153,32 @@ mod tests {
         assert!(r.read_bits(1).is_err(), "past the end is an error");
     }
 
+    /// Bits to bytes one bit at a time, most significant first, zero-padded:
+    /// the reference the writer must agree with.
+    fn reference_bytes(bits: &[bool]) -> Vec<u8> {
+        bits.chunks(8)
+            .map(|byte| byte.iter().enumerate().fold(0u8, |b, (i, &bit)| b | (u8::from(bit) << (7 - i))))
+            .collect()
+    }
+
     #[test]
-    fn chunked_bits_match_bit_by_bit() {
+    fn written_bits_match_a_bit_by_bit_reference() {
         use rand::{Rng, SeedableRng};
         let seed = 0xb175_u64;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut next = || rng.gen::<u64>();
-        let (mut fast, mut slow, mut fields) = (BitWriter::default(), BitWriter::default(), Vec::new());
+        let (mut w, mut bits, mut fields) = (BitWriter::default(), Vec::new(), Vec::new());
         for _ in 0..2000 {
             let count = (next() % 65) as u32;
-            let value = next() & if count == 64 { u64::MAX } else { (1u64 << count) - 1 };
-            fast.write_bits(value, count);
-            for i in (0..count).rev() {
-                slow.write_bit((value >> i) & 1 == 1);
-            }
-            fields.push((value, count));
+            // Bits above `count` must be ignored.
+            let value = next();
+            w.write_bits(value, count);
+            let low = if count == 64 { value } else { value & ((1u64 << count) - 1) };
+            bits.extend((0..count).rev().map(|i| (low >> i) & 1 == 1));
+            fields.push((low, count));
         }
-        let bytes = fast.into_bytes();
-        assert_eq!(bytes, slow.into_bytes(), "seed {seed:#x}");
+        let bytes = w.into_bytes();
+        assert_eq!(bytes, reference_bytes(&bits), "seed {seed:#x}");
         let mut r = BitReader::new(&bytes);
         for (value, count) in fields {
             assert_eq!(r.read_bits(count).unwrap(), value, "seed {seed:#x}");

@@ -20,16 +20,18 @@ impl DecLog {
         self.pump()?;
         let mut control = self.shared.control.lock();
         let mut pipelines: Vec<_> = self.shared.streams.iter().map(|s| s.pipeline.lock()).collect();
+        // Lock order: pipeline, keys, queues (a producer compresses under
+        // `keys` and pushes under `queues`).
+        let mut keys: Vec<_> = self.shared.streams.iter().map(|s| s.keys.lock()).collect();
         let queues: Vec<_> = self.shared.streams.iter().map(|s| s.queues.lock()).collect();
         if !pipelines.iter().all(|p| p.is_idle()) || !queues.iter().all(|q| q.is_idle()) {
             return Err(DeclogError::InvalidInput("truncate_all ran concurrently with commits".into()));
         }
-        for stream in &self.shared.streams {
-            if let Some(table) = stream.keys.lock().as_mut() {
-                table.reset_states();
-            }
+        for table in keys.iter_mut().filter_map(|k| k.as_mut()) {
+            table.reset_states();
         }
         drop(queues);
+        drop(keys);
         let heads: Vec<u64> = pipelines.iter_mut().map(|p| p.truncate_to_end()).collect();
         control.generation += 1;
         persist_heads(&self.shared.region, &self.shared.layout, control.generation, &heads);
@@ -50,14 +52,15 @@ impl DecLog {
         self.pump()?;
         let mut control = self.shared.control.lock();
         let pipelines: Vec<_> = self.shared.streams.iter().map(|s| s.pipeline.lock()).collect();
+        let mut keys: Vec<_> = self.shared.streams.iter().map(|s| s.keys.lock()).collect();
         let queues: Vec<_> = self.shared.streams.iter().map(|s| s.queues.lock()).collect();
         if !pipelines.iter().all(|p| p.is_idle()) || !queues.iter().all(|q| q.is_idle()) {
             return Err(DeclogError::InvalidInput("cut ran concurrently with commits".into()));
         }
         let ends: Vec<u64> = pipelines.iter().map(|p| p.end()).collect();
         let region = &self.shared.region;
-        for (s, stream) in self.shared.streams.iter().enumerate() {
-            if let Some(table) = stream.keys.lock().as_mut() {
+        for (s, table) in keys.iter_mut().enumerate() {
+            if let Some(table) = table.as_mut() {
                 table.snapshot_to(region, self.shared.layout.key_table_copy(s))?;
                 table.clear_for_checkpoint();
             }
@@ -66,6 +69,7 @@ impl DecLog {
         persist_cut_record(region, &self.shared.layout, &record);
         control.cut = Some(record);
         drop(queues);
+        drop(keys);
         drop(pipelines);
         Ok(CutPoint { ends })
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use strata_media::TxnId;
 
 use super::{DecLog, Shared};
-use crate::compress::key_table::KeyTable;
+use crate::compress::key_table::{KeyState, KeyTable};
 use crate::compress::log_codec::{
     check_payload, compress_entry, payload_key, register_key, undo_compression,
 };
@@ -161,7 +161,7 @@ impl DecLog {
             self.validate(&borrowed, form)?;
             self.register_keys(&borrowed, form)?;
         }
-        let mut per_stream = self.no_routes();
+        let mut per_stream = self.no_routes(txns.iter().map(|(_, e)| e.len()).sum());
         let tickets =
             txns.into_iter().map(|(txn, entries)| self.route(txn, entries, form, &mut per_stream)).collect();
         self.push_routes(per_stream)?;
@@ -175,15 +175,19 @@ impl DecLog {
         entries: Vec<EntryOwned>,
         form: PayloadForm,
     ) -> Result<Ticket, DeclogError> {
-        let mut per_stream = self.no_routes();
+        let mut per_stream = self.no_routes(entries.len());
         let ticket = self.route(txn, entries, form, &mut per_stream);
         self.push_routes(per_stream)?;
         Ok(ticket)
     }
 
-    /// One empty list of pending entries per stream, for [`Self::route`].
-    fn no_routes(&self) -> Vec<Vec<PendingEntry>> {
-        (0..self.shared.layout.threads).map(|_| Vec::new()).collect()
+    /// One empty list of pending entries per stream, for [`Self::route`]
+    /// to route `entries` into (room for a fair share and some more, so
+    /// they rarely grow).
+    fn no_routes(&self, entries: usize) -> Vec<Vec<PendingEntry>> {
+        let threads = self.shared.layout.threads;
+        let share = entries / threads + entries / 8 + 1;
+        (0..threads).map(|_| Vec::with_capacity(share)).collect()
     }
 
     /// Pushes each stream's routed entries, stream by stream.
@@ -233,58 +237,71 @@ impl DecLog {
 
     /// Queues one transaction's entries for stream `s`, all under one lock
     /// unless the queues fill up on the way, so a batch rarely splits them.
+    ///
+    /// They are compressed first under the stream's key-table lock alone
+    /// (held until they are queued, so stream order is compression order),
+    /// then pushed under the queues' lock, which the pipeline needs to take
+    /// and release queues: compressing a request's points takes
+    /// milliseconds, and the pipeline no longer waits for it.
     fn push_group(&self, s: usize, group: Vec<PendingEntry>) -> Result<(), DeclogError> {
         let stream = &self.shared.streams[s];
-        let mut rest = group.into_iter();
-        let mut next = rest.next();
-        while let Some(first) = next.take() {
+        let mut todo = group;
+        while !todo.is_empty() {
             if let Some(reason) = self.shared.poison.get() {
-                first.ticket.fail(reason.clone());
+                todo[0].ticket.fail(reason.clone());
                 return Err(DeclogError::Poisoned(reason.describe()));
             }
-            let mut qs = stream.queues.lock();
             let mut keys = stream.keys.lock();
-            let mut entry = Some(first);
-            while let Some(mut e) = entry.take() {
-                // Compress under the queue lock, so stream order is compression order.
+            let mut ready: Vec<(PendingEntry, Option<Undo>)> = Vec::with_capacity(todo.len());
+            for mut e in todo.drain(..) {
                 let undo = match keys.as_mut() {
                     Some(table) if !key_registered(table, e.meta.form, &e.payload) => {
                         e.meta.raw = true;
                         None
                     }
-                    Some(table) => {
-                        let (c, before) = compress_entry(table, e.meta.form, &e.payload, e.meta.txn.0)?;
-                        e.meta.compressed = c.compressed;
-                        Some((std::mem::replace(&mut e.payload, c.payload), before))
-                    }
+                    Some(table) => match compress_entry(table, e.meta.form, &e.payload, e.meta.txn.0) {
+                        Ok((c, before)) => {
+                            e.meta.compressed = c.compressed;
+                            Some((std::mem::replace(&mut e.payload, c.payload), before))
+                        }
+                        Err(err) => {
+                            // Nothing of the group is queued: the table goes back.
+                            undo_all(keys.as_mut(), &mut ready);
+                            return Err(err);
+                        }
+                    },
                     None => None,
                 };
-                let (logged, compressed) = (e.payload.len() as u64, e.meta.compressed);
-                match qs.push(e, &self.shared.snapshots) {
-                    Ok(()) => {
-                        let stats = &self.shared.stats;
-                        stats.payload_bytes_logged.fetch_add(logged, Ordering::Relaxed);
-                        stats.compressed_entries.fetch_add(compressed as u64, Ordering::Relaxed);
-                        entry = rest.next();
-                    }
-                    Err(mut back) => {
-                        // No free queue: undo the compression, retry later as submitted.
-                        if let (Some(table), Some((original, before))) = (keys.as_mut(), undo) {
-                            undo_compression(table, back.meta.form, &original, before);
-                            back.payload = original;
-                            back.meta.compressed = false;
+                ready.push((e, undo));
+            }
+            let qs = {
+                let mut qs = stream.queues.lock();
+                let mut ready = ready.into_iter();
+                for (e, undo) in ready.by_ref() {
+                    let (logged, compressed) = (e.payload.len() as u64, e.meta.compressed);
+                    match qs.push(e, &self.shared.snapshots) {
+                        Ok(()) => {
+                            let stats = &self.shared.stats;
+                            stats.payload_bytes_logged.fetch_add(logged, Ordering::Relaxed);
+                            stats.compressed_entries.fetch_add(compressed as u64, Ordering::Relaxed);
                         }
-                        back.meta.raw = false;
-                        next = Some(back);
-                        break;
+                        Err(back) => {
+                            // No free queue: the rest goes back as submitted,
+                            // to be retried once a queue is free.
+                            let mut rest: Vec<_> = std::iter::once((back, undo)).chain(ready).collect();
+                            undo_all(keys.as_mut(), &mut rest);
+                            todo = rest.into_iter().map(|(e, _)| e).collect();
+                            break;
+                        }
                     }
                 }
-            }
+                qs
+            };
             drop(keys);
             if qs.has_work(self.shared.close_open()) {
                 stream.work_cv.notify_one();
             }
-            if next.is_none() {
+            if todo.is_empty() {
                 return Ok(());
             }
             match self.shared.mode {
@@ -319,6 +336,25 @@ impl DecLog {
     pub fn hold_flush(&self) -> FlushHold {
         self.shared.flush_holds.fetch_add(1, Ordering::SeqCst);
         FlushHold { shared: self.shared.clone() }
+    }
+}
+
+/// The payload an entry was submitted with and its key's state before it
+/// was compressed.
+type Undo = (Vec<u8>, KeyState);
+
+/// Takes back the compression of entries not queued, newest first (so a
+/// key with several of them ends at its state before the first), and
+/// restores them as submitted.
+fn undo_all(table: Option<&mut KeyTable>, entries: &mut [(PendingEntry, Option<Undo>)]) {
+    let Some(table) = table else { return };
+    for (e, undo) in entries.iter_mut().rev() {
+        if let Some((original, before)) = undo.take() {
+            undo_compression(table, e.meta.form, &original, before);
+            e.payload = original;
+            e.meta.compressed = false;
+        }
+        e.meta.raw = false;
     }
 }
 

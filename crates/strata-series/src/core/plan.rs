@@ -28,7 +28,7 @@ impl SeriesCore {
         let mut new_series: Vec<NewSeries> = Vec::new();
         let mut new_ids: HashMap<NewSeriesRef<'_>, SeriesId> = HashMap::new();
         let mut new_types: HashMap<(&str, &str), FieldType> = HashMap::new();
-        let mut out_points = Vec::new();
+        let mut out_points = Vec::with_capacity(points.iter().map(|p| p.fields.len()).sum());
         let mut next_id = index.next_id();
         for (i, p) in points.iter().enumerate() {
             if let Some(why) = malformed(p) {

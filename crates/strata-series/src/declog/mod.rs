@@ -15,7 +15,8 @@
 //! - [`side`]: the engine's DecLog state (log, side table, cut lock, LSN era);
 //! - [`protocol`]: [`DeclogProtocol`], DecLog behind the series engine's
 //!   commit-protocol trait;
-//! - `write_path`: transactions under DecLog (4.1-4.3);
+//! - `write_path`: transactions under DecLog (4.1-4.3), with `runs`
+//!   putting a transaction's operations in per-series runs;
 //! - `checkpoint`: the non-blocking checkpoint (4.5) and the barrier for
 //!   whole-database operations;
 //! - `replay`: recovery (4.6): parallel LSN-0 replay, update buckets.
@@ -27,6 +28,7 @@ pub mod ext_ts;
 pub mod lsn;
 pub mod protocol;
 pub mod replay;
+mod runs;
 pub mod side;
 pub(crate) mod touched;
 mod write_path;

@@ -28,11 +28,13 @@ pub struct DeclogProtocol {
     /// Held while a transaction is planned (ids handed out, points
     /// classified), so planning is serialized as in the paper's step 1.
     pub(crate) touched: Mutex<TouchedMap>,
+    /// Planning's vectors, reused from transaction to transaction.
+    pub(crate) run_buffers: super::runs::RunBuffers,
 }
 
 impl DeclogProtocol {
     pub(crate) fn new(side: DeclogSide, touched: TouchedMap) -> DeclogProtocol {
-        DeclogProtocol { side, touched: Mutex::new(touched) }
+        DeclogProtocol { side, touched: Mutex::new(touched), run_buffers: Default::default() }
     }
 
     /// The log and its engine-side state.

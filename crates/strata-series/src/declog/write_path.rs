@@ -50,6 +50,7 @@ use super::control_table::PointRef;
 use super::entry_key::{encode_key, encode_per_key};
 use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
 use super::protocol::DeclogProtocol;
+use super::runs::PlannedOp;
 use super::side::{DeclogSide, LogKey};
 use super::touched::{Existence, PlanToken, TouchedMap};
 use crate::core::data::PointChange;
@@ -72,7 +73,7 @@ const MAX_KEY_BYTES_HINT: u64 = 256;
 struct PlannedTxn<'p> {
     /// (series, ts) -> what to do; one per point (the last write wins),
     /// grouped by series, each series' operations in the transaction's order.
-    ops: Vec<(SeriesId, TimestampNs, PointChange)>,
+    ops: Vec<PlannedOp>,
     reads: Vec<Option<(SeriesId, TimestampNs)>>,
     outcome: crate::store::WriteOutcome,
     /// Its ranges in flight; dropped once it is applied or failed.
@@ -406,7 +407,8 @@ impl DeclogProtocol {
             let mut batch = core.data().batch();
             for logged in &mut durable {
                 // One run per series (planning grouped them), one shard lock each.
-                let mut ops = std::mem::take(&mut logged.plan.ops).into_iter().peekable();
+                let mut planned = std::mem::take(&mut logged.plan.ops);
+                let mut ops = planned.drain(..).peekable();
                 while let Some((id, _, first)) = ops.peek() {
                     let (id, field_type) = (*id, core.field_type_for(*id, first));
                     let run =
@@ -414,6 +416,8 @@ impl DeclogProtocol {
                     let applied = batch.apply_run(id, field_type, run, max_file_seq);
                     debug_assert!(applied, "a type-checked change to {id} did not apply");
                 }
+                drop(ops);
+                self.run_buffers.give_back(planned);
             }
         }
         for logged in durable {
@@ -450,11 +454,13 @@ impl DeclogProtocol {
                 (Some(rec), outcome)
             }
         };
-        let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> =
-            Vec::with_capacity(outcome.values_written + others.len());
-        if let Some(WalRecord::Write { points, .. }) = rec {
-            ops.extend(points.into_iter().map(|(id, ts, v)| (id, ts, Some(v))));
-        }
+        // Built in place from the record's points (same layout: no copy).
+        let mut ops: Vec<(SeriesId, TimestampNs, Option<FieldValue>)> = match rec {
+            Some(WalRecord::Write { points, .. }) => {
+                points.into_iter().map(|(id, ts, v)| (id, ts, Some(v))).collect()
+            }
+            _ => Vec::new(),
+        };
         let mut reads = Vec::new();
         {
             let index = core.index().read();
@@ -476,42 +482,33 @@ impl DeclogProtocol {
                 }
             }
         }
-        // One run per series in time order (the sort is stable), one
-        // operation per point: the transaction's last one wins.
-        ops.sort_by_key(|(id, ts, _)| (*id, *ts));
-        ops.dedup_by(|later, kept| {
-            let same = later.0 == kept.0 && later.1 == kept.1;
-            if same {
-                std::mem::swap(&mut later.2, &mut kept.2);
-            }
-            same
-        });
+        // One run per series in time order, one operation per point: the
+        // transaction's last one wins.
+        let mut ops = self.run_buffers.sort(&mut ops);
         // Classify each series' run against the transactions planned before
         // (their ranges are in flight), then put its own range in flight.
+        // Every write starts as an insert; one that may exist becomes an update.
         let mut touched = self.touched.lock();
         let token = touched.token();
         let mut ids = Vec::new();
-        let mut planned = Vec::with_capacity(ops.len());
-        let mut ops = ops.into_iter().peekable();
-        while let Some(&(id, lo, _)) = ops.peek() {
+        for run in ops.chunk_by_mut(|a, b| a.0 == b.0) {
+            let id = run[0].0;
             let series = touched.series(core, id);
-            let mut hi = lo;
-            while let Some((_, ts, v)) = ops.next_if(|(i, ..)| *i == id) {
-                let what = match v {
-                    Some(v) => match series.classify(core, id, ts) {
-                        Existence::New => PointChange::Insert(v),
-                        Existence::MayExist => PointChange::Update(v),
-                    },
-                    None => PointChange::Delete,
-                };
-                hi = ts;
-                planned.push((id, ts, what));
+            for (_, ts, what) in run.iter_mut() {
+                if matches!(what, PointChange::Insert(_))
+                    && series.classify(core, id, *ts) == Existence::MayExist
+                {
+                    if let PointChange::Insert(v) = std::mem::replace(what, PointChange::Delete) {
+                        *what = PointChange::Update(v);
+                    }
+                }
             }
-            series.plan(token, lo, hi);
+            series.plan(token, run[0].1, run[run.len() - 1].1);
             ids.push(id);
         }
+        drop(touched);
         let in_flight = InFlight { touched: &self.touched, token, ids };
-        Ok(PlannedTxn { ops: planned, reads, outcome, _in_flight: in_flight })
+        Ok(PlannedTxn { ops, reads, outcome, _in_flight: in_flight })
     }
 
     /// A series' log key, from the cache or encoded from the index.
