@@ -28,8 +28,6 @@ const DENSE_SPREAD_PER_OP: u64 = 4;
 /// vectors are megabytes: allocating them afresh faults in new pages).
 #[derive(Default)]
 pub(crate) struct RunScratch {
-    /// Source index of each operation in sorted order.
-    order: Vec<u32>,
     /// Counting sort: the next position of each id.
     next: Vec<u32>,
 }
@@ -51,6 +49,7 @@ impl RunBuffers {
         sort_into_runs(
             ops,
             |v| v.take().map_or(PointChange::Delete, PointChange::Insert),
+            PointChange::Delete,
             &mut scratch,
             &mut out,
         );
@@ -75,66 +74,62 @@ fn put_back<T>(pool: &Mutex<Vec<T>>, item: T) {
 /// Moves `ops` into `out` (cleared first) in (series, time) order, each
 /// through `take`, keeping one operation per point: the transaction's
 /// last (`ops` is in transaction order). `out` is usually a vector kept
-/// from an earlier transaction.
-pub(crate) fn sort_into_runs<A, B>(
+/// from an earlier transaction; `filler` is any value, for the slots a
+/// counting sort scatters into.
+///
+/// The counting sort reads `ops` in order and scatters into `out`: a
+/// request is row-major and its runs column-major, and random writes cost
+/// far less than random reads (a gather by a sorted index was most of the
+/// sort's time).
+pub(crate) fn sort_into_runs<A, B: Clone>(
     ops: &mut [(SeriesId, TimestampNs, A)],
     mut take: impl FnMut(&mut A) -> B,
+    filler: B,
     scratch: &mut RunScratch,
     out: &mut Vec<(SeriesId, TimestampNs, B)>,
 ) {
     assert!(ops.len() < u32::MAX as usize, "a transaction's operations are counted in u32");
     out.clear();
-    out.reserve(ops.len());
-    let order = &mut scratch.order;
-    order.clear();
-    if ops.windows(2).all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1)) {
-        order.extend(0..ops.len() as u32);
-    } else {
-        stable_order(ops, &mut scratch.next, order);
-    }
-    for (k, &i) in order.iter().enumerate() {
-        let (id, ts) = (ops[i as usize].0, ops[i as usize].1);
-        // The last of several operations on one point wins (they are in
-        // transaction order: the sort is stable).
-        let last_of_point =
-            order.get(k + 1).is_none_or(|&j| (ops[j as usize].0, ops[j as usize].1) != (id, ts));
-        if last_of_point {
-            out.push((id, ts, take(&mut ops[i as usize].2)));
-        }
-    }
-    debug_assert!(out.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
-}
-
-/// `order` = the indexes of `ops` sorted stably by (series, time):
-/// counting sort by series id (or a comparison sort when the ids are
-/// sparse), then each series' run by time when it is not in order.
-fn stable_order<A>(ops: &[(SeriesId, TimestampNs, A)], next: &mut Vec<u32>, order: &mut Vec<u32>) {
+    let in_order = ops.windows(2).all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1));
     let (lo, hi) = ops.iter().fold((u64::MAX, 0), |(lo, hi), (id, ..)| (lo.min(id.0), hi.max(id.0)));
-    let spread = hi - lo;
-    if spread > DENSE_SPREAD_PER_OP * ops.len() as u64 {
-        order.extend(0..ops.len() as u32);
-        order.sort_by_key(|&i| (ops[i as usize].0, ops[i as usize].1));
-        return;
-    }
-    next.clear();
-    next.resize(spread as usize + 2, 0);
-    for (id, ..) in ops {
-        next[(id.0 - lo) as usize + 1] += 1;
-    }
-    for i in 1..next.len() {
-        next[i] += next[i - 1];
-    }
-    order.resize(ops.len(), 0);
-    for (i, (id, ..)) in ops.iter().enumerate() {
-        let at = &mut next[(id.0 - lo) as usize];
-        order[*at as usize] = i as u32;
-        *at += 1;
-    }
-    for run in order.chunk_by_mut(|&a, &b| ops[a as usize].0 == ops[b as usize].0) {
-        if !run.windows(2).all(|w| ops[w[0] as usize].1 <= ops[w[1] as usize].1) {
-            run.sort_by_key(|&i| ops[i as usize].1);
+    let spread = hi.saturating_sub(lo);
+    if in_order || spread > DENSE_SPREAD_PER_OP * ops.len() as u64 {
+        out.extend(ops.iter_mut().map(|(id, ts, v)| (*id, *ts, take(v))));
+        if !in_order {
+            // Stable: of several operations on one point the last stays last.
+            out.sort_by_key(|(id, ts, _)| (*id, *ts));
+        }
+    } else {
+        let next = &mut scratch.next;
+        next.clear();
+        next.resize(spread as usize + 2, 0);
+        for (id, ..) in ops.iter() {
+            next[(id.0 - lo) as usize + 1] += 1;
+        }
+        for i in 1..next.len() {
+            next[i] += next[i - 1];
+        }
+        out.resize(ops.len(), (SeriesId(0), 0, filler));
+        for (id, ts, v) in ops.iter_mut() {
+            let at = &mut next[(id.0 - lo) as usize];
+            out[*at as usize] = (*id, *ts, take(v));
+            *at += 1;
+        }
+        for run in out.chunk_by_mut(|a, b| a.0 == b.0) {
+            if !run.windows(2).all(|w| w[0].1 <= w[1].1) {
+                run.sort_by_key(|(_, ts, _)| *ts);
+            }
         }
     }
+    // One per point: the transaction's last.
+    out.dedup_by(|later, kept| {
+        let same = later.0 == kept.0 && later.1 == kept.1;
+        if same {
+            std::mem::swap(&mut later.2, &mut kept.2);
+        }
+        same
+    });
+    debug_assert!(out.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
 }
 
 #[cfg(test)]
@@ -166,7 +161,7 @@ mod tests {
                 .collect();
             let mut scratch = RunScratch::default();
             let mut out = vec![(SeriesId(7), 7, 7)];
-            sort_into_runs(&mut ops.clone(), |v| *v, &mut scratch, &mut out);
+            sort_into_runs(&mut ops.clone(), |v| *v, 0, &mut scratch, &mut out);
             assert_eq!(out, reference(ops), "seed {seed}");
         }
     }
@@ -175,7 +170,7 @@ mod tests {
     fn sorted_input_is_only_deduplicated() {
         let ops = vec![(SeriesId(1), 1, 'a'), (SeriesId(1), 1, 'b'), (SeriesId(2), 0, 'c')];
         let mut out = Vec::new();
-        sort_into_runs(&mut ops.clone(), |v| *v, &mut RunScratch::default(), &mut out);
+        sort_into_runs(&mut ops.clone(), |v| *v, ' ', &mut RunScratch::default(), &mut out);
         assert_eq!(out, vec![(SeriesId(1), 1, 'b'), (SeriesId(2), 0, 'c')]);
     }
 }
