@@ -188,8 +188,21 @@ impl SeriesData {
     /// already updated or deleted it (then that one wins, as in replay,
     /// where LSN-0 entries go first).
     pub fn apply_insert(&mut self, ts: TimestampNs, value: FieldValue) {
-        if !self.patch.contains_key(&ts) && !self.point_deletes.contains(&ts) {
-            self.insert(ts, value);
+        if !self.point_deletes.is_empty() && self.point_deletes.contains(&ts) {
+            return;
+        }
+        // One descent of the patch (a load out of time order makes it
+        // large): an entry at `ts` is the later update; else the point goes
+        // to the open block when it extends it, or into the patch here.
+        let appendable = self.open.last_ts().is_none_or(|last| ts > last);
+        match self.patch.entry(ts) {
+            std::collections::btree_map::Entry::Occupied(_) => {}
+            std::collections::btree_map::Entry::Vacant(slot) if !appendable => {
+                slot.insert(value);
+            }
+            std::collections::btree_map::Entry::Vacant(_) => {
+                self.open.push(ts, &value).expect("field type checked before apply");
+            }
         }
     }
 
