@@ -60,7 +60,9 @@ use crate::config::{DeclogConfig, FlushMode};
 use crate::entry::{EntryIn, MIN_ENTRY_BYTES};
 use crate::error::DeclogError;
 use crate::layout::{format_area, persist_epoch, read_area, Control, Layout};
-use crate::pipeline::{DeclogStats, Pipeline, Poison, ProgressSignal, StatCounters, StepEnv, StepOutcome};
+use crate::pipeline::{
+    fence_flushed, DeclogStats, Pipeline, Poison, ProgressSignal, StatCounters, StepEnv, StepOutcome, Written,
+};
 use crate::queues::QueueSet;
 use crate::recovery::{parse_area, Recovered};
 use crate::snapshot::SnapshotTable;
@@ -107,17 +109,17 @@ impl Shared {
         self.step_locked(s, p)
     }
 
-    /// [`Self::step`] unless another thread is stepping stream `s` (then
-    /// `None`: that thread makes the progress; waiting for its lock would
-    /// only queue the helpers up behind it).
-    fn try_step(&self, s: usize) -> Option<StepOutcome> {
-        let p = self.streams[s].pipeline.try_lock()?;
-        Some(self.step_locked(s, p))
+    fn step_locked(&self, s: usize, mut p: MutexGuard<'_, Pipeline>) -> StepOutcome {
+        let outcome = p.step(&self.env(s));
+        if outcome == StepOutcome::Progress {
+            self.steps_progressed.fetch_add(1, Ordering::SeqCst);
+        }
+        outcome
     }
 
-    fn step_locked(&self, s: usize, mut p: MutexGuard<'_, Pipeline>) -> StepOutcome {
+    fn env(&self, s: usize) -> StepEnv<'_> {
         let stream = &self.streams[s];
-        let outcome = p.step(&StepEnv {
+        StepEnv {
             region: &self.region,
             snapshots: &self.snapshots,
             poison: &self.poison,
@@ -126,26 +128,58 @@ impl Shared {
             queues: &stream.queues,
             space_cv: &stream.space_cv,
             close_open: self.close_open(),
-        });
-        if outcome == StepOutcome::Progress {
+        }
+    }
+
+    /// One step of every stream together: the first half of a step
+    /// ([`Pipeline::write_step`]) on each, *one* fence for all that flushed,
+    /// then their second halves. A transaction's entries lie in several
+    /// streams; a logging thread per stream fences each (the paper's
+    /// design), a thread that flushes them together needs one fence. With
+    /// `skip_busy` a stream another thread is stepping is skipped (a
+    /// waiting committer: that thread makes its progress). Returns whether
+    /// it made progress and whether a stream was blocked.
+    fn step_together(&self, skip_busy: bool) -> (bool, bool) {
+        let mut locked: Vec<(usize, MutexGuard<'_, Pipeline>)> = (0..self.streams.len())
+            .filter_map(|s| {
+                let p = &self.streams[s].pipeline;
+                Some((s, if skip_busy { p.try_lock()? } else { p.lock() }))
+            })
+            .collect();
+        if self.layout.strict_ordering {
+            // Strict ordering (Fig. 12(a)'s baseline) persists one entry
+            // after another: a fence per stream step, nothing shared.
+            let outcomes: Vec<StepOutcome> =
+                locked.into_iter().map(|(s, p)| self.step_locked(s, p)).collect();
+            return (outcomes.contains(&StepOutcome::Progress), outcomes.contains(&StepOutcome::Blocked));
+        }
+        let (mut wrote_tail, mut blocked) = (false, false);
+        let mut flushed = Vec::with_capacity(locked.len());
+        for (i, (s, p)) in locked.iter_mut().enumerate() {
+            match p.write_step(&self.env(*s)) {
+                Written::Flushed { wrote_tail: tail } => {
+                    wrote_tail |= tail;
+                    flushed.push(i);
+                }
+                Written::Nothing(StepOutcome::Blocked) => blocked = true,
+                Written::Nothing(_) => {}
+            }
+        }
+        let Some(&first) = flushed.first() else { return (false, blocked) };
+        fence_flushed(&self.env(locked[first].0), wrote_tail);
+        for i in flushed {
+            let (s, p) = &mut locked[i];
+            p.complete_after_fence(&self.env(*s));
             self.steps_progressed.fetch_add(1, Ordering::SeqCst);
         }
-        outcome
+        (true, blocked)
     }
 
     /// Inline mode: steps every stream round-robin until all are idle.
     fn pump(&self) -> Result<(), DeclogError> {
         loop {
-            let mut progressed = false;
-            let mut busy = false;
             let before = self.steps_progressed.load(Ordering::SeqCst);
-            for s in 0..self.streams.len() {
-                match self.step(s) {
-                    StepOutcome::Progress => progressed = true,
-                    StepOutcome::Blocked => busy = true,
-                    StepOutcome::Idle => {}
-                }
-            }
+            let (progressed, busy) = self.step_together(false);
             if !progressed {
                 if !busy {
                     return Ok(());
@@ -411,20 +445,20 @@ impl DecLog {
     /// with fewer cores than committers plus logging threads, a committer
     /// that would sleep until a logging thread is scheduled does the flush
     /// itself: the step code is the same, under the same per-stream lock,
-    /// so the persist order is unchanged. A step that cannot progress (its
-    /// queue is still held open, or an update tail waits for another stream)
-    /// leaves the rest to the logging threads.
+    /// so the persist order is unchanged, except that the streams it flushes
+    /// together share one fence (`step_together`, which `pump` runs too,
+    /// so the crash lines check it). A step that cannot progress (its queue is still held
+    /// open, or an update tail waits for another stream) leaves the rest to
+    /// the logging threads; a stream another thread is stepping is skipped.
     pub fn wait_helping(&self, ticket: &crate::ticket::Ticket) -> Result<(), DeclogError> {
         if self.shared.mode == FlushMode::Inline {
             self.shared.pump()?;
             return if ticket.is_resolved() { ticket.wait() } else { Err(DeclogError::Stalled) };
         }
         while !ticket.is_resolved() {
-            let mut progressed = false;
-            for s in 0..self.shared.streams.len() {
-                progressed |= self.shared.try_step(s) == Some(StepOutcome::Progress);
-            }
-            if !progressed {
+            // Streams another thread is stepping are skipped: that thread
+            // makes their progress; queueing behind it would not.
+            if !self.shared.step_together(true).0 {
                 break;
             }
         }

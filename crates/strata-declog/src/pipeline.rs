@@ -80,6 +80,27 @@ fn skip_fence_planted(_wrote_tail: bool) -> bool {
     false
 }
 
+/// The fence after [`Pipeline::write_step`] flushed something (on one
+/// stream or several), counted; `wrote_tail` if an update tail was among it.
+pub(crate) fn fence_flushed(env: &StepEnv<'_>, wrote_tail: bool) {
+    if !(cfg!(any(test, feature = "crashtest")) && skip_fence_planted(wrote_tail)) {
+        env.region.fence();
+        bump(&env.stats.fences, 1);
+    }
+}
+
+/// What the first half of a step ([`Pipeline::write_step`]) did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// Flushed a batch or an update tail, not yet fenced.
+    Flushed {
+        /// An update tail was among what it flushed.
+        wrote_tail: bool,
+    },
+    /// Nothing to flush: the step's outcome.
+    Nothing(StepOutcome),
+}
+
 /// What one step did.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StepOutcome {
@@ -323,9 +344,25 @@ impl Pipeline {
 
     /// Runs one pipeline step (module comment).
     pub fn step(&mut self, env: &StepEnv<'_>) -> StepOutcome {
+        match self.write_step(env) {
+            Written::Flushed { wrote_tail } => {
+                fence_flushed(env, wrote_tail);
+                self.complete_after_fence(env);
+                StepOutcome::Progress
+            }
+            Written::Nothing(outcome) => outcome,
+        }
+    }
+
+    /// The first half of a step: writes and flushes (no fence) a pending
+    /// update tail whose body is durable and the next closed queue's batch.
+    /// After a `Flushed`, the caller fences, then calls
+    /// [`Pipeline::complete_after_fence`] (a helper flushing several
+    /// streams fences once for all of them).
+    pub fn write_step(&mut self, env: &StepEnv<'_>) -> Written {
         if let Some(reason) = env.poison.get() {
             self.fail_all(env, &reason, None);
-            return StepOutcome::Idle;
+            return Written::Nothing(StepOutcome::Idle);
         }
         let mut flushed = false;
         let mut wrote_tail = false;
@@ -372,19 +409,18 @@ impl Pipeline {
                 Err((reason, queue, entries)) => {
                     env.poison.set(reason.clone());
                     self.fail_all(env, &reason, Some((queue, entries)));
-                    return StepOutcome::Idle;
+                    return Written::Nothing(StepOutcome::Idle);
                 }
             }
         }
         if !flushed {
-            return if self.inflight.is_empty() { StepOutcome::Idle } else { StepOutcome::Blocked };
+            return Written::Nothing(if self.inflight.is_empty() {
+                StepOutcome::Idle
+            } else {
+                StepOutcome::Blocked
+            });
         }
-        if !(cfg!(any(test, feature = "crashtest")) && skip_fence_planted(wrote_tail)) {
-            env.region.fence();
-            bump(&env.stats.fences, 1);
-        }
-        self.complete_after_fence(env);
-        StepOutcome::Progress
+        Written::Flushed { wrote_tail }
     }
 
     /// Places, builds, writes and flushes one batch (and a wrap batch before
@@ -459,7 +495,9 @@ impl Pipeline {
     }
 
     /// After a fence: what was written in this step is persisted.
-    fn complete_after_fence(&mut self, env: &StepEnv<'_>) {
+    /// The second half of a step, after the fence that made what
+    /// [`Pipeline::write_step`] flushed durable: acknowledges it.
+    pub fn complete_after_fence(&mut self, env: &StepEnv<'_>) {
         let mut tail_persisted = false;
         for b in self.inflight.iter_mut() {
             if !b.body_durable {
