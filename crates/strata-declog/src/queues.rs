@@ -147,7 +147,10 @@ impl QueueSet {
         let slot = &mut self.slots[q];
         slot.state = SlotState::InFlight;
         slot.entries_bytes = 0;
-        Some((q, std::mem::take(&mut slot.entries)))
+        // The next fill is likely as large: room for it now, not a run of
+        // doublings (each a copy of the entries so far) while producers push.
+        let room = slot.entries.len();
+        Some((q, std::mem::replace(&mut slot.entries, Vec::with_capacity(room))))
     }
 
     /// Everything of queue `q` is persisted: it may be reopened.

@@ -22,6 +22,11 @@ pub(crate) struct BitWriter {
 }
 
 impl BitWriter {
+    /// A writer whose bits follow the bytes already in `bytes`.
+    pub(crate) fn appending_to(bytes: Vec<u8>) -> Self {
+        BitWriter { bytes, acc: 0, pending: 0 }
+    }
+
     pub(crate) fn write_bit(&mut self, bit: bool) {
         self.write_bits(u64::from(bit), 1);
     }
@@ -41,7 +46,8 @@ impl BitWriter {
         }
     }
 
-    /// The bytes written, the last one zero-padded.
+    /// The bytes (those it was given, then the bits written, the last byte
+    /// zero-padded).
     pub(crate) fn into_bytes(mut self) -> Vec<u8> {
         while self.pending >= 8 {
             self.pending -= 8;
@@ -183,6 +189,13 @@ mod tests {
         for (value, count) in fields {
             assert_eq!(r.read_bits(count).unwrap(), value, "seed {seed:#x}");
         }
+    }
+
+    #[test]
+    fn an_appending_writer_keeps_the_bytes_before_its_bits() {
+        let mut w = BitWriter::appending_to(vec![0xAB, 0xCD]);
+        w.write_bits(0b101, 3);
+        assert_eq!(w.into_bytes(), vec![0xAB, 0xCD, 0b1010_0000]);
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn compress_points(
     let mut out = Vec::with_capacity(16 + points.count as usize * 4);
     write_varint(&mut out, key_ref(record.id, !s.has_state));
     write_varint(&mut out, u64::from(points.count));
-    let mut w = BitWriter::default();
+    let mut w = BitWriter::appending_to(out);
     let mut shared: Option<&[u8]> = None;
     let mut all_same = true;
     for p in points.points() {
@@ -56,7 +56,7 @@ pub fn compress_points(
             Some(r) => all_same &= r == p.rest,
         }
     }
-    out.extend_from_slice(&w.into_bytes());
+    let mut out = w.into_bytes();
     if all_same {
         let rest = shared.expect("a points payload has a point");
         out.push(RESTS_SHARED);
