@@ -29,6 +29,7 @@ pub mod measure;
 pub mod peers;
 pub mod persist;
 pub mod report;
+pub mod settle;
 pub mod svg;
 pub mod ycsb_ts;
 

@@ -132,6 +132,9 @@ pub(super) struct RunFacts {
     pub pmem_log_bytes: u64,
     pub declog_file_bytes: u64,
     pub load_average_1m: [Option<f64>; 2],
+    /// Loads that started without an idle window before them
+    /// ([`crate::settle`]: the machine stayed busy for its time limit).
+    pub unsettled_loads: u32,
     pub checkpoints_during_load: u64,
     pub run_time: Duration,
     /// Loads whose rows were not all counted back, or whose query answers
@@ -367,7 +370,7 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
     let mut notes = vec![
         load_note(loads, None, "other work was running, so absolute figures are noise; compare ratios"),
         format!(
-            "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds",
+            "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds, each starting one variant later (A B C, B C A, ...)",
             facts.dataset_rows,
             opts.hosts,
             opts.rows_per_host,
@@ -377,6 +380,16 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
             opts.rounds
         ),
         "latency: one request from send to acknowledgement (204 after the commit is durable)".into(),
+        format!(
+            "before every load: sync, then a wait for a {} ms window with the CPUs {:.0} % idle (at most {} s){}",
+            crate::settle::SETTLE_WINDOW.as_millis(),
+            crate::settle::SETTLED_IDLE_FRACTION * 100.0,
+            crate::settle::SETTLE_LIMIT.as_secs(),
+            match facts.unsettled_loads {
+                0 => String::new(),
+                n => format!("; {n} loads started without one"),
+            }
+        ),
     ];
     if local {
         notes.push(format!(

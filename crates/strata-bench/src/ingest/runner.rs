@@ -237,9 +237,18 @@ pub(super) fn variants_in_order(
 }
 
 /// The order of loads: (round, variant index), every variant once per
-/// round in the same order (A B C A B C ...).
+/// round, each round starting one variant later than the one before (A B C,
+/// B C A, C A B, ...), so no variant always follows the same one (the
+/// heaviest peer's teardown is not always the same variant's neighbour).
+/// With two variants rounds alternate A B, A B: a rotation would repeat one.
 pub fn load_order(variants: usize, rounds: u32) -> Vec<(u32, usize)> {
-    (0..rounds).flat_map(|r| (0..variants).map(move |v| (r, v))).collect()
+    let rotate = variants >= 3;
+    (0..rounds)
+        .flat_map(|r| {
+            let first = if rotate { r as usize % variants } else { 0 };
+            (0..variants).map(move |k| (r, (first + k) % variants))
+        })
+        .collect()
 }
 
 pub(super) fn progress_bar(print: bool, rows: u64, label: String) -> ProgressBar {
@@ -481,7 +490,12 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     let mut reference_answers: BTreeMap<QueryKind, (String, Answer)> = BTreeMap::new();
     let started = Instant::now();
     let mut rows_per_s = vec![f64::NAN; variants.len()];
-    for (round, at) in load_order(variants.len(), opts.rounds) {
+    let mut unsettled_loads = 0u32;
+    let order = load_order(variants.len(), opts.rounds);
+    for (i, &(round, at)) in order.iter().enumerate() {
+        if !crate::settle::settle().1 {
+            unsettled_loads += 1;
+        }
         {
             // `s` borrows `samples` only in this block (the ratios below need all of them).
             let (v, s) = (&variants[at], &mut samples[at]);
@@ -552,7 +566,7 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
             }
             rows_per_s[at] = this_rows_per_s;
         }
-        let round_done = at + 1 == variants.len();
+        let round_done = order.get(i + 1).is_none_or(|&(next, _)| next != round);
         if let Some(none_at) = variants.iter().position(|v| matches!(v, Variant::Local(Protocol::None))) {
             if round_done {
                 let base = rows_per_s[none_at];
@@ -572,6 +586,7 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
         pmem_log_bytes: log_bytes_for(Protocol::SerialPmem, dataset.rows()),
         declog_file_bytes: log_bytes_for(Protocol::DeclogPmem, dataset.rows()),
         load_average_1m: [load_at_start, load_average_1m()],
+        unsettled_loads,
         checkpoints_during_load,
         run_time: started.elapsed(),
         verification_failures: failures.clone(),

@@ -427,15 +427,25 @@ fn conflicting_options_are_errors() {
 }
 
 #[test]
-fn rounds_alternate_every_variant_in_the_same_order() {
+fn rounds_alternate_every_variant_each_round_starting_one_later() {
     let order = load_order(4, 3);
     assert_eq!(order.len(), 12);
-    assert_eq!(&order[..5], [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]);
-    assert_eq!(order[11], (2, 3));
-    // A B C D A B C D ...: the same variant never loads twice in a row.
+    assert_eq!(&order[..5], [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1)]);
+    assert_eq!(&order[8..], [(2, 2), (2, 3), (2, 0), (2, 1)]);
+    // Every variant once per round; the same variant never loads twice in a
+    // row, and no variant always follows the same one.
+    for r in 0..3 {
+        let mut round: Vec<usize> = order.iter().filter(|(x, _)| *x == r).map(|(_, v)| *v).collect();
+        round.sort();
+        assert_eq!(round, [0, 1, 2, 3]);
+    }
     assert!(order.windows(2).all(|w| w[0].1 != w[1].1));
+    let followers_of_0: std::collections::BTreeSet<usize> =
+        order.windows(2).filter(|w| w[0].1 == 0).map(|w| w[1].1).collect();
+    assert!(followers_of_0.len() > 1, "{order:?}");
     assert!(load_order(4, 0).is_empty());
     assert_eq!(load_order(1, 2), [(0, 0), (1, 0)]);
+    assert_eq!(load_order(2, 2), [(0, 0), (0, 1), (1, 0), (1, 1)], "two variants: A B, A B");
 }
 
 #[test]
