@@ -370,7 +370,7 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
     let mut notes = vec![
         load_note(loads, None, "other work was running, so absolute figures are noise; compare ratios"),
         format!(
-            "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds, each starting one variant later (A B C, B C A, ...)",
+            "{} rows ({} hosts x {} rows every 10 s, 10 float fields) in {} requests of {} lines over {} connections; medians of {} interleaved rounds (the first in this order, each later one a seeded shuffle, so no variant always follows the same one)",
             facts.dataset_rows,
             opts.hosts,
             opts.rows_per_host,

@@ -237,18 +237,28 @@ pub(super) fn variants_in_order(
 }
 
 /// The order of loads: (round, variant index), every variant once per
-/// round, each round starting one variant later than the one before (A B C,
-/// B C A, C A B, ...), so no variant always follows the same one (the
-/// heaviest peer's teardown is not always the same variant's neighbour).
-/// With two variants rounds alternate A B, A B: a rotation would repeat one.
+/// round. The first round is in the given order (A B C ...); every later
+/// one a seeded shuffle of it that does not start with the variant the
+/// round before ended with, so no variant always follows the same one (the
+/// heaviest peer's teardown is not always the same variant's neighbour;
+/// rotating the order would keep the neighbours).
 pub fn load_order(variants: usize, rounds: u32) -> Vec<(u32, usize)> {
-    let rotate = variants >= 3;
-    (0..rounds)
-        .flat_map(|r| {
-            let first = if rotate { r as usize % variants } else { 0 };
-            (0..variants).map(move |k| (r, (first + k) % variants))
-        })
-        .collect()
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5eed_0f_10ad);
+    let mut order = Vec::with_capacity(variants * rounds as usize);
+    let mut round: Vec<usize> = (0..variants).collect();
+    for r in 0..rounds {
+        if r > 0 && variants > 1 {
+            let last = round[variants - 1];
+            round.shuffle(&mut rng);
+            if round[0] == last {
+                round.swap(0, variants - 1);
+            }
+        }
+        order.extend(round.iter().map(|&v| (r, v)));
+    }
+    order
 }
 
 pub(super) fn progress_bar(print: bool, rows: u64, label: String) -> ProgressBar {

@@ -427,25 +427,28 @@ fn conflicting_options_are_errors() {
 }
 
 #[test]
-fn rounds_alternate_every_variant_each_round_starting_one_later() {
-    let order = load_order(4, 3);
-    assert_eq!(order.len(), 12);
-    assert_eq!(&order[..5], [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1)]);
-    assert_eq!(&order[8..], [(2, 2), (2, 3), (2, 0), (2, 1)]);
-    // Every variant once per round; the same variant never loads twice in a
-    // row, and no variant always follows the same one.
-    for r in 0..3 {
+fn rounds_load_every_variant_once_in_varied_orders() {
+    let order = load_order(8, 5);
+    assert_eq!(order.len(), 40);
+    assert_eq!(&order[..3], [(0, 0), (0, 1), (0, 2)], "the first round in the given order");
+    for r in 0..5 {
         let mut round: Vec<usize> = order.iter().filter(|(x, _)| *x == r).map(|(_, v)| *v).collect();
         round.sort();
-        assert_eq!(round, [0, 1, 2, 3]);
+        assert_eq!(round, (0..8).collect::<Vec<_>>(), "round {r}");
     }
+    // The same variant never loads twice in a row, and no variant always
+    // follows the same one.
     assert!(order.windows(2).all(|w| w[0].1 != w[1].1));
-    let followers_of_0: std::collections::BTreeSet<usize> =
-        order.windows(2).filter(|w| w[0].1 == 0).map(|w| w[1].1).collect();
-    assert!(followers_of_0.len() > 1, "{order:?}");
+    for v in 0..8 {
+        let followers: std::collections::BTreeSet<usize> =
+            order.windows(2).filter(|w| w[0].1 == v).map(|w| w[1].1).collect();
+        assert!(followers.len() > 1, "variant {v} is always followed by {followers:?}: {order:?}");
+    }
+    assert_eq!(load_order(8, 5), order, "seeded: the same order every run");
     assert!(load_order(4, 0).is_empty());
     assert_eq!(load_order(1, 2), [(0, 0), (1, 0)]);
-    assert_eq!(load_order(2, 2), [(0, 0), (0, 1), (1, 0), (1, 1)], "two variants: A B, A B");
+    let two = load_order(2, 4);
+    assert!(two.windows(2).all(|w| w[0].1 != w[1].1), "{two:?}");
 }
 
 #[test]
