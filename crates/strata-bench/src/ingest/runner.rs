@@ -245,7 +245,7 @@ pub(super) fn variants_in_order(
 pub fn load_order(variants: usize, rounds: u32) -> Vec<(u32, usize)> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5eed_0f_10ad);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x005e_ed0f_10ad);
     let mut order = Vec::with_capacity(variants * rounds as usize);
     let mut round: Vec<usize> = (0..variants).collect();
     for r in 0..rounds {
