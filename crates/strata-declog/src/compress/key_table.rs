@@ -370,6 +370,12 @@ impl KeyTable {
         self.next_id
     }
 
+    /// The mirror record of a known key, to read and move its state in one
+    /// lookup (no PMem write, as [`KeyTable::set_state`]).
+    pub(crate) fn record_mut(&mut self, key: &[u8]) -> Option<&mut KeyRecord> {
+        self.by_key.get_mut(key)
+    }
+
     /// Sets the mirror state of a known key (no PMem write: states reach PMem
     /// only at insert, clear and snapshot).
     pub(crate) fn set_state(&mut self, key: &[u8], state: KeyState) {

@@ -23,7 +23,7 @@
 
 use super::codec::{compress, decompress, Compressed, LogPoint};
 use super::key_table::{KeyState, KeyTable};
-use super::points_codec::{compress_points, decompress_points};
+use super::points_codec::{compress_points, compress_points_of, decompress_points};
 use super::{point_payload, points_payload};
 use crate::entry::PayloadForm;
 use crate::error::DeclogError;
@@ -62,6 +62,32 @@ pub(crate) fn register_key(table: &mut KeyTable, key: &[u8]) -> Result<bool, Dec
     }
     table.insert_unfenced(key, None, KeyState::CLEARED)?;
     Ok(true)
+}
+
+/// [`compress_entry`] when the payload's key is in `table`; `Ok(None)` when
+/// it is not (the entry is logged raw). Per-key payloads take one key
+/// lookup for the check, the state and its update.
+pub(crate) fn compress_if_registered(
+    table: &mut KeyTable,
+    form: PayloadForm,
+    payload: &[u8],
+    entry_meta: u64,
+) -> Result<Option<(Compressed, KeyState)>, DeclogError> {
+    match form {
+        PayloadForm::PerKey => {
+            let points = points_payload::decode_accepted(payload);
+            let Some(record) = table.record_mut(points.key) else { return Ok(None) };
+            let before = record.state;
+            Ok(Some((compress_points_of(&points, entry_meta, record), before)))
+        }
+        PayloadForm::Single => {
+            let key = payload_key(form, payload)?;
+            if table.get(key).is_none() {
+                return Ok(None);
+            }
+            compress_entry(table, form, payload, entry_meta).map(Some)
+        }
+    }
 }
 
 /// Compresses a submitted payload of `form` against `table`; returns the

@@ -16,7 +16,7 @@
 
 use super::bits::{read_varint, write_varint, BitReader, BitWriter};
 use super::codec::{bad, first_state, key_ref, read_delta_coded, write_delta_coded, Compressed};
-use super::key_table::{KeyState, KeyTable};
+use super::key_table::{KeyRecord, KeyState, KeyTable};
 use super::points_payload::{PointsPayloadBuilder, PointsPayloadRef};
 use crate::error::DeclogError;
 
@@ -33,9 +33,19 @@ pub fn compress_points(
     entry_meta: u64,
     table: &mut KeyTable,
 ) -> Result<Compressed, DeclogError> {
-    let record = table.get(points.key).ok_or_else(|| {
+    let record = table.record_mut(points.key).ok_or_else(|| {
         DeclogError::InvalidInput("a per-key entry's key must be registered in its stream's key table".into())
     })?;
+    Ok(compress_points_of(points, entry_meta, record))
+}
+
+/// [`compress_points`] against the key's record, found by the caller (one
+/// lookup for the registration check, the state read and its update).
+pub(crate) fn compress_points_of(
+    points: &PointsPayloadRef<'_>,
+    entry_meta: u64,
+    record: &mut KeyRecord,
+) -> Compressed {
     let mut s = record.state;
     let mut out = Vec::with_capacity(16 + points.count as usize * 4);
     write_varint(&mut out, key_ref(record.id, !s.has_state));
@@ -69,8 +79,8 @@ pub fn compress_points(
             out.extend_from_slice(p.rest);
         }
     }
-    table.set_state(points.key, s);
-    Ok(Compressed { compressed: true, payload: out })
+    record.state = s;
+    Compressed { compressed: true, payload: out }
 }
 
 /// Decompresses a per-key entry's payload against `table` back to its

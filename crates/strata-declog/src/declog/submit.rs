@@ -13,7 +13,7 @@ use strata_media::TxnId;
 use super::{DecLog, Shared};
 use crate::compress::key_table::{KeyState, KeyTable};
 use crate::compress::log_codec::{
-    check_payload, compress_entry, payload_key, register_key, undo_compression,
+    check_payload, compress_if_registered, payload_key, register_key, undo_compression,
 };
 use crate::config::{FlushMode, MAX_TXN_ENTRIES};
 use crate::entry::{EntryIn, EntryMeta, EntryOwned, PayloadForm};
@@ -255,14 +255,16 @@ impl DecLog {
             let mut ready: Vec<(PendingEntry, Option<Undo>)> = Vec::with_capacity(todo.len());
             for mut e in todo.drain(..) {
                 let undo = match keys.as_mut() {
-                    Some(table) if !key_registered(table, e.meta.form, &e.payload) => {
-                        e.meta.raw = true;
-                        None
-                    }
-                    Some(table) => match compress_entry(table, e.meta.form, &e.payload, e.meta.txn.0) {
-                        Ok((c, before)) => {
+                    Some(table) => match compress_if_registered(table, e.meta.form, &e.payload, e.meta.txn.0)
+                    {
+                        Ok(Some((c, before))) => {
                             e.meta.compressed = c.compressed;
                             Some((std::mem::replace(&mut e.payload, c.payload), before))
+                        }
+                        Ok(None) => {
+                            // Not in the table (too long, or the table is full): raw.
+                            e.meta.raw = true;
+                            None
                         }
                         Err(err) => {
                             // Nothing of the group is queued: the table goes back.
@@ -356,10 +358,4 @@ fn undo_all(table: Option<&mut KeyTable>, entries: &mut [(PendingEntry, Option<U
         }
         e.meta.raw = false;
     }
-}
-
-/// Whether the key of a point payload is in the stream's key table (else
-/// the entry is logged raw).
-fn key_registered(table: &KeyTable, form: PayloadForm, payload: &[u8]) -> bool {
-    payload_key(form, payload).is_ok_and(|key| table.get(key).is_some())
 }
