@@ -555,6 +555,12 @@ mod tests {
     use crate::SuiteOptions;
 
     /// CI-sized, exactly as the suite's `quick` runs the line.
+    /// The line's quick run is clean and samples enough images.
+    fn assert_clean(variant: DeclogVariant) {
+        let report = quick(variant);
+        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+    }
+
     fn quick(variant: DeclogVariant) -> CrashReport {
         let seed = 0x05ee_d0d1;
         let target = SuiteTarget::SeriesDeclogPmem(variant);
@@ -575,38 +581,32 @@ mod tests {
 
     #[test]
     fn full_declog_survives_every_crash_point() {
-        let report = quick(DeclogVariant::Full);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::Full);
     }
 
     #[test]
     fn strict_ordering_survives_every_crash_point() {
-        let report = quick(DeclogVariant::Strict);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::Strict);
     }
 
     #[test]
     fn central_lsn_survives_every_crash_point() {
-        let report = quick(DeclogVariant::CentralLsn);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::CentralLsn);
     }
 
     #[test]
     fn one_thread_survives_every_crash_point() {
-        let report = quick(DeclogVariant::OneThread);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::OneThread);
     }
 
     #[test]
     fn raw_log_survives_every_crash_point() {
-        let report = quick(DeclogVariant::Raw);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::Raw);
     }
 
     #[test]
     fn no_checkpoints_survives_every_crash_point() {
-        let report = quick(DeclogVariant::NoCheckpoints);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::NoCheckpoints);
     }
 
     #[test]
@@ -628,20 +628,17 @@ mod tests {
 
     #[test]
     fn out_of_order_loads_survive_every_crash_point() {
-        let report = quick(DeclogVariant::OutOfOrderLoad);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::OutOfOrderLoad);
     }
 
     #[test]
     fn writes_of_one_point_in_one_group_survive_every_crash_point() {
-        let report = quick(DeclogVariant::SamePoint);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::SamePoint);
     }
 
     #[test]
     fn long_per_key_runs_survive_every_crash_point() {
-        let report = quick(DeclogVariant::PerKeyRuns);
-        assert!(report.is_clean() && report.images >= 500, "{}", report.line());
+        assert_clean(DeclogVariant::PerKeyRuns);
     }
 
     /// One uncrashed run of `variant` (`steps` steps), its counters.
