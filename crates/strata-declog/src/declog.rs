@@ -445,11 +445,12 @@ impl DecLog {
     /// with fewer cores than committers plus logging threads, a committer
     /// that would sleep until a logging thread is scheduled does the flush
     /// itself: the step code is the same, under the same per-stream lock,
-    /// so the persist order is unchanged, except that the streams it flushes
-    /// together share one fence (`step_together`, which `pump` runs too,
-    /// so the crash lines check it). A step that cannot progress (its queue is still held
-    /// open, or an update tail waits for another stream) leaves the rest to
-    /// the logging threads; a stream another thread is stepping is skipped.
+    /// so the persist order is unchanged, except that the streams it
+    /// flushes together share one fence (`step_together`, which `pump` runs
+    /// too, so the crash lines check it). A step that cannot progress (its
+    /// queue is still held open, or an update tail waits for another stream)
+    /// leaves the rest to the logging threads; a stream another thread is
+    /// stepping is skipped.
     pub fn wait_helping(&self, ticket: &crate::ticket::Ticket) -> Result<(), DeclogError> {
         if self.shared.mode == FlushMode::Inline {
             self.shared.pump()?;

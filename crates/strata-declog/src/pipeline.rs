@@ -494,9 +494,8 @@ impl Pipeline {
         Ok(InflightBatch { queue, entries, body_durable: false, update })
     }
 
-    /// After a fence: what was written in this step is persisted.
-    /// The second half of a step, after the fence that made what
-    /// [`Pipeline::write_step`] flushed durable: acknowledges it.
+    /// The second half of a step, after the fence that persisted what
+    /// [`Pipeline::write_step`] flushed: acknowledges it.
     pub fn complete_after_fence(&mut self, env: &StepEnv<'_>) {
         let mut tail_persisted = false;
         for b in self.inflight.iter_mut() {
