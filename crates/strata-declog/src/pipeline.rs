@@ -27,6 +27,14 @@
 //! block later insert transactions. Only the batch written since the last
 //! fence can be torn by a crash; parsing relies on that.
 //!
+//! A step is steps 1-2 ([`Pipeline::write_step`]), the fence, then the
+//! acknowledgements ([`Pipeline::complete_after_fence`]). A thread that
+//! steps every stream at once (a committer helping while it waits, or
+//! `pump`) runs the first halves of all of them, one fence, then the
+//! second halves: each stream still has at most one batch and one tail
+//! unfenced, and a transaction whose entries lie in several streams pays
+//! one fence, not one per stream.
+//!
 //! Strict ordering (the ablation baseline of Fig. 12(a), section 3.1): every
 //! queue holds one entry (DecLog opens the queues with length 1), every
 //! entry's tail is deferred like an update entry's (an insert's has no
