@@ -97,6 +97,35 @@ impl PeerEndpoint {
         }
     }
 
+    /// QuestDB: runs `sql` through `/exec`; its error if it failed.
+    fn questdb_exec(&self, sql: &str) -> anyhow::Result<serde_json::Value> {
+        let v = self.get_json(&questdb_exec_path(sql))?;
+        if let Some(e) = v.get("error") {
+            anyhow::bail!("QuestDB `{sql}` failed: {e}");
+        }
+        Ok(v)
+    }
+
+    /// QuestDB: the `wal_tables()` row of this endpoint's table as
+    /// `column=value` pairs (`Null` before the table exists).
+    fn questdb_wal_table(&self) -> anyhow::Result<String> {
+        let v =
+            self.questdb_exec(&format!("select * from wal_tables() where name = '{}'", self.measurement))?;
+        let names: Vec<&str> = v["columns"]
+            .as_array()
+            .context("no columns in the wal_tables() answer")?
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or("?"))
+            .collect();
+        let row = &v["dataset"][0];
+        Ok(names.iter().enumerate().map(|(i, n)| format!("{n}={}", row[i])).collect::<Vec<_>>().join(" "))
+    }
+
+    /// QuestDB: whether the apply job suspended this endpoint's table.
+    fn questdb_table_suspended(&self) -> anyhow::Result<bool> {
+        Ok(self.questdb_wal_table()?.contains("suspended=true"))
+    }
+
     /// VictoriaMetrics: makes buffered samples searchable and writes them to disk.
     pub fn force_flush(&self) -> anyhow::Result<()> {
         if self.kind == PeerKind::VictoriaMetrics {
@@ -225,7 +254,21 @@ impl RunningPeer {
             }
             PeerKind::VictoriaMetrics => endpoint.force_flush()?,
             PeerKind::QuestDb => {
-                settled &= wait_for(FLUSH_TIMEOUT, || Ok(endpoint.count_rows().ok() == Some(expected_rows)))?;
+                let sees_every_row = || Ok(endpoint.count_rows().ok() == Some(expected_rows));
+                let mut applied = wait_for(FLUSH_TIMEOUT, sees_every_row)?;
+                // A WAL table whose apply job failed stays suspended until resumed:
+                // resume it once (and say so on stderr) rather than measure a table
+                // that never shows its rows.
+                if !applied && endpoint.questdb_table_suspended()? {
+                    eprintln!(
+                        "QuestDB suspended {}; resuming it: {}",
+                        endpoint.measurement,
+                        self.diagnosis(endpoint)
+                    );
+                    endpoint.questdb_exec(&format!("alter table {} resume wal", endpoint.measurement))?;
+                    applied = wait_for(FLUSH_TIMEOUT, sees_every_row)?;
+                }
+                settled &= applied;
             }
         }
         self.process.check_alive()?;
@@ -233,6 +276,21 @@ impl RunningPeer {
         let Settled { bytes, stable, .. } =
             wait_until_stable(|| allocated_bytes(&data_dir), SETTLE_POLL, SETTLE_REPEATS, SETTLE_TIMEOUT)?;
         Ok(Quiesced { bytes, time: started.elapsed(), settled: settled && stable })
+    }
+
+    /// What the peer shows of `endpoint`'s table, for a message when it did
+    /// not settle: the count (or why it failed), QuestDB's `wal_tables()` row
+    /// of it, and the tail of the peer's log.
+    pub fn diagnosis(&self, endpoint: &PeerEndpoint) -> String {
+        let count = endpoint.count_rows().map_or_else(|e| format!("failed: {e:#}"), |n| n.to_string());
+        let wal = match endpoint.kind {
+            PeerKind::QuestDb => match endpoint.questdb_wal_table() {
+                Ok(row) => format!("; wal_tables(): {row}"),
+                Err(e) => format!("; wal_tables() failed: {e:#}"),
+            },
+            PeerKind::InfluxDb | PeerKind::VictoriaMetrics => String::new(),
+        };
+        format!("count {count}{wal}; log tail:\n{}", self.process.log_tail(30))
     }
 
     pub fn stop(self) -> anyhow::Result<()> {
