@@ -1,0 +1,37 @@
+//! Transactional tables (issue 16, first part) with the parallel logging of
+//! Taurus (taurus.txt section 3) and its baselines.
+//!
+//! - [`lv`]: the LSN Vector (3.1), element-wise max and `≤` written so the
+//!   compiler vectorises them (4.2);
+//! - [`store`]: rows of fixed-schema tables by primary key (the hash
+//!   index), each with its 2PL NO_WAIT lock and, in the lock's latch, the
+//!   tuple's `readLV`/`writeLV` (3.2, "maintained in the lock table");
+//! - [`txn`]: a transaction: `get`/`put`/`insert`/`delete`, then `commit`
+//!   (Algorithm 1: the log record carries a copy of `T.LV`, then `T.LV[i]`
+//!   becomes its LSN, the tuples' LVs are updated and the locks released
+//!   before the record is durable: early lock release) or `abort`;
+//! - [`log`]: the logging schemes behind [`log::TxnLogging`] (`none`,
+//!   `serial`, `taurus`), the log manager of Algorithm 2 and the log
+//!   devices (emulated PMem, SSD file, optional bandwidth limit);
+//! - [`record`]: the log record (format: `docs/format/taurus-log.md`);
+//! - [`recovery`]: Algorithms 3 and 4 (and serial replay);
+//! - [`db`]: [`TxnDb`], the embeddable database tying them together.
+
+#![forbid(unsafe_code)]
+
+pub mod db;
+pub mod error;
+pub mod ids;
+pub mod log;
+pub mod lv;
+pub mod record;
+pub mod recovery;
+pub mod store;
+pub mod txn;
+
+pub use db::{TableSchema, TxnDb, TxnDbOptions};
+pub use error::TxnError;
+pub use ids::{LogId, RowKey, TableId, WorkerId};
+pub use log::{CommitTicket, LogDeviceKind, LoggingKind};
+pub use lv::{Lv, MAX_LOGS};
+pub use txn::Txn;

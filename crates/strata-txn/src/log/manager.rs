@@ -1,0 +1,209 @@
+//! One log and its log manager (taurus.txt Algorithm 1's `WriteLogBuffer`
+//! and Algorithm 2), shared by serial logging (one of them) and Taurus (N).
+//!
+//! Workers reserve space by advancing `logLSN` and copy their record into
+//! the log buffer, a ring of 8-byte words, concurrently; each worker's
+//! *slot* holds its `allocatedLSN` while it fills and [`IDLE`] once filled,
+//! which is the paper's pair `allocatedLSN[j] ≥ filledLSN[j]` read in one
+//! atomic load. The log manager thread flushes up to `readyLSN` (the
+//! smallest busy slot, else `logLSN`), publishes `PLV[i]`, and then
+//! *commits* the flushed records in log order: a record commits once every
+//! record before it in this log has and its LV is at most the committed
+//! vector `CLV` (every log's committed end). See [`super::Commits`] for why
+//! the committed vector and not `PLV`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::device::LogDevice;
+use super::Commits;
+use crate::error::TxnError;
+use crate::lv::Lv;
+use crate::record::{peek_len, peek_lv};
+
+/// A slot whose worker is not filling the buffer.
+const IDLE: u64 = u64::MAX;
+
+pub(crate) struct LogManager {
+    index: usize,
+    /// `logLSN`: the next position to allocate.
+    log_lsn: AtomicU64,
+    /// Per worker of this log: its `allocatedLSN` while filling, else IDLE.
+    slots: Box<[AtomicU64]>,
+    ring: Box<[AtomicU64]>,
+    /// What is durable on the device (`PLV[i]`).
+    flushed: AtomicU64,
+    failed: AtomicBool,
+    device: Box<dyn LogDevice>,
+    /// The manager's own state: flushed records not yet committed, in log order.
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    records: VecDeque<(u64, Lv)>,
+    scratch: Vec<u8>,
+}
+
+/// What one [`LogManager::flush_round`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RoundOutcome {
+    pub flushed_bytes: u64,
+    pub committed: bool,
+}
+
+impl LogManager {
+    /// A log whose device holds `start` bytes already (the recovered prefix).
+    pub(crate) fn new(
+        index: usize,
+        device: Box<dyn LogDevice>,
+        workers: usize,
+        ring_bytes: usize,
+        start: u64,
+    ) -> Self {
+        let words = (ring_bytes / 8).max(1);
+        LogManager {
+            index,
+            log_lsn: AtomicU64::new(start),
+            slots: (0..workers.max(1)).map(|_| AtomicU64::new(IDLE)).collect(),
+            ring: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            flushed: AtomicU64::new(start),
+            failed: AtomicBool::new(false),
+            device,
+            pending: Mutex::new(Pending::default()),
+        }
+    }
+
+    fn ring_bytes(&self) -> u64 {
+        self.ring.len() as u64 * 8
+    }
+
+    pub(crate) fn flushed(&self) -> u64 {
+        self.flushed.load(Acquire)
+    }
+
+    /// `WriteLogBuffer` (Algorithm 1, lines 22-27) for the worker in `slot`:
+    /// returns the record's LSN, its end position.
+    pub(crate) fn write(&self, slot: usize, record: &[u8]) -> Result<u64, TxnError> {
+        let len = record.len() as u64;
+        debug_assert_eq!(len % 8, 0, "records are padded to 8 bytes");
+        let log = self.index as u32;
+        if len > self.ring_bytes() {
+            return Err(TxnError::Options(format!("a record of {len} bytes exceeds the log buffer")));
+        }
+        let capacity_bytes = self.device.capacity_bytes();
+        let slot = &self.slots[slot];
+        // allocatedLSN[j] = logLSN, then the fetch-and-add (a CAS, so a full
+        // log refuses the record without leaving a hole).
+        let lsn = loop {
+            let current = self.log_lsn.load(SeqCst);
+            slot.store(current, SeqCst);
+            if current + len > capacity_bytes {
+                slot.store(IDLE, SeqCst);
+                return Err(TxnError::LogFull { log, capacity_bytes });
+            }
+            if self.log_lsn.compare_exchange(current, current + len, SeqCst, SeqCst).is_ok() {
+                break current;
+            }
+        };
+        // Room in the ring: the manager must have flushed what this overwrites.
+        while lsn + len - self.flushed.load(Acquire) > self.ring_bytes() {
+            if self.failed.load(Acquire) {
+                slot.store(IDLE, SeqCst);
+                return Err(TxnError::LogFailed { log });
+            }
+            std::thread::yield_now();
+        }
+        let words = self.ring.len() as u64;
+        for (k, chunk) in record.chunks_exact(8).enumerate() {
+            let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            self.ring[((lsn / 8 + k as u64) % words) as usize].store(w, Relaxed);
+        }
+        // filledLSN[j] = lsn + size.
+        slot.store(IDLE, SeqCst);
+        Ok(lsn + len)
+    }
+
+    /// Algorithm 2, then the commit step: flush up to `readyLSN`, publish
+    /// it, commit the flushed records whose LVs `commits` covers.
+    pub(crate) fn flush_round(&self, commits: &Commits) -> Result<RoundOutcome, TxnError> {
+        let mut pending = self.pending.lock();
+        let mut outcome = RoundOutcome::default();
+        let mut ready = self.log_lsn.load(SeqCst);
+        for s in self.slots.iter() {
+            let allocated = s.load(SeqCst);
+            if allocated != IDLE {
+                ready = ready.min(allocated);
+            }
+        }
+        let from = self.flushed.load(Acquire);
+        if ready > from {
+            let Pending { records, scratch } = &mut *pending;
+            scratch.clear();
+            let words = self.ring.len() as u64;
+            for p in (from..ready).step_by(8) {
+                scratch.extend_from_slice(&self.ring[((p / 8) % words) as usize].load(Relaxed).to_le_bytes());
+            }
+            if let Err(e) = self.device.append_durable(from, scratch) {
+                self.failed.store(true, Release);
+                return Err(e);
+            }
+            let mut at = 0usize;
+            while at < scratch.len() {
+                let len = peek_len(&scratch[at..]) as usize;
+                assert!(
+                    len >= 8 && at + len <= scratch.len(),
+                    "log {}: the buffer holds whole records",
+                    self.index
+                );
+                let lv = peek_lv(&scratch[at..]).expect("a whole record has its LV");
+                records.push_back((from + (at + len) as u64, lv));
+                at += len;
+            }
+            self.flushed.store(ready, Release);
+            commits.set_flushed(self.index, ready);
+            outcome.flushed_bytes = ready - from;
+        }
+        // Commit in log order while each record's dependencies are committed.
+        let clv = commits.committed_lv();
+        let mut committed_to = None;
+        while let Some((end, lv)) = pending.records.front() {
+            if !lv.le(&clv) {
+                break;
+            }
+            committed_to = Some(*end);
+            pending.records.pop_front();
+        }
+        if let Some(end) = committed_to {
+            commits.set_committed(self.index, end);
+            outcome.committed = true;
+        }
+        Ok(outcome)
+    }
+}
+
+/// A log manager thread's loop over the logs `which`: a round each, again
+/// at once after progress, else after `interval`; returns once `stop` is set.
+pub(crate) fn run_managers(
+    managers: Arc<Vec<LogManager>>,
+    which: Vec<usize>,
+    commits: Arc<Commits>,
+    stop: Arc<AtomicBool>,
+    interval: std::time::Duration,
+) {
+    while !stop.load(Acquire) {
+        let mut progress = false;
+        for &i in &which {
+            match managers[i].flush_round(&commits) {
+                Ok(o) => progress |= o.flushed_bytes > 0 || o.committed,
+                Err(e) => commits.fail(i, e),
+            }
+        }
+        if !progress {
+            std::thread::sleep(interval);
+        }
+    }
+}

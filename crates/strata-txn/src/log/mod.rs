@@ -1,0 +1,229 @@
+//! The logging schemes of transactional tables, siblings behind
+//! [`TxnLogging`]: `none`, `serial` (one log, one LSN order: the baseline of
+//! taurus.txt section 5) and `taurus` (N logs, LSN Vectors, section 3). A
+//! new scheme (Silo-R, command logging) is a new module and one arm in
+//! [`open_logging`].
+//!
+//! ## Committed, not only persistent
+//!
+//! Algorithm 1 commits T once `PLV ≥ T.LV` and every earlier record of its
+//! log has committed. Read literally, T may then depend on a record R of
+//! another log that is persistent but not committed (an earlier record of
+//! R's log waits on a third log); after a crash, recovery stops R's log
+//! before that earlier record (Algorithm 3), drops R, and keeps T: the
+//! recovered set would not be closed under dependencies, and T was
+//! acknowledged. Strata therefore commits a record once its LV is at most
+//! the *committed* vector `CLV` (each log's committed end), which implies
+//! `PLV ≥ T.LV`, and recovery computes each log's kept prefix as a fixed
+//! point (`recovery`). A read-only transaction waits for `CLV ≥ T.LV`.
+
+pub mod device;
+mod manager;
+mod schemes;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+pub use schemes::{NoLogging, ParallelLogging};
+
+use crate::error::TxnError;
+use crate::ids::{LogId, WorkerId};
+use crate::lv::{Lv, MAX_LOGS};
+use crate::record::RowWrite;
+
+/// Which scheme.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LoggingKind {
+    None,
+    /// One log; records carry no LV.
+    Serial,
+    /// `logs` logs (1 to [`MAX_LOGS`]), workers mapped `worker % logs`.
+    Taurus {
+        logs: usize,
+    },
+}
+
+impl LoggingKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoggingKind::None => "none",
+            LoggingKind::Serial => "serial",
+            LoggingKind::Taurus { .. } => "taurus",
+        }
+    }
+
+    /// Logs it writes.
+    pub fn logs(self) -> usize {
+        match self {
+            LoggingKind::None => 0,
+            LoggingKind::Serial => 1,
+            LoggingKind::Taurus { logs } => logs,
+        }
+    }
+}
+
+/// Where the logs live.
+#[derive(Clone)]
+pub enum LogDeviceKind {
+    /// Files `log-<i>` in the directory on this file system.
+    Ssd { fs: Arc<dyn strata_media::FileSystem>, dir: PathBuf },
+    /// Regions `log-<i>.pmem` in the directory.
+    Pmem { mode: strata_pmem::PmemMode, dir: PathBuf },
+    /// Regions handed in (the crash simulator's).
+    Regions(Vec<Arc<strata_pmem::Region>>),
+}
+
+/// What a committed transaction waits on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitTicket {
+    /// T.LV after its record was written (its own element is its LSN).
+    pub lv: Lv,
+    /// Its record's log and LSN (None: read-only, or no logging).
+    pub record: Option<(LogId, u64)>,
+}
+
+/// A logging scheme.
+pub trait TxnLogging: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Logs written (0 for none).
+    fn logs(&self) -> usize;
+    /// Whether transactions track LVs through the tuples.
+    fn tracks_lv(&self) -> bool;
+    /// Writes T's record with a copy of `lv` into the log of `worker`
+    /// (Algorithm 1, lines 9-11); its log and LSN.
+    fn append(
+        &self,
+        worker: WorkerId,
+        lv: &Lv,
+        writes: &[RowWrite],
+    ) -> Result<Option<(LogId, u64)>, TxnError>;
+    fn is_committed(&self, ticket: &CommitTicket) -> bool;
+    /// Blocks until the ticket's transaction committed (or the log failed).
+    fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError>;
+    /// Flushes and commits what can be, then stops the log manager threads.
+    fn shutdown(&self);
+    /// Bytes written to the devices.
+    fn device_bytes(&self) -> u64;
+}
+
+/// `PLV`, the committed vector `CLV`, and the wait for commits.
+pub struct Commits {
+    logs: usize,
+    flushed: [AtomicU64; MAX_LOGS],
+    committed: [AtomicU64; MAX_LOGS],
+    failure: Mutex<Option<(usize, String)>>,
+    changed: Condvar,
+    changed_lock: Mutex<()>,
+}
+
+/// A committed-vector waiter re-checks at least this often.
+const WAIT_POLL: Duration = Duration::from_millis(2);
+
+impl Commits {
+    pub(crate) fn new(logs: usize, start: &[u64]) -> Commits {
+        let c = Commits {
+            logs,
+            flushed: std::array::from_fn(|_| AtomicU64::new(0)),
+            committed: std::array::from_fn(|_| AtomicU64::new(0)),
+            failure: Mutex::new(None),
+            changed: Condvar::new(),
+            changed_lock: Mutex::new(()),
+        };
+        for (i, s) in start.iter().enumerate() {
+            c.flushed[i].store(*s, Relaxed);
+            c.committed[i].store(*s, Relaxed);
+        }
+        c
+    }
+
+    /// `PLV`.
+    pub fn persistent_lv(&self) -> Lv {
+        let v: Vec<u64> = self.flushed[..self.logs].iter().map(|a| a.load(Acquire)).collect();
+        Lv::from_slice(&v)
+    }
+
+    /// `CLV`: each log's committed end.
+    pub fn committed_lv(&self) -> Lv {
+        let v: Vec<u64> = self.committed[..self.logs].iter().map(|a| a.load(Acquire)).collect();
+        Lv::from_slice(&v)
+    }
+
+    fn set_flushed(&self, log: usize, end: u64) {
+        self.flushed[log].fetch_max(end, Release);
+    }
+
+    fn set_committed(&self, log: usize, end: u64) {
+        self.committed[log].fetch_max(end, Release);
+        let _g = self.changed_lock.lock();
+        self.changed.notify_all();
+    }
+
+    fn fail(&self, log: usize, e: TxnError) {
+        self.failure.lock().get_or_insert((log, e.to_string()));
+        let _g = self.changed_lock.lock();
+        self.changed.notify_all();
+    }
+
+    fn failed(&self) -> Option<u32> {
+        self.failure.lock().as_ref().map(|(log, _)| *log as u32)
+    }
+
+    fn covers(&self, ticket: &CommitTicket) -> bool {
+        match ticket.record {
+            Some((log, lsn)) => self.committed[log.index()].load(Acquire) >= lsn,
+            None => ticket.lv.le(&self.committed_lv()),
+        }
+    }
+
+    fn wait(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
+        loop {
+            if self.covers(ticket) {
+                return Ok(());
+            }
+            if let Some(log) = self.failed() {
+                return Err(TxnError::LogFailed { log });
+            }
+            let mut g = self.changed_lock.lock();
+            if self.covers(ticket) {
+                return Ok(());
+            }
+            self.changed.wait_for(&mut g, WAIT_POLL);
+        }
+    }
+}
+
+/// Options of the logging scheme.
+#[derive(Clone)]
+pub struct LoggingOptions {
+    pub kind: LoggingKind,
+    pub device: LogDeviceKind,
+    /// Workers that will run transactions (ids `0..workers`).
+    pub workers: usize,
+    /// Per log: its bandwidth limit.
+    pub log_mbps: Option<f64>,
+    /// Log buffer per log.
+    pub buffer_bytes: usize,
+    /// Device size per log (PMem region size; SSD: the most a log may grow to).
+    pub capacity_bytes: u64,
+    /// How long an idle log manager sleeps between rounds.
+    pub flush_interval: Duration,
+}
+
+/// Opens the scheme of `options.kind` over devices already recovered to
+/// `starts` (each log's kept prefix).
+pub fn open_logging(
+    options: &LoggingOptions,
+    devices: Vec<Box<dyn device::LogDevice>>,
+    starts: &[u64],
+) -> Result<Box<dyn TxnLogging>, TxnError> {
+    Ok(match options.kind {
+        LoggingKind::None => Box::new(NoLogging),
+        LoggingKind::Serial | LoggingKind::Taurus { .. } => {
+            Box::new(ParallelLogging::start(options, devices, starts)?)
+        }
+    })
+}

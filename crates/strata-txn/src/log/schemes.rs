@@ -1,0 +1,180 @@
+//! The schemes: [`NoLogging`], and [`ParallelLogging`] for serial (one log,
+//! records without LV) and Taurus (N logs, records with T's LV).
+
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+
+use super::device::LogDevice;
+use super::manager::{run_managers, LogManager};
+use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, TxnLogging};
+use crate::error::TxnError;
+use crate::ids::{LogId, WorkerId};
+use crate::lv::{Lv, MAX_LOGS};
+use crate::record::{encode, RowWrite};
+
+/// No log: commits are not durable; the upper bound of throughput.
+pub struct NoLogging;
+
+impl TxnLogging for NoLogging {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+    fn logs(&self) -> usize {
+        0
+    }
+    fn tracks_lv(&self) -> bool {
+        false
+    }
+    fn append(&self, _: WorkerId, _: &Lv, _: &[RowWrite]) -> Result<Option<(LogId, u64)>, TxnError> {
+        Ok(None)
+    }
+    fn is_committed(&self, _: &CommitTicket) -> bool {
+        true
+    }
+    fn wait_committed(&self, _: &CommitTicket) -> Result<(), TxnError> {
+        Ok(())
+    }
+    fn shutdown(&self) {}
+    fn device_bytes(&self) -> u64 {
+        0
+    }
+}
+
+/// Serial or Taurus logging: `logs` log managers, one thread each (workers
+/// of log i are `worker % logs == i`, in slot `worker / logs`).
+pub struct ParallelLogging {
+    kind: LoggingKind,
+    managers: Arc<Vec<LogManager>>,
+    commits: Arc<Commits>,
+    /// Records carry T's LV (Taurus) or none (serial: one log, one order).
+    record_lv: bool,
+    starts: Vec<u64>,
+    stop: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+thread_local! {
+    static RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl ParallelLogging {
+    pub(crate) fn start(
+        options: &LoggingOptions,
+        devices: Vec<Box<dyn LogDevice>>,
+        starts: &[u64],
+    ) -> Result<ParallelLogging, TxnError> {
+        let logs = options.kind.logs();
+        if !(1..=MAX_LOGS).contains(&logs) || devices.len() != logs || starts.len() != logs {
+            return Err(TxnError::Options(format!(
+                "{logs} logs with {} devices (1 to {MAX_LOGS} logs)",
+                devices.len()
+            )));
+        }
+        let slots = options.workers.div_ceil(logs).max(1);
+        let managers: Arc<Vec<LogManager>> = Arc::new(
+            devices
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| LogManager::new(i, d, slots, options.buffer_bytes, starts[i]))
+                .collect(),
+        );
+        let commits = Arc::new(Commits::new(logs, starts));
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..logs)
+            .map(|i| {
+                let (m, c, s) = (managers.clone(), commits.clone(), stop.clone());
+                let interval = options.flush_interval;
+                std::thread::Builder::new()
+                    .name(format!("log-manager-{i}"))
+                    .spawn(move || run_managers(m, vec![i], c, s, interval))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ParallelLogging {
+            kind: options.kind,
+            managers,
+            commits,
+            record_lv: matches!(options.kind, LoggingKind::Taurus { .. }),
+            starts: starts.to_vec(),
+            stop,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// PLV and CLV (for tests and reports).
+    pub fn commits(&self) -> &Commits {
+        &self.commits
+    }
+}
+
+impl TxnLogging for ParallelLogging {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    fn logs(&self) -> usize {
+        self.managers.len()
+    }
+
+    fn tracks_lv(&self) -> bool {
+        true
+    }
+
+    fn append(
+        &self,
+        worker: WorkerId,
+        lv: &Lv,
+        writes: &[RowWrite],
+    ) -> Result<Option<(LogId, u64)>, TxnError> {
+        let logs = self.managers.len();
+        let log = worker.0 as usize % logs;
+        let slot = worker.0 as usize / logs;
+        let lv_len = if self.record_lv { logs } else { 0 };
+        let lsn = RECORD.with_borrow_mut(|buf| {
+            buf.clear();
+            encode(lv, lv_len, writes, buf);
+            self.managers[log].write(slot, buf)
+        })?;
+        Ok(Some((LogId(log as u32), lsn)))
+    }
+
+    fn is_committed(&self, ticket: &CommitTicket) -> bool {
+        self.commits.covers(ticket)
+    }
+
+    fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
+        self.commits.wait(ticket)
+    }
+
+    fn shutdown(&self) {
+        self.stop.store(true, Release);
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        // Last rounds here, until nothing moves.
+        loop {
+            let mut progress = false;
+            for (i, m) in self.managers.iter().enumerate() {
+                match m.flush_round(&self.commits) {
+                    Ok(o) => progress |= o.flushed_bytes > 0 || o.committed,
+                    Err(e) => self.commits.fail(i, e),
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    fn device_bytes(&self) -> u64 {
+        self.managers.iter().zip(&self.starts).map(|(m, s)| m.flushed() - s).sum()
+    }
+}
+
+impl Drop for ParallelLogging {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,91 @@
+//! The LSN Vector (taurus.txt 3.1): one LSN per log. `T.LV[i] = x` says
+//! that T depends on no transaction of log i with an LSN above x.
+//!
+//! Fixed at [`MAX_LOGS`] elements (unused ones stay 0), so element-wise max
+//! and comparison are straight loops over one array that the compiler
+//! vectorises (4.2, the SIMD optimisation); `benches`-style timing of them
+//! is in the `strata bench` micro-benchmark.
+
+/// Most logs a database may have.
+pub const MAX_LOGS: usize = 16;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Lv {
+    lsn: [u64; MAX_LOGS],
+}
+
+impl Lv {
+    pub const ZERO: Lv = Lv { lsn: [0; MAX_LOGS] };
+
+    /// From the first `values.len()` elements (the rest 0).
+    pub fn from_slice(values: &[u64]) -> Lv {
+        assert!(values.len() <= MAX_LOGS, "an LV has at most {MAX_LOGS} elements");
+        let mut lv = Lv::ZERO;
+        lv.lsn[..values.len()].copy_from_slice(values);
+        lv
+    }
+
+    pub fn get(&self, log: usize) -> u64 {
+        self.lsn[log]
+    }
+
+    pub fn set(&mut self, log: usize, lsn: u64) {
+        self.lsn[log] = lsn;
+    }
+
+    /// The first `logs` elements.
+    pub fn as_slice(&self, logs: usize) -> &[u64] {
+        &self.lsn[..logs]
+    }
+
+    /// `self = ElemWiseMax(self, other)`.
+    #[inline]
+    pub fn max_in_place(&mut self, other: &Lv) {
+        for (a, b) in self.lsn.iter_mut().zip(other.lsn.iter()) {
+            *a = (*a).max(*b);
+        }
+    }
+
+    /// `self ≤ other` element-wise (no early exit, so it vectorises).
+    #[inline]
+    pub fn le(&self, other: &Lv) -> bool {
+        let mut all = true;
+        for (a, b) in self.lsn.iter().zip(other.lsn.iter()) {
+            all &= a <= b;
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_and_le_are_element_wise() {
+        let mut a = Lv::from_slice(&[4, 2]);
+        let b = Lv::from_slice(&[3, 7]);
+        a.max_in_place(&b);
+        assert_eq!(a, Lv::from_slice(&[4, 7]));
+        assert!(b.le(&a));
+        assert!(!a.le(&b));
+        assert!(Lv::ZERO.le(&b));
+        // Incomparable vectors: neither is ≤ the other.
+        let c = Lv::from_slice(&[5, 0]);
+        assert!(!c.le(&b) && !b.le(&c));
+    }
+
+    #[test]
+    fn the_papers_figure_3_example() {
+        // T1 writes A (writeLV [4,2], readLV [3,7]), then reads B (writeLV [8,6]).
+        let mut t1 = Lv::ZERO;
+        t1.max_in_place(&Lv::from_slice(&[4, 2]));
+        t1.max_in_place(&Lv::from_slice(&[3, 7]));
+        assert_eq!(t1, Lv::from_slice(&[4, 7]));
+        t1.max_in_place(&Lv::from_slice(&[8, 6]));
+        assert_eq!(t1, Lv::from_slice(&[8, 7]));
+        // Its record in log 1 gets LSN 16.
+        t1.set(0, 16);
+        assert_eq!(t1.as_slice(2), &[16, 7]);
+    }
+}

@@ -1,0 +1,215 @@
+//! Rows of every table by primary key (the hash index), each tuple with its
+//! 2PL NO_WAIT lock and its `readLV`/`writeLV` (taurus.txt 3.2: kept in the
+//! lock table, updated atomically with the lock release under the shard
+//! latch). A deleted or never-written key keeps its tuple while locked or
+//! while its LVs carry dependencies, so a later insert of the key orders
+//! after the delete (3.4).
+
+use std::collections::{BTreeMap, HashMap};
+
+use parking_lot::Mutex;
+
+use crate::error::TxnError;
+use crate::ids::{RowKey, TableId};
+use crate::lv::Lv;
+
+const SHARDS: usize = 64;
+
+/// A lock a transaction holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    Shared,
+    Exclusive,
+}
+
+#[derive(Default)]
+struct Tuple {
+    row: Option<Box<[u8]>>,
+    readers: u32,
+    writer: bool,
+    read_lv: Lv,
+    write_lv: Lv,
+}
+
+/// What a committing transaction does to one tuple it locked.
+pub(crate) struct Release<'a> {
+    pub table: TableId,
+    pub key: RowKey,
+    pub mode: LockMode,
+    /// `Some(new row or None for a delete)` if it wrote the tuple.
+    pub write: Option<Option<&'a [u8]>>,
+}
+
+/// One latch's tuples.
+type Shard = Mutex<HashMap<(TableId, RowKey), Tuple>>;
+
+pub struct Store {
+    shards: Box<[Shard]>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect() }
+    }
+}
+
+impl Store {
+    fn shard(&self, table: TableId, key: RowKey) -> &Shard {
+        let h = key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(table.0);
+        &self.shards[(h >> 58) as usize % SHARDS]
+    }
+
+    /// `Lock` of Algorithm 1: takes the lock (NO_WAIT: a conflict is an
+    /// error), folds the tuple's `writeLV` (and for a write its `readLV`)
+    /// into `lv` when `track`, and returns the row.
+    pub(crate) fn lock(
+        &self,
+        table: TableId,
+        key: RowKey,
+        mode: LockMode,
+        lv: &mut Lv,
+        track: bool,
+    ) -> Result<Option<Vec<u8>>, TxnError> {
+        let mut shard = self.shard(table, key).lock();
+        let t = shard.entry((table, key)).or_default();
+        let granted = match mode {
+            LockMode::Shared if !t.writer => {
+                t.readers += 1;
+                true
+            }
+            LockMode::Exclusive if !t.writer && t.readers == 0 => {
+                t.writer = true;
+                true
+            }
+            _ => false,
+        };
+        if !granted {
+            return Err(TxnError::Conflict { table, key });
+        }
+        if track {
+            lv.max_in_place(&t.write_lv);
+            if mode == LockMode::Exclusive {
+                lv.max_in_place(&t.read_lv);
+            }
+        }
+        Ok(t.row.as_deref().map(<[u8]>::to_vec))
+    }
+
+    /// Upgrades the caller's shared lock to exclusive (NO_WAIT: fails if
+    /// another reader holds it too).
+    pub(crate) fn upgrade(
+        &self,
+        table: TableId,
+        key: RowKey,
+        lv: &mut Lv,
+        track: bool,
+    ) -> Result<(), TxnError> {
+        let mut shard = self.shard(table, key).lock();
+        let t = shard.get_mut(&(table, key)).expect("the caller holds a shared lock");
+        assert!(t.readers >= 1 && !t.writer, "upgrade without a shared lock");
+        if t.readers > 1 {
+            return Err(TxnError::Conflict { table, key });
+        }
+        t.readers = 0;
+        t.writer = true;
+        if track {
+            lv.max_in_place(&t.read_lv);
+        }
+        Ok(())
+    }
+
+    /// The row of a tuple the caller holds locked.
+    pub(crate) fn row_locked(&self, table: TableId, key: RowKey) -> Option<Vec<u8>> {
+        let shard = self.shard(table, key).lock();
+        shard.get(&(table, key)).and_then(|t| t.row.as_deref().map(<[u8]>::to_vec))
+    }
+
+    /// Commit (Algorithm 1, lines 13-19) or abort (`lv` None: no LV
+    /// updates, no writes) of one tuple: install the write, update the
+    /// LVs, release the lock, all under the latch.
+    pub(crate) fn release(&self, r: &Release<'_>, lv: Option<&Lv>) {
+        let mut shard = self.shard(r.table, r.key).lock();
+        let t = shard.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
+        if let Some(lv) = lv {
+            match r.write {
+                Some(row) => {
+                    t.row = row.map(Box::from);
+                    t.write_lv = *lv;
+                }
+                None => t.read_lv.max_in_place(lv),
+            }
+        }
+        match r.mode {
+            LockMode::Shared => {
+                assert!(t.readers > 0, "releasing a shared lock nobody holds");
+                t.readers -= 1;
+            }
+            LockMode::Exclusive => {
+                assert!(t.writer, "releasing an exclusive lock nobody holds");
+                t.writer = false;
+            }
+        }
+        // An untouched placeholder (a read or an aborted insert of a missing key) goes.
+        if t.row.is_none() && !t.writer && t.readers == 0 && t.read_lv == Lv::ZERO && t.write_lv == Lv::ZERO {
+            shard.remove(&(r.table, r.key));
+        }
+    }
+
+    /// Recovery: installs a row (or deletes it) without locks.
+    pub(crate) fn install(&self, table: TableId, key: RowKey, row: Option<&[u8]>) {
+        let mut shard = self.shard(table, key).lock();
+        match row {
+            Some(r) => shard.entry((table, key)).or_default().row = Some(Box::from(r)),
+            None => {
+                shard.remove(&(table, key));
+            }
+        }
+    }
+
+    /// Every row of `table`, by key (a consistent copy only when no
+    /// transaction runs).
+    pub fn rows(&self, table: TableId) -> BTreeMap<RowKey, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for shard in self.shards.iter() {
+            for ((t, k), tuple) in shard.lock().iter() {
+                if *t == table {
+                    if let Some(r) = &tuple.row {
+                        out.insert(*k, r.to_vec());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_wait_refuses_conflicting_locks_and_lvs_flow_through_the_tuple() {
+        let s = Store::default();
+        let (t, k) = (TableId(0), RowKey(1));
+        let mut lv1 = Lv::ZERO;
+        assert_eq!(s.lock(t, k, LockMode::Exclusive, &mut lv1, true).unwrap(), None);
+        let mut lv2 = Lv::ZERO;
+        assert!(matches!(s.lock(t, k, LockMode::Shared, &mut lv2, true), Err(TxnError::Conflict { .. })));
+        lv1.set(0, 16);
+        s.release(
+            &Release { table: t, key: k, mode: LockMode::Exclusive, write: Some(Some(&[7])) },
+            Some(&lv1),
+        );
+        assert_eq!(s.lock(t, k, LockMode::Shared, &mut lv2, true).unwrap(), Some(vec![7]));
+        assert_eq!(lv2, lv1, "a reader picks up the writer's LV");
+        let mut lv3 = Lv::from_slice(&[0, 21]);
+        assert_eq!(s.lock(t, k, LockMode::Shared, &mut lv3, true).unwrap(), Some(vec![7]));
+        let mut lv4 = Lv::ZERO;
+        assert!(s.upgrade(t, k, &mut lv4, true).is_err(), "two readers: no upgrade");
+        s.release(&Release { table: t, key: k, mode: LockMode::Shared, write: None }, Some(&lv3));
+        s.release(&Release { table: t, key: k, mode: LockMode::Shared, write: None }, Some(&lv2));
+        let mut lv5 = Lv::ZERO;
+        s.lock(t, k, LockMode::Exclusive, &mut lv5, true).unwrap();
+        assert_eq!(lv5, Lv::from_slice(&[16, 21]), "a writer picks up the readers' LVs");
+    }
+}

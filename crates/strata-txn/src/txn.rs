@@ -1,0 +1,208 @@
+//! A transaction under strict 2PL NO_WAIT with Taurus's LV tracking
+//! (taurus.txt Algorithm 1). Writes are buffered and installed at commit;
+//! the commit writes the record, sets `T.LV[i]` to its LSN, installs the
+//! writes and updates the tuples' LVs as it releases the locks (early lock
+//! release), and returns a [`CommitTicket`] to wait on for durability.
+
+use crate::db::TxnDb;
+use crate::error::TxnError;
+use crate::ids::{RowKey, TableId, WorkerId};
+use crate::log::CommitTicket;
+use crate::lv::Lv;
+use crate::record::{RowWrite, WriteOp};
+use crate::store::{LockMode, Release};
+
+pub struct Txn<'db> {
+    db: &'db TxnDb,
+    worker: WorkerId,
+    lv: Lv,
+    held: Vec<(TableId, RowKey, LockMode)>,
+    writes: Vec<RowWrite>,
+    finished: bool,
+}
+
+impl<'db> Txn<'db> {
+    pub(crate) fn new(db: &'db TxnDb, worker: WorkerId) -> Self {
+        Txn { db, worker, lv: Lv::ZERO, held: Vec::new(), writes: Vec::new(), finished: false }
+    }
+
+    /// T.LV so far.
+    pub fn lv(&self) -> &Lv {
+        &self.lv
+    }
+
+    fn held(&self, table: TableId, key: RowKey) -> Option<LockMode> {
+        self.held.iter().find(|(t, k, _)| (*t, *k) == (table, key)).map(|(.., m)| *m)
+    }
+
+    fn buffered(&self, table: TableId, key: RowKey) -> Option<&WriteOp> {
+        self.writes.iter().find(|w| (w.table, w.key) == (table, key)).map(|w| &w.op)
+    }
+
+    /// Reads a row (a shared lock; the transaction's own write if it wrote it).
+    pub fn get(&mut self, table: TableId, key: RowKey) -> Result<Option<Vec<u8>>, TxnError> {
+        self.db.schema(table)?;
+        if let Some(op) = self.buffered(table, key) {
+            return Ok(match op {
+                WriteOp::Put(r) => Some(r.clone()),
+                WriteOp::Delete => None,
+            });
+        }
+        if self.held(table, key).is_some() {
+            return Ok(self.db.store.row_locked(table, key));
+        }
+        let track = self.db.logging.tracks_lv();
+        let row = self.lock_or_abort(table, key, LockMode::Shared, track)?;
+        Ok(row)
+    }
+
+    fn lock_or_abort(
+        &mut self,
+        table: TableId,
+        key: RowKey,
+        mode: LockMode,
+        track: bool,
+    ) -> Result<Option<Vec<u8>>, TxnError> {
+        match self.db.store.lock(table, key, mode, &mut self.lv, track) {
+            Ok(row) => {
+                self.held.push((table, key, mode));
+                Ok(row)
+            }
+            Err(e) => {
+                self.release_all(None);
+                Err(e)
+            }
+        }
+    }
+
+    /// An exclusive lock on the row; its current image as this transaction sees it.
+    fn exclusive(&mut self, table: TableId, key: RowKey) -> Result<Option<Vec<u8>>, TxnError> {
+        let track = self.db.logging.tracks_lv();
+        match self.held(table, key) {
+            Some(LockMode::Exclusive) => {}
+            Some(LockMode::Shared) => {
+                if let Err(e) = self.db.store.upgrade(table, key, &mut self.lv, track) {
+                    self.release_all(None);
+                    return Err(e);
+                }
+                for h in &mut self.held {
+                    if (h.0, h.1) == (table, key) {
+                        h.2 = LockMode::Exclusive;
+                    }
+                }
+            }
+            None => {
+                let row = self.lock_or_abort(table, key, LockMode::Exclusive, track)?;
+                return Ok(row);
+            }
+        }
+        Ok(match self.buffered(table, key) {
+            Some(WriteOp::Put(r)) => Some(r.clone()),
+            Some(WriteOp::Delete) => None,
+            None => self.db.store.row_locked(table, key),
+        })
+    }
+
+    fn buffer(&mut self, table: TableId, key: RowKey, op: WriteOp) {
+        match self.writes.iter_mut().find(|w| (w.table, w.key) == (table, key)) {
+            Some(w) => w.op = op,
+            None => self.writes.push(RowWrite { table, key, op }),
+        }
+    }
+
+    fn fail(&mut self, e: TxnError) -> Result<(), TxnError> {
+        self.release_all(None);
+        Err(e)
+    }
+
+    /// Updates an existing row.
+    pub fn put(&mut self, table: TableId, key: RowKey, row: &[u8]) -> Result<(), TxnError> {
+        self.db.check_row(table, row)?;
+        if self.exclusive(table, key)?.is_none() {
+            return self.fail(TxnError::NotFound { table, key });
+        }
+        self.buffer(table, key, WriteOp::Put(row.to_vec()));
+        Ok(())
+    }
+
+    /// Inserts a new row.
+    pub fn insert(&mut self, table: TableId, key: RowKey, row: &[u8]) -> Result<(), TxnError> {
+        self.db.check_row(table, row)?;
+        if self.exclusive(table, key)?.is_some() {
+            return self.fail(TxnError::Duplicate { table, key });
+        }
+        self.buffer(table, key, WriteOp::Put(row.to_vec()));
+        Ok(())
+    }
+
+    /// Deletes an existing row.
+    pub fn delete(&mut self, table: TableId, key: RowKey) -> Result<(), TxnError> {
+        self.db.schema(table)?;
+        if self.exclusive(table, key)?.is_none() {
+            return self.fail(TxnError::NotFound { table, key });
+        }
+        self.buffer(table, key, WriteOp::Delete);
+        Ok(())
+    }
+
+    /// Commits (Algorithm 1, `Commit`): the record (none if read-only), the
+    /// writes installed, the LVs updated and the locks released. Durable
+    /// once [`TxnDb::wait_committed`] returns for the ticket.
+    pub fn commit(mut self) -> Result<CommitTicket, TxnError> {
+        self.finished = true;
+        let mut record = None;
+        if !self.writes.is_empty() {
+            match self.db.logging.append(self.worker, &self.lv, &self.writes) {
+                Ok(r) => record = r,
+                Err(e) => {
+                    self.release_all(None);
+                    return Err(e);
+                }
+            }
+            if let Some((log, lsn)) = record {
+                self.lv.set(log.index(), lsn);
+            }
+        }
+        let lv = self.lv;
+        self.release_all(Some(&lv));
+        Ok(CommitTicket { lv, record })
+    }
+
+    /// Commits and waits until it is durable.
+    pub fn commit_durably(self) -> Result<CommitTicket, TxnError> {
+        let db = self.db;
+        let ticket = self.commit()?;
+        db.wait_committed(&ticket)?;
+        Ok(ticket)
+    }
+
+    /// Releases every lock without writing.
+    pub fn abort(mut self) {
+        self.release_all(None);
+    }
+
+    fn release_all(&mut self, lv: Option<&Lv>) {
+        self.finished = true;
+        for (table, key, mode) in std::mem::take(&mut self.held) {
+            let write = match lv {
+                Some(_) => self.buffered(table, key).map(|op| match op {
+                    WriteOp::Put(r) => Some(r.as_slice()),
+                    WriteOp::Delete => None,
+                }),
+                None => None,
+            };
+            self.db.store.release(&Release { table, key, mode, write }, lv);
+        }
+        if lv.is_none() {
+            self.writes.clear();
+        }
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.release_all(None);
+        }
+    }
+}
