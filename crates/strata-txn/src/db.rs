@@ -29,8 +29,11 @@ use strata_pmem::{Region, RegionOptions};
 use crate::error::TxnError;
 use crate::ids::{TableId, WorkerId};
 use crate::log::device::{FileLogDevice, LogDevice, PmemLogDevice, Throttled};
-use crate::log::{open_logging, CommitTicket, LogDeviceKind, LoggingKind, LoggingOptions, TxnLogging};
-use crate::record::WriteOp;
+use crate::log::{
+    open_logging, CommitTicket, LogDeviceKind, LogMode, LoggingKind, LoggingOptions, NoLogging, TxnLogging,
+};
+use crate::procedures::{ProcId, Procedures};
+use crate::record::{Record, WriteOp};
 use crate::recovery::{committed_prefixes, decode_log, replay};
 use crate::store::Store;
 use crate::txn::Txn;
@@ -48,6 +51,9 @@ pub struct TxnDbOptions {
     pub logging: LoggingOptions,
     /// Threads applying records at recovery.
     pub recovery_threads: usize,
+    /// A bug to plant (crash lines only).
+    #[cfg(any(test, feature = "crashtest"))]
+    pub planted_bug: crate::planted::PlantedBug,
 }
 
 impl TxnDbOptions {
@@ -57,6 +63,7 @@ impl TxnDbOptions {
         TxnDbOptions {
             logging: LoggingOptions {
                 kind,
+                mode: LogMode::Data,
                 device,
                 workers,
                 log_mbps: None,
@@ -65,6 +72,8 @@ impl TxnDbOptions {
                 flush_interval: Duration::from_micros(50),
             },
             recovery_threads: workers.max(1),
+            #[cfg(any(test, feature = "crashtest"))]
+            planted_bug: Default::default(),
         }
     }
 }
@@ -84,6 +93,10 @@ pub struct TxnDb {
     schemas: Vec<TableSchema>,
     pub(crate) store: Store,
     pub(crate) logging: Box<dyn TxnLogging>,
+    pub(crate) mode: LogMode,
+    procedures: Procedures,
+    #[cfg(any(test, feature = "crashtest"))]
+    planted_bug: crate::planted::PlantedBug,
 }
 
 fn open_devices(o: &LoggingOptions) -> Result<Vec<Box<dyn LogDevice>>, TxnError> {
@@ -123,15 +136,38 @@ impl TxnDb {
         options: &TxnDbOptions,
         schemas: Vec<TableSchema>,
     ) -> Result<(TxnDb, RecoveryReport), TxnError> {
+        TxnDb::open_with(options, schemas, Procedures::new())
+    }
+
+    /// [`TxnDb::open`] with the stored procedures of [`TxnDb::run`] (the
+    /// logged commands' procedures must be among them).
+    pub fn open_with(
+        options: &TxnDbOptions,
+        schemas: Vec<TableSchema>,
+        procedures: Procedures,
+    ) -> Result<(TxnDb, RecoveryReport), TxnError> {
         let o = &options.logging;
         let devices = open_devices(o)?;
         let started = Instant::now();
         let decoded =
             devices.iter().map(|d| d.read_log().map(|b| decode_log(&b))).collect::<Result<Vec<_>, _>>()?;
         let (kept, ends) = committed_prefixes(&decoded);
-        let decode_time = started.elapsed();
-        let mut report = RecoveryReport { decode_time, ..Default::default() };
-        let store = Store::default();
+        let mut report = RecoveryReport { decode_time: started.elapsed(), ..Default::default() };
+        #[allow(unused_mut)]
+        let mut store = Store::default();
+        #[cfg(any(test, feature = "crashtest"))]
+        {
+            store.fold_write_lv_on_read = options.planted_bug != crate::planted::PlantedBug::ReadSkipsWriteLv;
+        }
+        let mut db = TxnDb {
+            schemas,
+            store,
+            logging: Box::new(NoLogging),
+            mode: o.mode,
+            procedures,
+            #[cfg(any(test, feature = "crashtest"))]
+            planted_bug: options.planted_bug,
+        };
         let logs: Vec<_> = decoded
             .into_iter()
             .zip(&kept)
@@ -142,30 +178,44 @@ impl TxnDb {
                 r
             })
             .collect();
-        if let Some(w) = logs
-            .iter()
-            .flatten()
-            .flat_map(|(_, r)| &r.writes)
-            .find(|w| schemas.get(w.table.0 as usize).is_none())
-        {
-            return Err(TxnError::UnknownTable(w.table));
-        }
-        let apply = |r: &crate::record::Record| {
-            for w in &r.writes {
-                match &w.op {
-                    WriteOp::Put(row) => store.install(w.table, w.key, Some(row)),
-                    WriteOp::Delete => store.install(w.table, w.key, None),
-                }
-            }
-        };
-        let replayed = replay(logs, options.recovery_threads, &apply)?;
+        let replayed = replay(logs, options.recovery_threads, &|r: &Record| db.apply_logged(r))?;
         report.transactions = replayed.transactions;
         report.replay_time = replayed.time;
         for (d, end) in devices.iter().zip(&ends) {
             d.truncate(*end)?;
         }
-        let logging = open_logging(o, devices, &ends)?;
-        Ok((TxnDb { schemas, store, logging }, report))
+        db.logging = open_logging(o, devices, &ends)?;
+        Ok((db, report))
+    }
+
+    /// Recovery of one record: install its rows, or re-run its command.
+    fn apply_logged(&self, r: &Record) -> Result<(), TxnError> {
+        if let Some(c) = &r.command {
+            let f = self.procedures.get(ProcId(c.procedure))?;
+            let mut txn = Txn::replaying(self);
+            f(&mut txn, &c.args).map_err(|e| TxnError::Replay(format!("procedure {}: {e}", c.procedure)))?;
+            txn.commit()?;
+            return Ok(());
+        }
+        for w in &r.writes {
+            self.schema(w.table)?;
+            match &w.op {
+                WriteOp::Put(row) => self.store.install(w.table, w.key, Some(row)),
+                WriteOp::Delete => self.store.install(w.table, w.key, None),
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs stored procedure `id` with `args` as one transaction of
+    /// `worker` and commits it (in command mode its record is the
+    /// invocation). A lock conflict aborts it: run it again.
+    pub fn run(&self, worker: WorkerId, id: ProcId, args: &[u8]) -> Result<CommitTicket, TxnError> {
+        let f = self.procedures.get(id)?;
+        let mut txn = self.begin(worker);
+        txn.log_as_command(id, args);
+        f(&mut txn, args)?;
+        txn.commit()
     }
 
     pub fn begin(&self, worker: WorkerId) -> Txn<'_> {
@@ -174,6 +224,10 @@ impl TxnDb {
 
     /// Blocks until the ticket's transaction is durable (committed).
     pub fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
+        #[cfg(any(test, feature = "crashtest"))]
+        if self.planted_bug == crate::planted::PlantedBug::AckBeforeCommitted {
+            return Ok(());
+        }
         self.logging.wait_committed(ticket)
     }
 

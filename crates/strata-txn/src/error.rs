@@ -11,6 +11,10 @@ pub enum TxnError {
     NotFound { table: TableId, key: RowKey },
     #[error("a row with key {key:?} already exists in table {table:?}")]
     Duplicate { table: TableId, key: RowKey },
+    #[error("unknown stored procedure {0}")]
+    UnknownProcedure(u32),
+    #[error("re-running a logged command failed: {0}")]
+    Replay(String),
     #[error("unknown table {0:?}")]
     UnknownTable(TableId),
     #[error("row of {got} bytes for table {table:?}, whose rows have {want}")]

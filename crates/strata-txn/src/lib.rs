@@ -13,17 +13,24 @@
 //! - [`log`]: the logging schemes behind [`log::TxnLogging`] (`none`,
 //!   `serial`, `taurus`), the log manager of Algorithm 2 and the log
 //!   devices (emulated PMem, SSD file, optional bandwidth limit);
+//! - [`procedures`]: stored procedures by id, for command logging;
 //! - [`record`]: the log record (format: `docs/format/taurus-log.md`);
 //! - [`recovery`]: Algorithms 3 and 4 (and serial replay);
-//! - [`db`]: [`TxnDb`], the embeddable database tying them together.
+//! - [`db`]: [`TxnDb`], the embeddable database tying them together;
+//! - `planted` (feature `crashtest`): the bugs the crash lines plant.
 
 #![forbid(unsafe_code)]
 
 pub mod db;
 pub mod error;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod ids;
 pub mod log;
 pub mod lv;
+#[cfg(any(test, feature = "crashtest"))]
+pub mod planted;
+pub mod procedures;
 pub mod record;
 pub mod recovery;
 pub mod store;
@@ -32,6 +39,7 @@ pub mod txn;
 pub use db::{TableSchema, TxnDb, TxnDbOptions};
 pub use error::TxnError;
 pub use ids::{LogId, RowKey, TableId, WorkerId};
-pub use log::{CommitTicket, LogDeviceKind, LoggingKind};
+pub use log::{CommitTicket, LogDeviceKind, LogMode, LoggingKind};
 pub use lv::{Lv, MAX_LOGS};
+pub use procedures::{ProcId, Procedures};
 pub use txn::Txn;

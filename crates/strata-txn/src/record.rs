@@ -1,7 +1,8 @@
-//! The log record of data logging (format: `docs/format/taurus-log.md`):
-//! a transaction's after-images (or deletes), with a copy of its LV taken
-//! before its own LSN was known (Algorithm 1, line 9). Serial logging
-//! writes the same record with no LV elements.
+//! The log record (format: `docs/format/taurus-log.md`): for data logging
+//! a transaction's after-images (or deletes), for command logging the
+//! stored procedure's id and arguments, with a copy of its LV taken before
+//! its own LSN was known (Algorithm 1, line 9). Serial logging writes the
+//! same records with no LV elements.
 //!
 //! A record's LSN is its end position in its log (the value
 //! `WriteLogBuffer` returns, Algorithm 1 line 27), so every LSN is above 0
@@ -38,13 +39,29 @@ pub struct RowWrite {
     pub op: WriteOp,
 }
 
+/// Byte 10: what the record carries.
+const KIND_DATA: u8 = 0;
+const KIND_COMMAND: u8 = 1;
+/// Bytes of a command body before its arguments: procedure id, argument length.
+pub const COMMAND_HEADER_BYTES: usize = 8;
+
+/// A stored procedure's invocation (command logging).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    pub procedure: u32,
+    pub args: Vec<u8>,
+}
+
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     /// The LV copy (elements beyond the log count are 0).
     pub lv: Lv,
     pub lv_len: usize,
+    /// Data logging: the writes (empty for a command record).
     pub writes: Vec<RowWrite>,
+    /// Command logging: the invocation to re-execute.
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -66,20 +83,47 @@ pub fn encoded_len(lv_len: usize, writes: &[RowWrite]) -> usize {
     (HEADER_BYTES + 8 * lv_len + body).next_multiple_of(RECORD_ALIGN)
 }
 
-/// Appends the record to `out`.
-pub fn encode(lv: &Lv, lv_len: usize, writes: &[RowWrite], out: &mut Vec<u8>) {
+/// Bytes a command record with `lv_len` LV elements and `args_len` argument bytes takes.
+pub fn encoded_command_len(lv_len: usize, args_len: usize) -> usize {
+    (HEADER_BYTES + 8 * lv_len + COMMAND_HEADER_BYTES + args_len).next_multiple_of(RECORD_ALIGN)
+}
+
+fn put_header(out: &mut Vec<u8>, len: usize, kind: u8, lv: &Lv, lv_len: usize, count: u32) {
     assert!(lv_len <= MAX_LOGS);
-    let start = out.len();
-    let len = encoded_len(lv_len, writes);
     out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(RECORD_VERSION);
     out.push(lv_len as u8);
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&(writes.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[kind, 0]);
+    out.extend_from_slice(&count.to_le_bytes());
     for v in lv.as_slice(lv_len) {
         out.extend_from_slice(&v.to_le_bytes());
     }
+}
+
+/// Pads the record started at `start` to `len` bytes and sets its checksum.
+fn seal(out: &mut Vec<u8>, start: usize, len: usize) {
+    out.resize(start + len, 0);
+    let crc = crc32c::crc32c(&out[start + 8..start + len]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Appends a command record (count 1: one invocation) to `out`.
+pub fn encode_command(lv: &Lv, lv_len: usize, command: &Command, out: &mut Vec<u8>) {
+    let start = out.len();
+    let len = encoded_command_len(lv_len, command.args.len());
+    put_header(out, len, KIND_COMMAND, lv, lv_len, 1);
+    out.extend_from_slice(&command.procedure.to_le_bytes());
+    out.extend_from_slice(&(command.args.len() as u32).to_le_bytes());
+    out.extend_from_slice(&command.args);
+    seal(out, start, len);
+}
+
+/// Appends a data record to `out`.
+pub fn encode(lv: &Lv, lv_len: usize, writes: &[RowWrite], out: &mut Vec<u8>) {
+    let start = out.len();
+    let len = encoded_len(lv_len, writes);
+    put_header(out, len, KIND_DATA, lv, lv_len, writes.len() as u32);
     for w in writes {
         out.extend_from_slice(&w.table.0.to_le_bytes());
         let (op, row): (u8, &[u8]) = match &w.op {
@@ -91,9 +135,7 @@ pub fn encode(lv: &Lv, lv_len: usize, writes: &[RowWrite], out: &mut Vec<u8>) {
         out.extend_from_slice(&(row.len() as u32).to_le_bytes());
         out.extend_from_slice(row);
     }
-    out.resize(start + len, 0);
-    let crc = crc32c::crc32c(&out[start + 8..start + len]);
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    seal(out, start, len);
 }
 
 /// The length field of the record at the start of `bytes` (0: no record).
@@ -146,6 +188,10 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
     if lv_len > MAX_LOGS {
         return Err(invalid(format!("{lv_len} LV elements, at most {MAX_LOGS}")));
     }
+    let kind = rec[10];
+    if rec[11] != 0 || (kind != KIND_DATA && kind != KIND_COMMAND) {
+        return Err(invalid(format!("kind {kind}, reserved byte {}", rec[11])));
+    }
     let count = u32_at(rec, 12) as usize;
     let mut lv = Lv::ZERO;
     let mut p = HEADER_BYTES;
@@ -155,6 +201,24 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
     for i in 0..lv_len {
         lv.set(i, u64_at(rec, p));
         p += 8;
+    }
+    if kind == KIND_COMMAND {
+        if count != 1 || p + COMMAND_HEADER_BYTES > rec.len() {
+            return Err(invalid(format!("command record with count {count}")));
+        }
+        let procedure = u32_at(rec, p);
+        let args_len = u32_at(rec, p + 4) as usize;
+        p += COMMAND_HEADER_BYTES;
+        let args = rec
+            .get(p..p + args_len)
+            .ok_or_else(|| invalid("arguments past the record's end".into()))?
+            .to_vec();
+        p += args_len;
+        if rec[p..].iter().any(|b| *b != 0) {
+            return Err(invalid("non-zero padding".into()));
+        }
+        let command = Some(Command { procedure, args });
+        return Ok(Some((Record { lv, lv_len, writes: Vec::new(), command }, len as usize)));
     }
     let mut writes = Vec::with_capacity(count.min(rec.len() / WRITE_HEADER_BYTES));
     for _ in 0..count {
@@ -178,7 +242,7 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
     if rec[p..].iter().any(|b| *b != 0) {
         return Err(invalid("non-zero padding".into()));
     }
-    Ok(Some((Record { lv, lv_len, writes }, len as usize)))
+    Ok(Some((Record { lv, lv_len, writes, command: None }, len as usize)))
 }
 
 #[cfg(test)]
@@ -202,8 +266,14 @@ mod tests {
             assert_eq!((out.len() - 1) % RECORD_ALIGN, 0);
             let (rec, used) = decode(&out[1..], 0).unwrap().unwrap();
             assert_eq!(used, out.len() - 1);
-            assert_eq!((rec.lv, rec.lv_len, rec.writes), (lv, lv_len, sample()));
+            assert_eq!((rec.lv, rec.lv_len, rec.writes, rec.command), (lv, lv_len, sample(), None));
             assert_eq!(peek_lv(&out[1..]), Some(lv));
+            let command = Command { procedure: 7, args: vec![1, 2, 3, 4, 5] };
+            let mut out = Vec::new();
+            encode_command(&lv, lv_len, &command, &mut out);
+            assert_eq!(out.len(), encoded_command_len(lv_len, 5));
+            let (rec, used) = decode(&out, 0).unwrap().unwrap();
+            assert_eq!((used, rec.lv, rec.writes.len(), rec.command), (out.len(), lv, 0, Some(command)));
         }
     }
 
@@ -241,8 +311,9 @@ mod format_doc_tests {
             ("crc32c", "4"),
             ("version", "8"),
             ("lv_len", "9"),
-            ("reserved", "10"),
-            ("write_count", "12"),
+            ("kind", "10"),
+            ("reserved", "11"),
+            ("count", "12"),
             ("lv", "16"),
         ];
         assert_eq!(header, want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec());
@@ -252,6 +323,24 @@ mod format_doc_tests {
             [("table", "0"), ("op", "4"), ("reserved", "5"), ("key", "8"), ("row_len", "16"), ("row", "20")];
         assert_eq!(write, want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec());
         assert_eq!(WRITE_HEADER_BYTES, 20);
+        let command = offsets("## Command");
+        assert_eq!(
+            command,
+            [("procedure", "0"), ("args_len", "4"), ("args", "8")]
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .to_vec()
+        );
+        assert_eq!(COMMAND_HEADER_BYTES, 8);
+        let mut c = Vec::new();
+        encode_command(&Lv::ZERO, 0, &Command { procedure: 5, args: vec![4; 3] }, &mut c);
+        assert_eq!(
+            (
+                c[10],
+                u32::from_le_bytes(c[16..20].try_into().unwrap()),
+                u32::from_le_bytes(c[20..24].try_into().unwrap())
+            ),
+            (KIND_COMMAND, 5, 3)
+        );
         // An encoded record puts each field where the document says.
         let w = RowWrite { table: TableId(3), key: RowKey(0x1122), op: WriteOp::Put(vec![9, 8]) };
         let mut out = Vec::new();

@@ -156,7 +156,7 @@ impl Pools {
 pub fn replay(
     logs: Vec<Vec<(u64, Record)>>,
     threads: usize,
-    apply: &(dyn Fn(&Record) + Sync),
+    apply: &(dyn Fn(&Record) -> Result<(), TxnError> + Sync),
 ) -> Result<ReplayReport, TxnError> {
     let started = Instant::now();
     let total: usize = logs.iter().map(Vec::len).sum();
@@ -173,10 +173,11 @@ pub fn replay(
         state.lock().advance(i);
     }
     let changed = Condvar::new();
+    let failed: Mutex<Option<TxnError>> = Mutex::new(None);
     let threads = threads.max(1);
     std::thread::scope(|s| {
         for w in 0..threads {
-            let (state, changed) = (&state, &changed);
+            let (state, changed, failed) = (&state, &changed, &failed);
             s.spawn(move || loop {
                 let next = {
                     let mut st = state.lock();
@@ -196,7 +197,9 @@ pub fn replay(
                     }
                 };
                 let (i, lsn, rec) = next;
-                apply(&rec);
+                if let Err(e) = apply(&rec) {
+                    failed.lock().get_or_insert(e);
+                }
                 let mut st = state.lock();
                 st.in_progress[i].remove(&lsn);
                 st.left -= 1;
@@ -205,6 +208,9 @@ pub fn replay(
             });
         }
     });
+    if let Some(e) = failed.into_inner() {
+        return Err(e);
+    }
     Ok(ReplayReport { transactions: total as u64, threads, time: started.elapsed() })
 }
 
@@ -251,7 +257,10 @@ mod tests {
         let (kept, _) = committed_prefixes(&decoded);
         assert_eq!(kept, vec![100, 100]);
         let order = Mutex::new(Vec::new());
-        let apply = |r: &Record| order.lock().push(r.writes[0].key.0);
+        let apply = |r: &Record| {
+            order.lock().push(r.writes[0].key.0);
+            Ok(())
+        };
         let report = replay(decoded.into_iter().map(|d| d.records).collect(), 4, &apply).unwrap();
         assert_eq!(report.transactions, 200);
         assert_eq!(*order.lock(), (0..200).collect::<Vec<_>>(), "a chain replays in order");

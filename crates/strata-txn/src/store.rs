@@ -20,6 +20,15 @@ const SHARDS: usize = 64;
 pub enum LockMode {
     Shared,
     Exclusive,
+    /// Exclusive, without folding the tuple's `readLV` into `T.LV` (data
+    /// logging needs no WAR dependencies).
+    ExclusiveNoWar,
+}
+
+impl LockMode {
+    fn exclusive(self) -> bool {
+        self != LockMode::Shared
+    }
 }
 
 #[derive(Default)]
@@ -45,11 +54,16 @@ type Shard = Mutex<HashMap<(TableId, RowKey), Tuple>>;
 
 pub struct Store {
     shards: Box<[Shard]>,
+    /// False only with the planted bug `ReadSkipsWriteLv`.
+    pub(crate) fold_write_lv_on_read: bool,
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect() }
+        Store {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            fold_write_lv_on_read: true,
+        }
     }
 }
 
@@ -77,7 +91,7 @@ impl Store {
                 t.readers += 1;
                 true
             }
-            LockMode::Exclusive if !t.writer && t.readers == 0 => {
+            LockMode::Exclusive | LockMode::ExclusiveNoWar if !t.writer && t.readers == 0 => {
                 t.writer = true;
                 true
             }
@@ -87,7 +101,9 @@ impl Store {
             return Err(TxnError::Conflict { table, key });
         }
         if track {
-            lv.max_in_place(&t.write_lv);
+            if mode.exclusive() || self.fold_write_lv_on_read {
+                lv.max_in_place(&t.write_lv);
+            }
             if mode == LockMode::Exclusive {
                 lv.max_in_place(&t.read_lv);
             }
@@ -96,13 +112,13 @@ impl Store {
     }
 
     /// Upgrades the caller's shared lock to exclusive (NO_WAIT: fails if
-    /// another reader holds it too).
+    /// another reader holds it too); `war`: fold the tuple's `readLV` in.
     pub(crate) fn upgrade(
         &self,
         table: TableId,
         key: RowKey,
         lv: &mut Lv,
-        track: bool,
+        war: bool,
     ) -> Result<(), TxnError> {
         let mut shard = self.shard(table, key).lock();
         let t = shard.get_mut(&(table, key)).expect("the caller holds a shared lock");
@@ -112,7 +128,7 @@ impl Store {
         }
         t.readers = 0;
         t.writer = true;
-        if track {
+        if war {
             lv.max_in_place(&t.read_lv);
         }
         Ok(())
@@ -144,7 +160,7 @@ impl Store {
                 assert!(t.readers > 0, "releasing a shared lock nobody holds");
                 t.readers -= 1;
             }
-            LockMode::Exclusive => {
+            LockMode::Exclusive | LockMode::ExclusiveNoWar => {
                 assert!(t.writer, "releasing an exclusive lock nobody holds");
                 t.writer = false;
             }

@@ -7,9 +7,9 @@
 use crate::db::TxnDb;
 use crate::error::TxnError;
 use crate::ids::{RowKey, TableId, WorkerId};
-use crate::log::CommitTicket;
+use crate::log::{CommitTicket, LogMode, Payload};
 use crate::lv::Lv;
-use crate::record::{RowWrite, WriteOp};
+use crate::record::{Command, RowWrite, WriteOp};
 use crate::store::{LockMode, Release};
 
 pub struct Txn<'db> {
@@ -18,12 +18,42 @@ pub struct Txn<'db> {
     lv: Lv,
     held: Vec<(TableId, RowKey, LockMode)>,
     writes: Vec<RowWrite>,
+    /// The stored procedure running it (logged instead of the writes in
+    /// command mode).
+    pub(crate) command: Option<Command>,
+    /// Recovery re-running a command: no locks, no LVs, no log.
+    replay: bool,
     finished: bool,
 }
 
 impl<'db> Txn<'db> {
     pub(crate) fn new(db: &'db TxnDb, worker: WorkerId) -> Self {
-        Txn { db, worker, lv: Lv::ZERO, held: Vec::new(), writes: Vec::new(), finished: false }
+        Txn {
+            db,
+            worker,
+            lv: Lv::ZERO,
+            held: Vec::new(),
+            writes: Vec::new(),
+            command: None,
+            replay: false,
+            finished: false,
+        }
+    }
+
+    /// A transaction re-running a logged command at recovery: the LVs
+    /// already ordered it after everything it depends on, so it takes no
+    /// locks (taurus.txt 3.3: "no concurrency control algorithm is needed").
+    pub(crate) fn replaying(db: &'db TxnDb) -> Self {
+        let mut txn = Txn::new(db, WorkerId(0));
+        txn.replay = true;
+        txn
+    }
+
+    /// Declares that this transaction does what stored procedure `id` does
+    /// with `args` (it must: recovery re-runs the procedure): in command
+    /// mode its record is the invocation instead of its writes.
+    pub fn log_as_command(&mut self, id: crate::ProcId, args: &[u8]) {
+        self.command = Some(Command { procedure: id.0, args: args.to_vec() });
     }
 
     /// T.LV so far.
@@ -48,7 +78,7 @@ impl<'db> Txn<'db> {
                 WriteOp::Delete => None,
             });
         }
-        if self.held(table, key).is_some() {
+        if self.replay || self.held(table, key).is_some() {
             return Ok(self.db.store.row_locked(table, key));
         }
         let track = self.db.logging.tracks_lv();
@@ -77,11 +107,15 @@ impl<'db> Txn<'db> {
 
     /// An exclusive lock on the row; its current image as this transaction sees it.
     fn exclusive(&mut self, table: TableId, key: RowKey) -> Result<Option<Vec<u8>>, TxnError> {
+        // WAR dependencies matter only when commands are re-run (taurus.txt
+        // 2.2): data logging's writers skip the tuples' readLVs.
         let track = self.db.logging.tracks_lv();
+        let war = self.db.mode == LogMode::Command;
         match self.held(table, key) {
-            Some(LockMode::Exclusive) => {}
+            _ if self.replay => {}
+            Some(LockMode::Exclusive | LockMode::ExclusiveNoWar) => {}
             Some(LockMode::Shared) => {
-                if let Err(e) = self.db.store.upgrade(table, key, &mut self.lv, track) {
+                if let Err(e) = self.db.store.upgrade(table, key, &mut self.lv, track && war) {
                     self.release_all(None);
                     return Err(e);
                 }
@@ -92,7 +126,8 @@ impl<'db> Txn<'db> {
                 }
             }
             None => {
-                let row = self.lock_or_abort(table, key, LockMode::Exclusive, track)?;
+                let mode = if war { LockMode::Exclusive } else { LockMode::ExclusiveNoWar };
+                let row = self.lock_or_abort(table, key, mode, track)?;
                 return Ok(row);
             }
         }
@@ -150,9 +185,23 @@ impl<'db> Txn<'db> {
     /// once [`TxnDb::wait_committed`] returns for the ticket.
     pub fn commit(mut self) -> Result<CommitTicket, TxnError> {
         self.finished = true;
+        if self.replay {
+            for w in &self.writes {
+                let row = match &w.op {
+                    WriteOp::Put(r) => Some(r.as_slice()),
+                    WriteOp::Delete => None,
+                };
+                self.db.store.install(w.table, w.key, row);
+            }
+            return Ok(CommitTicket { lv: Lv::ZERO, record: None });
+        }
         let mut record = None;
         if !self.writes.is_empty() {
-            match self.db.logging.append(self.worker, &self.lv, &self.writes) {
+            let payload = match &self.command {
+                Some(c) if self.db.mode == LogMode::Command => Payload::Command(c),
+                _ => Payload::Data(&self.writes),
+            };
+            match self.db.logging.append(self.worker, &self.lv, payload) {
                 Ok(r) => record = r,
                 Err(e) => {
                     self.release_all(None);

@@ -21,8 +21,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_media::fs::Tear;
 use strata_media::{FaultFs, FileSystem};
+use strata_txn::db::RecoveryReport;
 use strata_txn::{
-    LogDeviceKind, LoggingKind, RowKey, TableId, TableSchema, TxnDb, TxnDbOptions, TxnError, WorkerId,
+    LogDeviceKind, LogMode, LoggingKind, ProcId, Procedures, RowKey, TableId, TableSchema, Txn, TxnDb,
+    TxnDbOptions, TxnError, WorkerId,
 };
 
 const COUNTERS: TableId = TableId(0);
@@ -41,10 +43,28 @@ fn receipt_key(counter: u64, value: u64) -> u64 {
     counter * VALUE_SPAN + value
 }
 
-fn options(fs: Arc<dyn FileSystem>, kind: LoggingKind, workers: usize) -> TxnDbOptions {
-    let mut o = TxnDbOptions::new(kind, LogDeviceKind::Ssd { fs, dir: "/db".into() }, workers);
+/// The workload's transaction as a stored procedure (command logging).
+const BUMP_TWO: ProcId = ProcId(1);
+
+/// How a line logs: which scheme, data or command records.
+#[derive(Copy, Clone, Debug)]
+struct Setup {
+    kind: LoggingKind,
+    mode: LogMode,
+    workers: usize,
+}
+
+fn open(fs: Arc<dyn FileSystem>, setup: Setup) -> (TxnDb, RecoveryReport) {
+    let mut o = TxnDbOptions::new(setup.kind, LogDeviceKind::Ssd { fs, dir: "/db".into() }, setup.workers);
     o.logging.buffer_bytes = 1 << 16;
-    o
+    o.logging.mode = setup.mode;
+    let mut procedures = Procedures::new();
+    procedures.register(BUMP_TWO, |txn, args| {
+        let a = u64::from_le_bytes(args[..8].try_into().expect("16 bytes of arguments"));
+        let b = u64::from_le_bytes(args[8..16].try_into().expect("16 bytes of arguments"));
+        bump_in(txn, a, b).map(|_| ())
+    });
+    TxnDb::open_with(&o, schemas(), procedures).unwrap()
 }
 
 /// One transaction of the workload; the receipts it inserted.
@@ -56,6 +76,16 @@ fn bump_two(
     let a = rng.gen_range(0..N_COUNTERS);
     let b = (a + rng.gen_range(1..N_COUNTERS)) % N_COUNTERS;
     let mut txn = db.begin(worker);
+    let receipts = bump_in(&mut txn, a, b)?;
+    // What it did is what the procedure does with these arguments: in
+    // command mode its record is the invocation.
+    txn.log_as_command(BUMP_TWO, &[a.to_le_bytes(), b.to_le_bytes()].concat());
+    Ok((receipts, txn.commit()?))
+}
+
+/// Bumps counters `a` and `b` in `txn` (read v, write v + 1, a receipt
+/// for each naming the other); the receipts it inserts.
+fn bump_in(txn: &mut Txn<'_>, a: u64, b: u64) -> Result<Vec<u64>, TxnError> {
     let mut receipts = Vec::new();
     let mut next = Vec::new();
     for c in [a, b] {
@@ -68,7 +98,7 @@ fn bump_two(
         txn.insert(RECEIPTS, RowKey(receipt_key(c, v)), &receipt_key(pc, pv).to_le_bytes())?;
         receipts.push(receipt_key(c, v));
     }
-    Ok((receipts, txn.commit()?))
+    Ok(receipts)
 }
 
 fn load_counters(db: &TxnDb) {
@@ -125,9 +155,10 @@ fn check_oracle(db: &TxnDb, acked: &BTreeSet<u64>, seed: u64) {
     }
 }
 
-fn crash_and_recover(kind: LoggingKind, workers: usize, seed: u64, tear: Tear) {
+fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) {
+    let workers = setup.workers;
     let fs = Arc::new(FaultFs::with_tear_seed(seed));
-    let (db, _) = TxnDb::open(&options(fs.clone(), kind, workers), schemas()).unwrap();
+    let (db, _) = open(fs.clone(), setup);
     load_counters(&db);
     let stop = AtomicBool::new(false);
     let acked = Mutex::new(BTreeSet::new());
@@ -143,7 +174,7 @@ fn crash_and_recover(kind: LoggingKind, workers: usize, seed: u64, tear: Tear) {
     drop(db);
     let (image, acked_before) = image;
     assert!(!acked_before.is_empty(), "seed {seed}: the workload acknowledged something before the crash");
-    let (recovered, report) = TxnDb::open(&options(Arc::new(image), kind, workers), schemas()).unwrap();
+    let (recovered, report) = open(Arc::new(image), setup);
     check_oracle(&recovered, &acked_before, seed);
     assert!(report.transactions > 0);
     // It keeps working after recovery, and a clean close keeps everything.
@@ -161,29 +192,66 @@ fn crash_and_recover(kind: LoggingKind, workers: usize, seed: u64, tear: Tear) {
 fn taurus_with_four_logs_recovers_every_acknowledged_transaction_after_a_crash() {
     for seed in 0..6u64 {
         let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
-        crash_and_recover(LoggingKind::Taurus { logs: 4 }, 4, seed, tear);
+        crash_and_recover(
+            Setup { kind: LoggingKind::Taurus { logs: 4 }, mode: LogMode::Data, workers: 4 },
+            seed,
+            tear,
+        );
     }
 }
 
 #[test]
 fn taurus_with_two_logs_and_three_workers_recovers_after_a_crash() {
     for seed in 10..14u64 {
-        crash_and_recover(LoggingKind::Taurus { logs: 2 }, 3, seed, Tear::LastSector { seed });
+        let setup = Setup { kind: LoggingKind::Taurus { logs: 2 }, mode: LogMode::Data, workers: 3 };
+        crash_and_recover(setup, seed, Tear::LastSector { seed });
     }
 }
 
 #[test]
 fn serial_logging_recovers_every_acknowledged_transaction_after_a_crash() {
     for seed in 20..24u64 {
-        crash_and_recover(LoggingKind::Serial, 3, seed, Tear::LastSector { seed });
+        crash_and_recover(
+            Setup { kind: LoggingKind::Serial, mode: LogMode::Data, workers: 3 },
+            seed,
+            Tear::LastSector { seed },
+        );
+    }
+}
+
+#[test]
+fn taurus_command_logging_recovers_by_re_running_the_procedures() {
+    for seed in 30..34u64 {
+        let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
+        crash_and_recover(
+            Setup { kind: LoggingKind::Taurus { logs: 3 }, mode: LogMode::Command, workers: 3 },
+            seed,
+            tear,
+        );
+    }
+}
+
+#[test]
+fn serial_command_logging_recovers_by_re_running_the_procedures() {
+    for seed in 40..42u64 {
+        crash_and_recover(
+            Setup { kind: LoggingKind::Serial, mode: LogMode::Command, workers: 2 },
+            seed,
+            Tear::LastSector { seed },
+        );
     }
 }
 
 #[test]
 fn a_clean_close_keeps_every_committed_transaction() {
-    for kind in [LoggingKind::Serial, LoggingKind::Taurus { logs: 3 }] {
+    for (kind, mode) in [
+        (LoggingKind::Serial, LogMode::Data),
+        (LoggingKind::Taurus { logs: 3 }, LogMode::Data),
+        (LoggingKind::Taurus { logs: 3 }, LogMode::Command),
+    ] {
+        let setup = Setup { kind, mode, workers: 3 };
         let fs: Arc<dyn FileSystem> = Arc::new(FaultFs::new());
-        let (db, _) = TxnDb::open(&options(fs.clone(), kind, 3), schemas()).unwrap();
+        let (db, _) = open(fs.clone(), setup);
         load_counters(&db);
         let stop = AtomicBool::new(false);
         let acked = Mutex::new(BTreeSet::new());
@@ -194,7 +262,7 @@ fn a_clean_close_keeps_every_committed_transaction() {
         });
         let live = (db.rows(COUNTERS), db.rows(RECEIPTS));
         drop(db);
-        let (db, report) = TxnDb::open(&options(fs, kind, 3), schemas()).unwrap();
+        let (db, report) = open(fs, setup);
         assert!(
             (db.rows(COUNTERS), db.rows(RECEIPTS)) == live,
             "{kind:?}: the reopened rows differ from the live ones"

@@ -33,7 +33,7 @@ pub use schemes::{NoLogging, ParallelLogging};
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
 use crate::lv::{Lv, MAX_LOGS};
-use crate::record::RowWrite;
+use crate::record::{Command, RowWrite};
 
 /// Which scheme.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -64,6 +64,23 @@ impl LoggingKind {
             LoggingKind::Taurus { logs } => logs,
         }
     }
+}
+
+/// What a record holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LogMode {
+    /// The rows a transaction wrote (after-images).
+    Data,
+    /// The stored procedure it ran and its arguments (transactions run
+    /// through `TxnDb::run`; others are logged as data).
+    Command,
+}
+
+/// A record's payload, as a transaction hands it to the log.
+#[derive(Copy, Clone, Debug)]
+pub enum Payload<'a> {
+    Data(&'a [RowWrite]),
+    Command(&'a Command),
 }
 
 /// Where the logs live.
@@ -99,7 +116,7 @@ pub trait TxnLogging: Send + Sync {
         &self,
         worker: WorkerId,
         lv: &Lv,
-        writes: &[RowWrite],
+        payload: Payload<'_>,
     ) -> Result<Option<(LogId, u64)>, TxnError>;
     fn is_committed(&self, ticket: &CommitTicket) -> bool;
     /// Blocks until the ticket's transaction committed (or the log failed).
@@ -200,6 +217,7 @@ impl Commits {
 #[derive(Clone)]
 pub struct LoggingOptions {
     pub kind: LoggingKind,
+    pub mode: LogMode,
     pub device: LogDeviceKind,
     /// Workers that will run transactions (ids `0..workers`).
     pub workers: usize,

@@ -9,11 +9,11 @@ use parking_lot::Mutex;
 
 use super::device::LogDevice;
 use super::manager::{run_managers, LogManager};
-use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, TxnLogging};
+use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, Payload, TxnLogging};
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
 use crate::lv::{Lv, MAX_LOGS};
-use crate::record::{encode, RowWrite};
+use crate::record::{encode, encode_command};
 
 /// No log: commits are not durable; the upper bound of throughput.
 pub struct NoLogging;
@@ -28,7 +28,7 @@ impl TxnLogging for NoLogging {
     fn tracks_lv(&self) -> bool {
         false
     }
-    fn append(&self, _: WorkerId, _: &Lv, _: &[RowWrite]) -> Result<Option<(LogId, u64)>, TxnError> {
+    fn append(&self, _: WorkerId, _: &Lv, _: Payload<'_>) -> Result<Option<(LogId, u64)>, TxnError> {
         Ok(None)
     }
     fn is_committed(&self, _: &CommitTicket) -> bool {
@@ -126,7 +126,7 @@ impl TxnLogging for ParallelLogging {
         &self,
         worker: WorkerId,
         lv: &Lv,
-        writes: &[RowWrite],
+        payload: Payload<'_>,
     ) -> Result<Option<(LogId, u64)>, TxnError> {
         let logs = self.managers.len();
         let log = worker.0 as usize % logs;
@@ -134,7 +134,10 @@ impl TxnLogging for ParallelLogging {
         let lv_len = if self.record_lv { logs } else { 0 };
         let lsn = RECORD.with_borrow_mut(|buf| {
             buf.clear();
-            encode(lv, lv_len, writes, buf);
+            match payload {
+                Payload::Data(writes) => encode(lv, lv_len, writes, buf),
+                Payload::Command(c) => encode_command(lv, lv_len, c, buf),
+            }
             self.managers[log].write(slot, buf)
         })?;
         Ok(Some((LogId(log as u32), lsn)))
