@@ -16,7 +16,8 @@
 //!   any InfluxDB-v1-compatible endpoint) per commit protocol: rows/s,
 //!   acknowledgement latency, bytes per point on SSD and PMem;
 //! - [`ycsb_ts`]: YCSB-TS transactions per commit protocol (DecLog, Fig. 10-12);
-//! - [`events`]: the event store's micro-benchmarks (ChronicleDB, Fig. 5-9).
+//! - [`events`]: the event store's micro-benchmarks (ChronicleDB, Fig. 5-9);
+//! - [`oltp`]: transactional tables per logging scheme (Taurus, YCSB).
 
 #![forbid(unsafe_code)]
 
@@ -26,6 +27,7 @@ pub mod ingest;
 pub mod logging;
 pub mod machine;
 pub mod measure;
+pub mod oltp;
 pub mod peers;
 pub mod persist;
 pub mod report;

@@ -36,7 +36,7 @@ pub fn settle() -> (Duration, bool) {
 }
 
 /// (idle, total) jiffies of all CPUs: the first line of `/proc/stat`.
-fn cpu_times() -> Option<(u64, u64)> {
+pub fn cpu_times() -> Option<(u64, u64)> {
     parse_cpu_line(std::fs::read_to_string("/proc/stat").ok()?.lines().next()?)
 }
 
@@ -52,7 +52,7 @@ fn parse_cpu_line(line: &str) -> Option<(u64, u64)> {
     Some((idle, values.iter().sum()))
 }
 
-fn idle_fraction(before: (u64, u64), after: (u64, u64)) -> f64 {
+pub fn idle_fraction(before: (u64, u64), after: (u64, u64)) -> f64 {
     let total = after.1.saturating_sub(before.1);
     if total == 0 {
         return 1.0;

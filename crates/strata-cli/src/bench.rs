@@ -45,6 +45,11 @@ enum Benchmark {
     /// fillrandom --sync=1 and SQLite WAL (synchronous=FULL and NORMAL), one
     /// record per commit: commits/s, commit latency p50/p99, durability.
     Logging(crate::bench_logging::LoggingArgs),
+    /// Transactional tables per logging scheme (none, serial and Taurus,
+    /// data and command logging; taurus.txt section 5) on YCSB: throughput,
+    /// commit latency, log bytes per transaction, recovery time and speed,
+    /// recovery parallelism; optional bandwidth limit per log device.
+    Oltp(crate::bench_oltp::OltpArgs),
     /// Internal: the child process of `bench ycsb-ts` (job in $STRATA_YCSB_TS_JOB).
     #[command(hide = true)]
     YcsbTsChild,
@@ -321,6 +326,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Benchmark::Events(a) => crate::bench_events::run(a),
         Benchmark::Logging(a) => crate::bench_logging::run(a),
+        Benchmark::Oltp(a) => crate::bench_oltp::run(a),
         Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }
 }

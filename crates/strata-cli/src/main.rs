@@ -6,6 +6,7 @@
 mod bench;
 mod bench_events;
 mod bench_logging;
+mod bench_oltp;
 mod crashtest;
 mod engine_hooks;
 mod inspect;

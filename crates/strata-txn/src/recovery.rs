@@ -214,6 +214,97 @@ pub fn replay(
     Ok(ReplayReport { transactions: total as u64, threads, time: started.elapsed() })
 }
 
+/// How much parallelism the logs allow recovery (issue 16): transactions
+/// over the longest chain of the order replay enforces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parallelism {
+    pub transactions: u64,
+    /// Longest chain where T follows every record of log j with an LSN at
+    /// most `T.LV[j]` (serial records: every record before them).
+    pub lv_chain: u64,
+    /// Longest chain of true conflicts only: data records writing a row
+    /// after one that wrote it (WAW, all data replay needs). `None` when
+    /// the logs hold commands, whose read sets the log does not show.
+    pub true_chain: Option<u64>,
+}
+
+impl Parallelism {
+    /// Transactions over the LV chain: the speed-up unlimited threads could reach.
+    pub fn lv_ratio(&self) -> f64 {
+        self.transactions as f64 / self.lv_chain.max(1) as f64
+    }
+
+    pub fn true_ratio(&self) -> Option<f64> {
+        self.true_chain.map(|c| self.transactions as f64 / c.max(1) as f64)
+    }
+}
+
+/// [`Parallelism`] of committed logs (each in log order).
+pub fn parallelism(logs: &[Vec<(u64, Record)>]) -> Parallelism {
+    let n = logs.len();
+    // Per log: LSNs and the running maximum of depths, in log order.
+    let mut lsns: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut running: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut next = vec![0usize; n];
+    let mut last_writer: std::collections::HashMap<(u32, u64), u64> = std::collections::HashMap::new();
+    let mut out = Parallelism { true_chain: Some(0), ..Default::default() };
+    let prefix_max = |lsns: &[u64], running: &[u64], upto: u64| -> u64 {
+        let k = lsns.partition_point(|l| *l <= upto);
+        if k == 0 {
+            0
+        } else {
+            running[k - 1]
+        }
+    };
+    loop {
+        let mut progressed = false;
+        for i in 0..n {
+            while let Some((lsn, rec)) = logs[i].get(next[i]) {
+                let ready = rec.lv_len == 0
+                    || (0..n).all(|j| {
+                        lsns[j].last().copied().unwrap_or(0) >= rec.lv.get(j)
+                            || logs[j].get(next[j]).is_none_or(|(l, _)| *l > rec.lv.get(j))
+                    });
+                if !ready {
+                    break;
+                }
+                let deps = if rec.lv_len == 0 {
+                    running[i].last().copied().unwrap_or(0)
+                } else {
+                    (0..n).map(|j| prefix_max(&lsns[j], &running[j], rec.lv.get(j))).max().unwrap_or(0)
+                };
+                let depth = deps + 1;
+                let true_depth = 1 + rec
+                    .writes
+                    .iter()
+                    .map(|w| last_writer.get(&(w.table.0, w.key.0)).copied().unwrap_or(0))
+                    .max()
+                    .unwrap_or(0);
+                for w in &rec.writes {
+                    last_writer.insert((w.table.0, w.key.0), true_depth);
+                }
+                if rec.command.is_some() {
+                    out.true_chain = None;
+                }
+                if let Some(t) = &mut out.true_chain {
+                    *t = (*t).max(true_depth);
+                }
+                out.lv_chain = out.lv_chain.max(depth);
+                out.transactions += 1;
+                let best = running[i].last().copied().unwrap_or(0).max(depth);
+                lsns[i].push(*lsn);
+                running[i].push(best);
+                next[i] += 1;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            assert!((0..n).all(|i| next[i] == logs[i].len()), "committed logs whose LVs form a cycle");
+            return out;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +355,32 @@ mod tests {
         let report = replay(decoded.into_iter().map(|d| d.records).collect(), 4, &apply).unwrap();
         assert_eq!(report.transactions, 200);
         assert_eq!(*order.lock(), (0..200).collect::<Vec<_>>(), "a chain replays in order");
+    }
+
+    #[test]
+    fn parallelism_counts_the_longest_lv_chain_and_the_true_one() {
+        // Two logs of independent records (LV zero): all parallel.
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for k in 0..10u64 {
+            a.extend_from_slice(&rec(&[0, 0], k));
+            b.extend_from_slice(&rec(&[0, 0], 100 + k));
+        }
+        let logs: Vec<_> = [a, b].iter().map(|l| decode_log(l).records).collect();
+        let p = parallelism(&logs);
+        assert_eq!((p.transactions, p.lv_chain, p.true_chain), (20, 1, Some(1)));
+        assert_eq!(p.lv_ratio(), 20.0);
+        // The chain of the replay test: 200 records, each after the one before.
+        let mut logs: Vec<Vec<u8>> = vec![Vec::new(), Vec::new()];
+        let mut last = [0u64, 0u64];
+        for k in 0..200u64 {
+            let i = (k % 2) as usize;
+            // Keys differ: the chain is all LV, no true conflict.
+            logs[i].extend_from_slice(&rec(&last, k));
+            last[i] = logs[i].len() as u64;
+        }
+        let logs: Vec<_> = logs.iter().map(|l| decode_log(l).records).collect();
+        let p = parallelism(&logs);
+        assert_eq!((p.transactions, p.lv_chain, p.true_chain), (200, 200, Some(1)));
     }
 }

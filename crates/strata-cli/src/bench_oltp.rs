@@ -1,0 +1,108 @@
+//! `strata bench oltp`: transactional tables per logging scheme (issue 16,
+//! taurus.txt section 5): arguments and the call into `strata_bench::oltp`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use strata_bench::oltp::{self, Device, OltpOptions, DEFAULT_VARIANTS};
+
+#[derive(Args)]
+pub struct OltpArgs {
+    /// A short run: a 20,000-row table, 1 s windows, 3 rounds.
+    #[arg(long)]
+    quick: bool,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// The workload (only `ycsb` so far).
+    #[arg(long, default_value = "ycsb")]
+    workload: String,
+    /// Variants in round order: none, serial-data, serial-command, taurus-data, taurus-command.
+    #[arg(long, default_value = DEFAULT_VARIANTS)]
+    variants: String,
+    /// Worker threads (each maps to log `worker % logs`; may exceed the cores
+    /// when the devices are the bottleneck).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Logs of the Taurus variants (default: one per worker).
+    #[arg(long)]
+    logs: Option<usize>,
+    /// Where the logs live: pmem (emulated) or ssd.
+    #[arg(long, default_value = "pmem")]
+    device: String,
+    /// Bandwidth limit of every log device in MB/s (recovery reads included).
+    #[arg(long)]
+    log_mbps: Option<f64>,
+    /// Zipf theta of the key choice.
+    #[arg(long, default_value_t = 0.6)]
+    theta: f64,
+    /// Accesses per transaction.
+    #[arg(long, default_value_t = 2)]
+    accesses: usize,
+    /// Share of accesses that read.
+    #[arg(long, default_value_t = 0.5)]
+    read_ratio: f64,
+    /// Rows of the table (default 200,000; 20,000 with --quick).
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Rounds; medians are reported.
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Window of each run in milliseconds (default 3000; 1000 with --quick).
+    #[arg(long)]
+    window_ms: Option<u64>,
+    /// Concurrency control: only `2pl` (NO_WAIT) so far.
+    #[arg(long, default_value = "2pl")]
+    cc: String,
+    /// Directory for the emulated PMem regions (default /dev/shm).
+    #[arg(long)]
+    pmem_dir: Option<PathBuf>,
+    /// Directory for the SSD logs (default: the temporary directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(a: OltpArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        a.workload == "ycsb",
+        "workload `{}`: only ycsb is built so far (TPC-C is not)",
+        a.workload
+    );
+    anyhow::ensure!(a.cc == "2pl", "concurrency control `{}`: only 2pl (NO_WAIT) is built so far", a.cc);
+    let logs = a.logs.unwrap_or(a.workers).max(1);
+    let variants = oltp::parse_variants(&a.variants, logs)?;
+    let mut o = if a.quick {
+        OltpOptions::quick(variants, a.workers, logs)
+    } else {
+        OltpOptions::full(variants, a.workers, logs)
+    };
+    o.device = match a.device.as_str() {
+        "pmem" => Device::Pmem,
+        "ssd" => Device::Ssd,
+        other => anyhow::bail!("device `{other}` (pmem or ssd)"),
+    };
+    o.log_mbps = a.log_mbps;
+    o.shape.theta = a.theta;
+    o.shape.accesses = a.accesses;
+    o.shape.read_ratio = a.read_ratio;
+    if let Some(r) = a.rows {
+        o.shape.rows = r;
+    }
+    if let Some(r) = a.rounds {
+        o.rounds = r;
+    }
+    if let Some(ms) = a.window_ms {
+        o.window = Duration::from_millis(ms);
+    }
+    o.pmem_dir = a.pmem_dir;
+    o.dir = a.dir;
+    strata_bench::report::BenchReport::check_json_path(a.json.as_deref())?;
+    let report = oltp::run(&o)?;
+    report.print_table();
+    if let Some(p) = &a.json {
+        report.write_json(p)?;
+        eprintln!("oltp bench: wrote {}", p.display());
+    }
+    Ok(())
+}
