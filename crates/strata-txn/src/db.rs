@@ -95,6 +95,9 @@ pub struct TxnDb {
     pub(crate) logging: Box<dyn TxnLogging>,
     pub(crate) mode: LogMode,
     procedures: Procedures,
+    /// Each log's kept end at open: the LV every transaction starts from,
+    /// since the recovered rows carry no LVs of their own.
+    pub(crate) base_lv: crate::lv::Lv,
     #[cfg(any(test, feature = "crashtest"))]
     planted_bug: crate::planted::PlantedBug,
 }
@@ -188,6 +191,7 @@ impl TxnDb {
             logging: Box::new(NoLogging),
             mode: o.mode,
             procedures,
+            base_lv: crate::lv::Lv::ZERO,
             #[cfg(any(test, feature = "crashtest"))]
             planted_bug: options.planted_bug,
         };
@@ -208,6 +212,7 @@ impl TxnDb {
         for (d, end) in devices.iter().zip(&ends) {
             d.truncate(*end)?;
         }
+        db.base_lv = crate::lv::Lv::from_slice(&ends);
         db.logging = open_logging(o, devices, &ends)?;
         Ok((db, report))
     }

@@ -7,6 +7,10 @@ pub enum TxnError {
     /// NO_WAIT: the row is locked by another transaction; this one aborted.
     #[error("lock conflict on table {table:?} key {key:?}: the transaction aborted")]
     Conflict { table: TableId, key: RowKey },
+    /// The transaction ended (an earlier error aborted it, or it committed):
+    /// begin a new one.
+    #[error("the transaction already ended (an earlier error aborted it)")]
+    Ended,
     #[error("no row with key {key:?} in table {table:?}")]
     NotFound { table: TableId, key: RowKey },
     #[error("a row with key {key:?} already exists in table {table:?}")]

@@ -214,8 +214,8 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
             .ok_or_else(|| invalid("arguments past the record's end".into()))?
             .to_vec();
         p += args_len;
-        if rec[p..].iter().any(|b| *b != 0) {
-            return Err(invalid("non-zero padding".into()));
+        if rec[p..].iter().any(|b| *b != 0) || len as usize != encoded_command_len(lv_len, args_len) {
+            return Err(invalid("padding that is not the zeros up to the next multiple of 8".into()));
         }
         let command = Some(Command { procedure, args });
         return Ok(Some((Record { lv, lv_len, writes: Vec::new(), command }, len as usize)));
@@ -227,6 +227,9 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
         }
         let table = TableId(u32_at(rec, p));
         let op = rec[p + 4];
+        if rec[p + 5..p + 8] != [0, 0, 0] {
+            return Err(invalid("non-zero reserved bytes in a write".into()));
+        }
         let key = RowKey(u64_at(rec, p + 8));
         let row_len = u32_at(rec, p + 16) as usize;
         p += WRITE_HEADER_BYTES;
@@ -239,8 +242,8 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
         };
         writes.push(RowWrite { table, key, op });
     }
-    if rec[p..].iter().any(|b| *b != 0) {
-        return Err(invalid("non-zero padding".into()));
+    if rec[p..].iter().any(|b| *b != 0) || len as usize != encoded_len(lv_len, &writes) {
+        return Err(invalid("padding that is not the zeros up to the next multiple of 8".into()));
     }
     Ok(Some((Record { lv, lv_len, writes, command: None }, len as usize)))
 }

@@ -31,7 +31,9 @@ impl<'db> Txn<'db> {
         Txn {
             db,
             worker,
-            lv: Lv::ZERO,
+            // Everything recovered at open is a dependency of every new
+            // transaction (recovered rows carry no LVs of their own).
+            lv: db.base_lv,
             held: Vec::new(),
             writes: Vec::new(),
             command: None,
@@ -47,6 +49,15 @@ impl<'db> Txn<'db> {
         let mut txn = Txn::new(db, WorkerId(0));
         txn.replay = true;
         txn
+    }
+
+    /// An ended transaction (aborted by an error) refuses further work:
+    /// its locks are gone, so what it would read or write is unprotected.
+    fn check_open(&self) -> Result<(), TxnError> {
+        if self.finished {
+            return Err(TxnError::Ended);
+        }
+        Ok(())
     }
 
     /// Declares that this transaction does what stored procedure `id` does
@@ -71,6 +82,7 @@ impl<'db> Txn<'db> {
 
     /// Reads a row (a shared lock; the transaction's own write if it wrote it).
     pub fn get(&mut self, table: TableId, key: RowKey) -> Result<Option<Vec<u8>>, TxnError> {
+        self.check_open()?;
         self.db.schema(table)?;
         if let Some(op) = self.buffered(table, key) {
             return Ok(match op {
@@ -152,6 +164,7 @@ impl<'db> Txn<'db> {
 
     /// Updates an existing row.
     pub fn put(&mut self, table: TableId, key: RowKey, row: &[u8]) -> Result<(), TxnError> {
+        self.check_open()?;
         self.db.check_row(table, row)?;
         if self.exclusive(table, key)?.is_none() {
             return self.fail(TxnError::NotFound { table, key });
@@ -162,6 +175,7 @@ impl<'db> Txn<'db> {
 
     /// Inserts a new row.
     pub fn insert(&mut self, table: TableId, key: RowKey, row: &[u8]) -> Result<(), TxnError> {
+        self.check_open()?;
         self.db.check_row(table, row)?;
         if self.exclusive(table, key)?.is_some() {
             return self.fail(TxnError::Duplicate { table, key });
@@ -172,6 +186,7 @@ impl<'db> Txn<'db> {
 
     /// Deletes an existing row.
     pub fn delete(&mut self, table: TableId, key: RowKey) -> Result<(), TxnError> {
+        self.check_open()?;
         self.db.schema(table)?;
         if self.exclusive(table, key)?.is_none() {
             return self.fail(TxnError::NotFound { table, key });
@@ -184,6 +199,7 @@ impl<'db> Txn<'db> {
     /// writes installed, the LVs updated and the locks released. Durable
     /// once [`TxnDb::wait_committed`] returns for the ticket.
     pub fn commit(mut self) -> Result<CommitTicket, TxnError> {
+        self.check_open()?;
         self.finished = true;
         if self.replay {
             for w in &self.writes {
