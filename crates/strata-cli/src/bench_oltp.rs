@@ -61,9 +61,22 @@ pub struct OltpArgs {
     /// Directory for the SSD logs (default: the temporary directory).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Instead: the LV micro-benchmark of Fig. 16 (LV work per transaction
+    /// by number of logs, vectorised and element by element).
+    #[arg(long)]
+    lv_micro: bool,
 }
 
 pub fn run(a: OltpArgs) -> anyhow::Result<()> {
+    if a.lv_micro {
+        strata_bench::report::BenchReport::check_json_path(a.json.as_deref())?;
+        let report = oltp::lv_micro::run(true)?;
+        report.print_table();
+        if let Some(p) = &a.json {
+            report.write_json(p)?;
+        }
+        return Ok(());
+    }
     anyhow::ensure!(
         a.workload == "ycsb",
         "workload `{}`: only ycsb is built so far (TPC-C is not)",

@@ -3,8 +3,9 @@
 //!
 //! Fixed at [`MAX_LOGS`] elements (unused ones stay 0), so element-wise max
 //! and comparison are straight loops over one array that the compiler
-//! vectorises (4.2, the SIMD optimisation); `benches`-style timing of them
-//! is in the `strata bench` micro-benchmark.
+//! vectorises (4.2, the SIMD optimisation); [`scalar`] is the element by
+//! element version `strata bench oltp --lv-micro` times them against
+//! (Fig. 16).
 
 /// Most logs a database may have.
 pub const MAX_LOGS: usize = 16;
@@ -57,6 +58,26 @@ impl Lv {
     }
 }
 
+/// The same operations element by element over the first `logs` elements,
+/// with an early exit, as a straightforward implementation writes them:
+/// the baseline of the vectorisation micro-benchmark (Fig. 16's "SIMD
+/// off"), and the reference the tests compare [`Lv`] against.
+pub mod scalar {
+    use super::Lv;
+
+    pub fn max_in_place(a: &mut Lv, b: &Lv, logs: usize) {
+        for j in 0..logs {
+            if b.get(j) > a.get(j) {
+                a.set(j, b.get(j));
+            }
+        }
+    }
+
+    pub fn le(a: &Lv, b: &Lv, logs: usize) -> bool {
+        (0..logs).all(|j| a.get(j) <= b.get(j))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +94,25 @@ mod tests {
         // Incomparable vectors: neither is ≤ the other.
         let c = Lv::from_slice(&[5, 0]);
         assert!(!c.le(&b) && !b.le(&c));
+    }
+
+    #[test]
+    fn the_vectorised_operations_agree_with_the_scalar_ones() {
+        use rand::{Rng, SeedableRng};
+        let seed = 0x1f_16;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..2_000 {
+            let logs = rng.gen_range(1..=MAX_LOGS);
+            let v = |rng: &mut rand_chacha::ChaCha8Rng| {
+                Lv::from_slice(&(0..logs).map(|_| rng.gen_range(0..8u64)).collect::<Vec<_>>())
+            };
+            let (a, b) = (v(&mut rng), v(&mut rng));
+            let (mut x, mut y) = (a, a);
+            x.max_in_place(&b);
+            scalar::max_in_place(&mut y, &b, logs);
+            assert_eq!(x, y, "seed {seed:#x}");
+            assert_eq!(a.le(&b), scalar::le(&a, &b, logs), "seed {seed:#x}");
+        }
     }
 
     #[test]

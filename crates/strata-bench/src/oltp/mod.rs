@@ -14,6 +14,7 @@
 //! replay. A crash (SIGKILL) would leave the same logs less an unflushed
 //! tail; the crash tests check that path, the benchmark times the replay.
 
+pub mod lv_micro;
 mod run;
 pub mod ycsb;
 
