@@ -85,6 +85,8 @@ pub struct RecoveryReport {
     pub transactions: u64,
     /// Records after each log's committed prefix, cut.
     pub dropped_records: u64,
+    /// LV anchors read (taurus.txt Algorithm 5).
+    pub anchors: u64,
     pub decode_time: Duration,
     pub replay_time: Duration,
 }
@@ -178,7 +180,8 @@ impl TxnDb {
         let started = Instant::now();
         let decoded = read_logs(&devices)?;
         let (kept, ends) = committed_prefixes(&decoded);
-        let mut report = RecoveryReport { decode_time: started.elapsed(), ..Default::default() };
+        let anchors = decoded.iter().map(|d| d.anchors).sum();
+        let mut report = RecoveryReport { decode_time: started.elapsed(), anchors, ..Default::default() };
         #[allow(unused_mut)]
         let mut store = Store::default();
         #[cfg(any(test, feature = "crashtest"))]

@@ -1,7 +1,7 @@
 //! Fuzz entries (feature `fuzz`, for the cargo-fuzz crate in `fuzz/`; the
 //! smoke tests run them on the stable toolchain).
 
-use crate::record::{decode, encode, encode_command};
+use crate::record::{decode, encode_masked};
 use crate::recovery::decode_log;
 
 /// Decodes one record; one that decodes re-encodes to the same bytes (the
@@ -9,10 +9,7 @@ use crate::recovery::decode_log;
 pub fn fuzz_record_decode(data: &[u8]) {
     if let Ok(Some((rec, len))) = decode(data, 0) {
         let mut again = Vec::new();
-        match &rec.command {
-            Some(c) => encode_command(&rec.lv, rec.lv_len, c, &mut again),
-            None => encode(&rec.lv, rec.lv_len, &rec.writes, &mut again),
-        }
+        encode_masked(&rec.lv, rec.lv_len, rec.lv_mask, rec.body(), &mut again);
         assert_eq!(again, data[..len], "a decoded record re-encodes to its bytes");
     }
 }

@@ -42,8 +42,11 @@ pub struct RowWrite {
 /// Byte 10: what the record carries.
 const KIND_DATA: u8 = 0;
 const KIND_COMMAND: u8 = 1;
+const KIND_ANCHOR: u8 = 2;
 /// Bytes of a command body before its arguments: procedure id, argument length.
 pub const COMMAND_HEADER_BYTES: usize = 8;
+/// Bytes of an LV section before its elements: the mask and a reserved word.
+pub const LV_MASK_BYTES: usize = 8;
 
 /// A stored procedure's invocation (command logging).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,16 +55,60 @@ pub struct Command {
     pub args: Vec<u8>,
 }
 
+/// What a record carries after its LV.
+#[derive(Copy, Clone, Debug)]
+pub enum RecordBody<'a> {
+    Data(&'a [RowWrite]),
+    Command(&'a Command),
+    /// An anchor (taurus.txt Algorithm 5, `FlushPLV`): the LV is every
+    /// log's committed end when it was written; later records of this log
+    /// leave out the elements it covers.
+    Anchor,
+}
+
 /// A decoded record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
-    /// The LV copy (elements beyond the log count are 0).
+    /// The LV copy: the stored elements at their positions, the others 0
+    /// until [`Record::decompress`] fills them from the log's last anchor.
     pub lv: Lv,
     pub lv_len: usize,
-    /// Data logging: the writes (empty for a command record).
+    /// Which elements the record stores (bit j: element j).
+    pub lv_mask: u32,
+    /// Data logging: the writes (empty for a command record or an anchor).
     pub writes: Vec<RowWrite>,
     /// Command logging: the invocation to re-execute.
     pub command: Option<Command>,
+    /// An anchor, not a transaction.
+    pub anchor: bool,
+}
+
+impl Record {
+    /// Algorithm 5's `Decompress`: the elements the record left out are
+    /// the last anchor's (at least the record's own, so the dependencies
+    /// only grow).
+    pub fn decompress(&mut self, anchor: &Lv) {
+        self.lv = self.lv.decompressed(self.lv_mask, anchor, self.lv_len);
+        self.lv_mask = full_mask(self.lv_len);
+    }
+
+    /// The body, for re-encoding.
+    pub fn body(&self) -> RecordBody<'_> {
+        match (&self.command, self.anchor) {
+            (_, true) => RecordBody::Anchor,
+            (Some(c), false) => RecordBody::Command(c),
+            (None, false) => RecordBody::Data(&self.writes),
+        }
+    }
+}
+
+/// Every element of an LV of `lv_len` elements.
+pub fn full_mask(lv_len: usize) -> u32 {
+    if lv_len >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << lv_len) - 1
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -74,68 +121,101 @@ pub enum DecodeError {
     Invalid { at: u64, what: String },
 }
 
-/// Bytes `writes` take encoded with `lv_len` LV elements.
+/// Bytes of the LV section: none without an LV (serial), else the mask
+/// word and the stored elements.
+fn lv_section_bytes(lv_len: usize, mask: u32) -> usize {
+    if lv_len == 0 {
+        0
+    } else {
+        LV_MASK_BYTES + 8 * mask.count_ones() as usize
+    }
+}
+
+fn body_bytes(body: RecordBody<'_>) -> usize {
+    match body {
+        RecordBody::Data(writes) => writes
+            .iter()
+            .map(|w| WRITE_HEADER_BYTES + if let WriteOp::Put(r) = &w.op { r.len() } else { 0 })
+            .sum(),
+        RecordBody::Command(c) => COMMAND_HEADER_BYTES + c.args.len(),
+        RecordBody::Anchor => 0,
+    }
+}
+
+/// Bytes a record takes.
+pub fn encoded_len_masked(lv_len: usize, mask: u32, body: RecordBody<'_>) -> usize {
+    (HEADER_BYTES + lv_section_bytes(lv_len, mask) + body_bytes(body)).next_multiple_of(RECORD_ALIGN)
+}
+
+/// Bytes a data record of `writes` with all `lv_len` LV elements takes.
 pub fn encoded_len(lv_len: usize, writes: &[RowWrite]) -> usize {
-    let body: usize = writes
-        .iter()
-        .map(|w| WRITE_HEADER_BYTES + if let WriteOp::Put(r) = &w.op { r.len() } else { 0 })
-        .sum();
-    (HEADER_BYTES + 8 * lv_len + body).next_multiple_of(RECORD_ALIGN)
+    encoded_len_masked(lv_len, full_mask(lv_len), RecordBody::Data(writes))
 }
 
-/// Bytes a command record with `lv_len` LV elements and `args_len` argument bytes takes.
+/// Bytes a command record with all `lv_len` LV elements and `args_len` argument bytes takes.
 pub fn encoded_command_len(lv_len: usize, args_len: usize) -> usize {
-    (HEADER_BYTES + 8 * lv_len + COMMAND_HEADER_BYTES + args_len).next_multiple_of(RECORD_ALIGN)
+    (HEADER_BYTES + lv_section_bytes(lv_len, full_mask(lv_len)) + COMMAND_HEADER_BYTES + args_len)
+        .next_multiple_of(RECORD_ALIGN)
 }
 
-fn put_header(out: &mut Vec<u8>, len: usize, kind: u8, lv: &Lv, lv_len: usize, count: u32) {
-    assert!(lv_len <= MAX_LOGS);
+/// Appends a record to `out`: `lv`'s elements in `mask` (of `lv_len`),
+/// then `body`.
+pub fn encode_masked(lv: &Lv, lv_len: usize, mask: u32, body: RecordBody<'_>, out: &mut Vec<u8>) {
+    assert!(lv_len <= MAX_LOGS && mask & !full_mask(lv_len) == 0, "an LV mask within the log count");
+    let start = out.len();
+    let len = encoded_len_masked(lv_len, mask, body);
+    let (kind, count) = match body {
+        RecordBody::Data(w) => (KIND_DATA, w.len() as u32),
+        RecordBody::Command(_) => (KIND_COMMAND, 1),
+        RecordBody::Anchor => (KIND_ANCHOR, 0),
+    };
     out.extend_from_slice(&(len as u32).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(RECORD_VERSION);
     out.push(lv_len as u8);
     out.extend_from_slice(&[kind, 0]);
     out.extend_from_slice(&count.to_le_bytes());
-    for v in lv.as_slice(lv_len) {
-        out.extend_from_slice(&v.to_le_bytes());
+    if lv_len > 0 {
+        out.extend_from_slice(&mask.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        for j in (0..lv_len).filter(|j| mask & (1 << j) != 0) {
+            out.extend_from_slice(&lv.get(j).to_le_bytes());
+        }
     }
-}
-
-/// Pads the record started at `start` to `len` bytes and sets its checksum.
-fn seal(out: &mut Vec<u8>, start: usize, len: usize) {
+    match body {
+        RecordBody::Data(writes) => {
+            for w in writes {
+                out.extend_from_slice(&w.table.0.to_le_bytes());
+                let (op, row): (u8, &[u8]) = match &w.op {
+                    WriteOp::Put(r) => (OP_PUT, r),
+                    WriteOp::Delete => (OP_DELETE, &[]),
+                };
+                out.extend_from_slice(&[op, 0, 0, 0]);
+                out.extend_from_slice(&w.key.0.to_le_bytes());
+                out.extend_from_slice(&(row.len() as u32).to_le_bytes());
+                out.extend_from_slice(row);
+            }
+        }
+        RecordBody::Command(c) => {
+            out.extend_from_slice(&c.procedure.to_le_bytes());
+            out.extend_from_slice(&(c.args.len() as u32).to_le_bytes());
+            out.extend_from_slice(&c.args);
+        }
+        RecordBody::Anchor => {}
+    }
     out.resize(start + len, 0);
     let crc = crc32c::crc32c(&out[start + 8..start + len]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Appends a command record (count 1: one invocation) to `out`.
+/// Appends a command record with every LV element (count 1: one invocation).
 pub fn encode_command(lv: &Lv, lv_len: usize, command: &Command, out: &mut Vec<u8>) {
-    let start = out.len();
-    let len = encoded_command_len(lv_len, command.args.len());
-    put_header(out, len, KIND_COMMAND, lv, lv_len, 1);
-    out.extend_from_slice(&command.procedure.to_le_bytes());
-    out.extend_from_slice(&(command.args.len() as u32).to_le_bytes());
-    out.extend_from_slice(&command.args);
-    seal(out, start, len);
+    encode_masked(lv, lv_len, full_mask(lv_len), RecordBody::Command(command), out)
 }
 
-/// Appends a data record to `out`.
+/// Appends a data record with every LV element.
 pub fn encode(lv: &Lv, lv_len: usize, writes: &[RowWrite], out: &mut Vec<u8>) {
-    let start = out.len();
-    let len = encoded_len(lv_len, writes);
-    put_header(out, len, KIND_DATA, lv, lv_len, writes.len() as u32);
-    for w in writes {
-        out.extend_from_slice(&w.table.0.to_le_bytes());
-        let (op, row): (u8, &[u8]) = match &w.op {
-            WriteOp::Put(r) => (OP_PUT, r),
-            WriteOp::Delete => (OP_DELETE, &[]),
-        };
-        out.extend_from_slice(&[op, 0, 0, 0]);
-        out.extend_from_slice(&w.key.0.to_le_bytes());
-        out.extend_from_slice(&(row.len() as u32).to_le_bytes());
-        out.extend_from_slice(row);
-    }
-    seal(out, start, len);
+    encode_masked(lv, lv_len, full_mask(lv_len), RecordBody::Data(writes), out)
 }
 
 /// The length field of the record at the start of `bytes` (0: no record).
@@ -143,16 +223,22 @@ pub fn peek_len(bytes: &[u8]) -> u32 {
     bytes.get(..4).map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
 }
 
-/// The LV copy of an encoded record (for the log manager, which reads
-/// only this of what it flushes); `None` if the header is short.
-pub fn peek_lv(bytes: &[u8]) -> Option<Lv> {
-    let n = *bytes.get(9)? as usize;
-    let mut lv = Lv::ZERO;
-    for i in 0..n.min(MAX_LOGS) {
-        let at = HEADER_BYTES + 8 * i;
-        lv.set(i, u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().expect("8 bytes")));
+/// What the log manager reads of a record it flushed: whether it is an
+/// anchor, and its LV as stored with its mask; `None` if the header is short.
+pub fn peek_lv(bytes: &[u8]) -> Option<(bool, Lv, u32)> {
+    let n = (*bytes.get(9)? as usize).min(MAX_LOGS);
+    let anchor = *bytes.get(10)? == KIND_ANCHOR;
+    if n == 0 {
+        return Some((anchor, Lv::ZERO, 0));
     }
-    Some(lv)
+    let mask = u32::from_le_bytes(bytes.get(HEADER_BYTES..HEADER_BYTES + 4)?.try_into().expect("4 bytes"));
+    let mut lv = Lv::ZERO;
+    let mut at = HEADER_BYTES + LV_MASK_BYTES;
+    for j in (0..n).filter(|j| mask & (1 << j) != 0) {
+        lv.set(j, u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().expect("8 bytes")));
+        at += 8;
+    }
+    Some((anchor, lv, mask))
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -165,7 +251,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Decodes the record starting at `bytes[0]`, which sits at log position
 /// `at`. `Ok(None)` when no record starts there: a zero length (the end of
-/// what was written), or a record running past `bytes` (a torn tail).
+/// what was written), or a record running past `bytes` (a torn tail). The
+/// LV comes back as stored ([`Record::decompress`] fills the rest).
 pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeError> {
     let len = peek_len(bytes);
     if len == 0 {
@@ -189,63 +276,83 @@ pub fn decode(bytes: &[u8], at: u64) -> Result<Option<(Record, usize)>, DecodeEr
         return Err(invalid(format!("{lv_len} LV elements, at most {MAX_LOGS}")));
     }
     let kind = rec[10];
-    if rec[11] != 0 || (kind != KIND_DATA && kind != KIND_COMMAND) {
+    if rec[11] != 0 || !matches!(kind, KIND_DATA | KIND_COMMAND | KIND_ANCHOR) {
         return Err(invalid(format!("kind {kind}, reserved byte {}", rec[11])));
     }
     let count = u32_at(rec, 12) as usize;
     let mut lv = Lv::ZERO;
     let mut p = HEADER_BYTES;
-    if p + 8 * lv_len > rec.len() {
-        return Err(invalid("LV past the record's end".into()));
-    }
-    for i in 0..lv_len {
-        lv.set(i, u64_at(rec, p));
-        p += 8;
-    }
-    if kind == KIND_COMMAND {
-        if count != 1 || p + COMMAND_HEADER_BYTES > rec.len() {
-            return Err(invalid(format!("command record with count {count}")));
+    let mut mask = 0;
+    if lv_len > 0 {
+        if p + LV_MASK_BYTES > rec.len() {
+            return Err(invalid("LV mask past the record's end".into()));
         }
-        let procedure = u32_at(rec, p);
-        let args_len = u32_at(rec, p + 4) as usize;
-        p += COMMAND_HEADER_BYTES;
-        let args = rec
-            .get(p..p + args_len)
-            .ok_or_else(|| invalid("arguments past the record's end".into()))?
-            .to_vec();
-        p += args_len;
-        if rec[p..].iter().any(|b| *b != 0) || len as usize != encoded_command_len(lv_len, args_len) {
-            return Err(invalid("padding that is not the zeros up to the next multiple of 8".into()));
+        mask = u32_at(rec, p);
+        if mask & !full_mask(lv_len) != 0 || u32_at(rec, p + 4) != 0 {
+            return Err(invalid(format!("LV mask {mask:#x} for {lv_len} elements, or a reserved word")));
         }
-        let command = Some(Command { procedure, args });
-        return Ok(Some((Record { lv, lv_len, writes: Vec::new(), command }, len as usize)));
+        p += LV_MASK_BYTES;
+        if p + 8 * mask.count_ones() as usize > rec.len() {
+            return Err(invalid("LV past the record's end".into()));
+        }
+        for j in (0..lv_len).filter(|j| mask & (1 << j) != 0) {
+            lv.set(j, u64_at(rec, p));
+            p += 8;
+        }
     }
-    let mut writes = Vec::with_capacity(count.min(rec.len() / WRITE_HEADER_BYTES));
-    for _ in 0..count {
-        if p + WRITE_HEADER_BYTES > rec.len() {
-            return Err(invalid("write header past the record's end".into()));
+    let mut record = Record { lv, lv_len, lv_mask: mask, writes: Vec::new(), command: None, anchor: false };
+    match kind {
+        KIND_ANCHOR => {
+            if count != 0 || mask != full_mask(lv_len) || lv_len == 0 {
+                return Err(invalid(format!("anchor with count {count}, mask {mask:#x}")));
+            }
+            record.anchor = true;
         }
-        let table = TableId(u32_at(rec, p));
-        let op = rec[p + 4];
-        if rec[p + 5..p + 8] != [0, 0, 0] {
-            return Err(invalid("non-zero reserved bytes in a write".into()));
+        KIND_COMMAND => {
+            if count != 1 || p + COMMAND_HEADER_BYTES > rec.len() {
+                return Err(invalid(format!("command record with count {count}")));
+            }
+            let procedure = u32_at(rec, p);
+            let args_len = u32_at(rec, p + 4) as usize;
+            p += COMMAND_HEADER_BYTES;
+            let args = rec
+                .get(p..p + args_len)
+                .ok_or_else(|| invalid("arguments past the record's end".into()))?
+                .to_vec();
+            p += args_len;
+            record.command = Some(Command { procedure, args });
         }
-        let key = RowKey(u64_at(rec, p + 8));
-        let row_len = u32_at(rec, p + 16) as usize;
-        p += WRITE_HEADER_BYTES;
-        let row = rec.get(p..p + row_len).ok_or_else(|| invalid("row past the record's end".into()))?;
-        p += row_len;
-        let op = match op {
-            OP_PUT => WriteOp::Put(row.to_vec()),
-            OP_DELETE if row_len == 0 => WriteOp::Delete,
-            other => return Err(invalid(format!("write op {other} with {row_len} row bytes"))),
-        };
-        writes.push(RowWrite { table, key, op });
+        _ => {
+            let mut writes = Vec::with_capacity(count.min(rec.len() / WRITE_HEADER_BYTES));
+            for _ in 0..count {
+                if p + WRITE_HEADER_BYTES > rec.len() {
+                    return Err(invalid("write header past the record's end".into()));
+                }
+                let table = TableId(u32_at(rec, p));
+                let op = rec[p + 4];
+                if rec[p + 5..p + 8] != [0, 0, 0] {
+                    return Err(invalid("non-zero reserved bytes in a write".into()));
+                }
+                let key = RowKey(u64_at(rec, p + 8));
+                let row_len = u32_at(rec, p + 16) as usize;
+                p += WRITE_HEADER_BYTES;
+                let row =
+                    rec.get(p..p + row_len).ok_or_else(|| invalid("row past the record's end".into()))?;
+                p += row_len;
+                let op = match op {
+                    OP_PUT => WriteOp::Put(row.to_vec()),
+                    OP_DELETE if row_len == 0 => WriteOp::Delete,
+                    other => return Err(invalid(format!("write op {other} with {row_len} row bytes"))),
+                };
+                writes.push(RowWrite { table, key, op });
+            }
+            record.writes = writes;
+        }
     }
-    if rec[p..].iter().any(|b| *b != 0) || len as usize != encoded_len(lv_len, &writes) {
+    if rec[p..].iter().any(|b| *b != 0) || len as usize != encoded_len_masked(lv_len, mask, record.body()) {
         return Err(invalid("padding that is not the zeros up to the next multiple of 8".into()));
     }
-    Ok(Some((Record { lv, lv_len, writes, command: None }, len as usize)))
+    Ok(Some((record, len as usize)))
 }
 
 #[cfg(test)]
@@ -270,7 +377,7 @@ mod tests {
             let (rec, used) = decode(&out[1..], 0).unwrap().unwrap();
             assert_eq!(used, out.len() - 1);
             assert_eq!((rec.lv, rec.lv_len, rec.writes, rec.command), (lv, lv_len, sample(), None));
-            assert_eq!(peek_lv(&out[1..]), Some(lv));
+            assert_eq!(peek_lv(&out[1..]), Some((false, lv, full_mask(lv_len))));
             let command = Command { procedure: 7, args: vec![1, 2, 3, 4, 5] };
             let mut out = Vec::new();
             encode_command(&lv, lv_len, &command, &mut out);
@@ -306,10 +413,21 @@ mod format_doc_tests {
         markdown_table(DOC, heading).into_iter().skip(1).map(|r| (r[2].clone(), r[0].clone())).collect()
     }
 
+    fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    fn u32_le(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    fn u64_le(b: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    }
+
     #[test]
-    fn the_header_and_write_tables_match_the_encoder() {
-        let header = offsets("## Header");
-        let want = [
+    fn the_tables_match_the_encoder() {
+        let header = [
             ("total_len", "0"),
             ("crc32c", "4"),
             ("version", "8"),
@@ -319,47 +437,50 @@ mod format_doc_tests {
             ("count", "12"),
             ("lv", "16"),
         ];
-        assert_eq!(header, want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec());
+        assert_eq!(offsets("## Header"), owned(&header));
         assert_eq!(HEADER_BYTES, 16);
-        let write = offsets("## Write");
-        let want =
+        assert_eq!(offsets("## LV section"), owned(&[("mask", "0"), ("reserved", "4"), ("elements", "8")]));
+        assert_eq!(LV_MASK_BYTES, 8);
+        let write =
             [("table", "0"), ("op", "4"), ("reserved", "5"), ("key", "8"), ("row_len", "16"), ("row", "20")];
-        assert_eq!(write, want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec());
+        assert_eq!(offsets("## Write"), owned(&write));
         assert_eq!(WRITE_HEADER_BYTES, 20);
-        let command = offsets("## Command");
-        assert_eq!(
-            command,
-            [("procedure", "0"), ("args_len", "4"), ("args", "8")]
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .to_vec()
-        );
+        assert_eq!(offsets("## Command"), owned(&[("procedure", "0"), ("args_len", "4"), ("args", "8")]));
         assert_eq!(COMMAND_HEADER_BYTES, 8);
+    }
+
+    #[test]
+    fn an_encoded_record_puts_each_field_where_the_document_says() {
+        // Two logs, element 1 stored only (mask 0b10).
+        let w = RowWrite { table: TableId(3), key: RowKey(0x1122), op: WriteOp::Put(vec![9, 8]) };
+        let mut out = Vec::new();
+        encode_masked(
+            &Lv::from_slice(&[40, 56]),
+            2,
+            0b10,
+            RecordBody::Data(std::slice::from_ref(&w)),
+            &mut out,
+        );
+        assert_eq!(u32_le(&out, 0) as usize, out.len());
+        assert_eq!(u32_le(&out, 4), crc32c::crc32c(&out[8..]));
+        assert_eq!((out[8], out[9], out[10], u32_le(&out, 12)), (RECORD_VERSION, 2, KIND_DATA, 1));
+        assert_eq!((u32_le(&out, 16), u32_le(&out, 20), u64_le(&out, 24)), (0b10, 0, 56));
+        let at = HEADER_BYTES + LV_MASK_BYTES + 8;
+        assert_eq!((u32_le(&out, at), out[at + 4], u64_le(&out, at + 8)), (3, 1, 0x1122));
+        assert_eq!((u32_le(&out, at + 16), &out[at + 20..at + 22]), (2, &[9u8, 8][..]));
+        let (rec, _) = decode(&out, 0).unwrap().unwrap();
+        assert_eq!((rec.lv, rec.lv_mask), (Lv::from_slice(&[0, 56]), 0b10));
+        // A command: kind 1, procedure and argument length after the LV section.
         let mut c = Vec::new();
         encode_command(&Lv::ZERO, 0, &Command { procedure: 5, args: vec![4; 3] }, &mut c);
         assert_eq!(
-            (
-                c[10],
-                u32::from_le_bytes(c[16..20].try_into().unwrap()),
-                u32::from_le_bytes(c[20..24].try_into().unwrap())
-            ),
-            (KIND_COMMAND, 5, 3)
+            (c[10], u32_le(&c, 16), u32_le(&c, 20), &c[24..27]),
+            (KIND_COMMAND, 5, 3, &[4u8, 4, 4][..])
         );
-        // An encoded record puts each field where the document says.
-        let w = RowWrite { table: TableId(3), key: RowKey(0x1122), op: WriteOp::Put(vec![9, 8]) };
-        let mut out = Vec::new();
-        encode(&Lv::from_slice(&[40, 56]), 2, std::slice::from_ref(&w), &mut out);
-        assert_eq!(u32::from_le_bytes(out[0..4].try_into().unwrap()) as usize, out.len());
-        assert_eq!(u32::from_le_bytes(out[4..8].try_into().unwrap()), crc32c::crc32c(&out[8..]));
-        assert_eq!(
-            (out[8], out[9], u32::from_le_bytes(out[12..16].try_into().unwrap())),
-            (RECORD_VERSION, 2, 1)
-        );
-        assert_eq!(u64::from_le_bytes(out[24..32].try_into().unwrap()), 56);
-        let at = HEADER_BYTES + 16;
-        assert_eq!(u32::from_le_bytes(out[at..at + 4].try_into().unwrap()), 3);
-        assert_eq!(out[at + 4], 1);
-        assert_eq!(u64::from_le_bytes(out[at + 8..at + 16].try_into().unwrap()), 0x1122);
-        assert_eq!(u32::from_le_bytes(out[at + 16..at + 20].try_into().unwrap()), 2);
-        assert_eq!(&out[at + 20..at + 22], &[9, 8]);
+        // An anchor: kind 2, count 0, every element.
+        let mut a = Vec::new();
+        encode_masked(&Lv::from_slice(&[7, 9]), 2, 0b11, RecordBody::Anchor, &mut a);
+        assert_eq!((a[10], u32_le(&a, 12), u32_le(&a, 16), a.len()), (KIND_ANCHOR, 0, 0b11, 40));
+        assert!(decode(&a, 0).unwrap().unwrap().0.anchor);
     }
 }

@@ -42,17 +42,30 @@ pub struct DecodedLog {
     pub valid_end: u64,
     /// Why decoding stopped before the bytes' end, if it did (a torn or corrupt tail).
     pub stopped_by: Option<DecodeError>,
+    /// Anchors read (Algorithm 5).
+    pub anchors: u64,
 }
 
-/// Decodes `bytes` (a log from position 0) up to its first invalid record.
+/// Decodes `bytes` (a log from position 0) up to its first invalid record;
+/// anchors update the LV that compressed records' left-out elements take,
+/// and are not returned.
 pub fn decode_log(bytes: &[u8]) -> DecodedLog {
     let mut records = Vec::new();
     let mut at = 0usize;
     let mut stopped_by = None;
+    // The last anchor read (Algorithm 5): what left-out LV elements become.
+    let mut anchor = Lv::ZERO;
+    let mut anchors = 0;
     while at < bytes.len() {
         match decode(&bytes[at..], at as u64) {
-            Ok(Some((rec, len))) => {
+            Ok(Some((mut rec, len))) => {
                 at += len;
+                if rec.anchor {
+                    anchor = rec.lv;
+                    anchors += 1;
+                    continue;
+                }
+                rec.decompress(&anchor);
                 records.push((at as u64, rec));
             }
             Ok(None) => break,
@@ -62,7 +75,7 @@ pub fn decode_log(bytes: &[u8]) -> DecodedLog {
             }
         }
     }
-    DecodedLog { records, valid_end: at as u64, stopped_by }
+    DecodedLog { records, valid_end: at as u64, stopped_by, anchors }
 }
 
 /// How many records of each log committed (the fixed point of the module

@@ -155,7 +155,8 @@ fn check_oracle(db: &TxnDb, acked: &BTreeSet<u64>, seed: u64) {
     }
 }
 
-fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) {
+/// Runs the line; the recovery's report.
+fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) -> RecoveryReport {
     let workers = setup.workers;
     let fs = Arc::new(FaultFs::with_tear_seed(seed));
     let (db, _) = open(fs.clone(), setup);
@@ -186,6 +187,7 @@ fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) {
         stop.store(true, Ordering::Release);
     });
     check_oracle(&recovered, &acked.lock(), seed);
+    report
 }
 
 #[test]

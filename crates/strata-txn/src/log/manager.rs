@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use super::device::LogDevice;
 use super::Commits;
 use crate::error::TxnError;
-use crate::lv::Lv;
+use crate::lv::{Lv, MAX_LOGS};
 use crate::record::{peek_len, peek_lv};
 
 /// A slot whose worker is not filling the buffer.
@@ -40,12 +40,20 @@ pub(crate) struct LogManager {
     device: Box<dyn LogDevice>,
     /// The manager's own state: flushed records not yet committed, in log order.
     pending: Mutex<Pending>,
+    /// `LPLV` (Algorithm 5): the last anchor placed in the buffer, which
+    /// workers compress against; published only once the anchor's space
+    /// is allocated, so a record compressed against it lies after it.
+    lplv: [AtomicU64; MAX_LOGS],
+    /// Where the last anchor ends; held by the worker placing the next one.
+    anchor: Mutex<u64>,
 }
 
 #[derive(Default)]
 struct Pending {
     records: VecDeque<(u64, Lv)>,
     scratch: Vec<u8>,
+    /// The last anchor flushed (Algorithm 5), for the records after it.
+    last_anchor: Lv,
 }
 
 /// What one [`LogManager::flush_round`] did.
@@ -74,7 +82,50 @@ impl LogManager {
             failed: AtomicBool::new(false),
             device,
             pending: Mutex::new(Pending::default()),
+            lplv: std::array::from_fn(|_| AtomicU64::new(0)),
+            anchor: Mutex::new(start),
         }
+    }
+
+    /// `LPLV` as workers read it (an element may be newer than another:
+    /// every value read belongs to an anchor allocated before the reader's
+    /// record, and the anchor before the record is at least as large).
+    pub(crate) fn lplv(&self) -> Lv {
+        let mut lv = Lv::ZERO;
+        for (j, a) in self.lplv.iter().enumerate() {
+            lv.set(j, a.load(Acquire));
+        }
+        lv
+    }
+
+    /// Whether the log has grown `every_bytes` past its last anchor (false
+    /// while another worker places one).
+    pub(crate) fn anchor_due(&self, every_bytes: u64) -> bool {
+        self.anchor.try_lock().is_some_and(|end| self.log_lsn.load(Relaxed) >= *end + every_bytes)
+    }
+
+    /// Places `anchor_and_record` (an anchor of LV `anchor`, then a record
+    /// compressed against it) in one allocation and publishes the anchor as
+    /// `LPLV`, one worker at a time (the others compress against the
+    /// previous anchor meanwhile, which is safe: their records decompress
+    /// with the newer, larger one). The record's LSN, or `None` if another
+    /// worker is placing an anchor.
+    pub(crate) fn write_with_anchor(
+        &self,
+        slot: usize,
+        anchor: &Lv,
+        anchor_and_record: &[u8],
+        anchor_bytes: usize,
+    ) -> Option<Result<u64, TxnError>> {
+        let mut end = self.anchor.try_lock()?;
+        let r = self.write(slot, anchor_and_record);
+        if let Ok(lsn) = r {
+            for (j, a) in self.lplv.iter().enumerate() {
+                a.fetch_max(anchor.get(j), Release);
+            }
+            *end = lsn - (anchor_and_record.len() - anchor_bytes) as u64;
+        }
+        Some(r)
     }
 
     fn ring_bytes(&self) -> u64 {
@@ -141,7 +192,7 @@ impl LogManager {
         }
         let from = self.flushed.load(Acquire);
         if ready > from {
-            let Pending { records, scratch } = &mut *pending;
+            let Pending { records, scratch, last_anchor } = &mut *pending;
             scratch.clear();
             let words = self.ring.len() as u64;
             for p in (from..ready).step_by(8) {
@@ -159,8 +210,15 @@ impl LogManager {
                     "log {}: the buffer holds whole records",
                     self.index
                 );
-                let lv = peek_lv(&scratch[at..]).expect("a whole record has its LV");
-                records.push_back((from + (at + len) as u64, lv));
+                let (anchor, lv, mask) = peek_lv(&scratch[at..]).expect("a whole record has its LV");
+                let end = from + (at + len) as u64;
+                if anchor {
+                    // Anchors commit at once; later records decompress with them.
+                    *last_anchor = lv;
+                    records.push_back((end, Lv::ZERO));
+                } else {
+                    records.push_back((end, lv.decompressed(mask, last_anchor, MAX_LOGS)));
+                }
                 at += len;
             }
             self.flushed.store(ready, Release);

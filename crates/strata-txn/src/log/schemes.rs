@@ -13,7 +13,13 @@ use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, Payload, TxnLogg
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
 use crate::lv::{Lv, MAX_LOGS};
-use crate::record::{encode, encode_command};
+use crate::record::{encode_masked, full_mask, RecordBody};
+
+/// A worker places an anchor (Algorithm 5's `FlushPLV`) once its log grew
+/// this much past the last one: the trade-off between compression (more
+/// elements at or below the anchor) and recovery parallelism (left-out
+/// elements decompress to the anchor's larger values).
+pub const ANCHOR_EVERY_BYTES: u64 = 64 << 10;
 
 /// No log: commits are not durable; the upper bound of throughput.
 pub struct NoLogging;
@@ -132,13 +138,28 @@ impl TxnLogging for ParallelLogging {
         let log = worker.0 as usize % logs;
         let slot = worker.0 as usize / logs;
         let lv_len = if self.record_lv { logs } else { 0 };
+        let body = match payload {
+            Payload::Data(writes) => RecordBody::Data(writes),
+            Payload::Command(c) => RecordBody::Command(c),
+        };
+        let m = &self.managers[log];
         let lsn = RECORD.with_borrow_mut(|buf| {
             buf.clear();
-            match payload {
-                Payload::Data(writes) => encode(lv, lv_len, writes, buf),
-                Payload::Command(c) => encode_command(lv, lv_len, c, buf),
+            if self.record_lv && m.anchor_due(ANCHOR_EVERY_BYTES) {
+                // Anchor = every log's committed end now; the record after it
+                // stores only the elements above it.
+                let anchor = self.commits.committed_lv();
+                encode_masked(&anchor, lv_len, full_mask(lv_len), RecordBody::Anchor, buf);
+                let anchor_bytes = buf.len();
+                encode_masked(lv, lv_len, lv.compress_mask(&anchor, lv_len), body, buf);
+                if let Some(r) = m.write_with_anchor(slot, &anchor, buf, anchor_bytes) {
+                    return r;
+                }
+                buf.clear();
             }
-            self.managers[log].write(slot, buf)
+            let mask = if self.record_lv { lv.compress_mask(&m.lplv(), lv_len) } else { 0 };
+            encode_masked(lv, lv_len, mask, body, buf);
+            m.write(slot, buf)
         })?;
         Ok(Some((LogId(log as u32), lsn)))
     }
