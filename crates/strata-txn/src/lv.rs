@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn the_vectorised_operations_agree_with_the_scalar_ones() {
         use rand::{Rng, SeedableRng};
-        let seed = 0x1f_16;
+        let seed = 0x1f16;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         for _ in 0..2_000 {
             let logs = rng.gen_range(1..=MAX_LOGS);
