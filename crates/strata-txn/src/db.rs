@@ -89,6 +89,12 @@ pub struct RecoveryReport {
     pub anchors: u64,
     pub decode_time: Duration,
     pub replay_time: Duration,
+    /// Threads that replayed: `recovery_threads`, or 1 when the logs'
+    /// parallelism was too low for more to help (the serial fallback).
+    pub replay_threads: usize,
+    /// Transactions over the longest LV chain of the kept records: the
+    /// signal the serial fallback decides on.
+    pub parallelism: f64,
 }
 
 pub struct TxnDb {
@@ -132,6 +138,21 @@ fn open_devices(o: &LoggingOptions) -> Result<Vec<Box<dyn LogDevice>>, TxnError>
         });
     }
     Ok(devices)
+}
+
+/// Below this many transactions per chain link and thread, recovery runs
+/// on one thread (the serial fallback).
+pub const SERIAL_FALLBACK_PARALLELISM_PER_THREAD: f64 = 2.0;
+
+/// Threads recovery uses: `threads`, unless the logs' `parallelism` could
+/// not keep them busy (fewer than [`SERIAL_FALLBACK_PARALLELISM_PER_THREAD`]
+/// transactions per link of the longest chain per thread).
+pub fn recovery_threads_for(parallelism: f64, threads: usize) -> usize {
+    if threads > 1 && parallelism < SERIAL_FALLBACK_PARALLELISM_PER_THREAD * threads as f64 {
+        1
+    } else {
+        threads.max(1)
+    }
 }
 
 /// Reads and decodes every log, one reader thread per log (Algorithm 3's
@@ -209,7 +230,15 @@ impl TxnDb {
                 r
             })
             .collect();
-        let replayed = replay(logs, options.recovery_threads, &|r: &Record| db.apply_logged(r))?;
+        // Serial fallback (taurus.txt 3.5, 5.6): under high contention the
+        // chains are long and threads wait on each other's RLV updates; one
+        // thread scanning every pool has no such delay. The paper picks it by
+        // the workload's known theta; recovery sees the logs instead: their
+        // parallelism (transactions over the longest chain).
+        let p = crate::recovery::parallelism(&logs);
+        report.parallelism = p.lv_ratio();
+        report.replay_threads = recovery_threads_for(report.parallelism, options.recovery_threads);
+        let replayed = replay(logs, report.replay_threads, &|r: &Record| db.apply_logged(r))?;
         report.transactions = replayed.transactions;
         report.replay_time = replayed.time;
         for (d, end) in devices.iter().zip(&ends) {
@@ -325,5 +354,20 @@ impl TxnDb {
 impl Drop for TxnDb {
     fn drop(&mut self) {
         self.logging.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovery_falls_back_to_one_thread_when_the_chains_are_long() {
+        assert_eq!(recovery_threads_for(1.0, 4), 1, "one chain: serial");
+        assert_eq!(recovery_threads_for(7.9, 4), 1);
+        assert_eq!(recovery_threads_for(8.0, 4), 4);
+        assert_eq!(recovery_threads_for(500.0, 4), 4);
+        assert_eq!(recovery_threads_for(1.0, 1), 1);
+        assert_eq!(recovery_threads_for(1.0, 0), 1);
     }
 }

@@ -196,6 +196,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
                 s.push("recovery_s", f.recovery_s);
                 s.push("recovery_txn_per_s", f.recovery_txn_per_s);
                 s.push("recovered_txns", f.recovered_txns as f64);
+                s.push("recovery_threads", f.recovery_threads as f64);
                 s.push("recovery_parallelism", f.recovery_parallelism);
                 if let Some(t) = f.recovery_parallelism_true {
                     s.push("recovery_parallelism_true", t);
@@ -237,6 +238,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "recovery_s",
         "recovery_txn_per_s",
         "recovery_rate_to_serial_data",
+        "recovery_threads",
         "recovery_parallelism",
         "recovery_parallelism_true",
     ]

@@ -42,6 +42,8 @@ pub struct RunFigures {
     pub recovery_txn_per_s: f64,
     pub recovery_parallelism: f64,
     pub recovery_parallelism_true: Option<f64>,
+    /// Threads the replay used (1: the serial fallback).
+    pub recovery_threads: usize,
 }
 
 fn db_options(o: &OltpOptions, v: &Variant, dir: &Path) -> anyhow::Result<TxnDbOptions> {
@@ -127,6 +129,7 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
             TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, shape.rows))?;
         f.recovery_s = (report.decode_time + report.replay_time).as_secs_f64();
         f.recovered_txns = report.transactions;
+        f.recovery_threads = report.replay_threads;
         f.recovery_txn_per_s = report.transactions as f64 / f.recovery_s.max(1e-9);
         drop(db);
     }
