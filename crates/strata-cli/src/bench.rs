@@ -50,6 +50,9 @@ enum Benchmark {
     /// commit latency, log bytes per transaction, recovery time and speed,
     /// recovery parallelism; optional bandwidth limit per log device.
     Oltp(crate::bench_oltp::OltpArgs),
+    /// Internal: the child process of `bench oltp` (job in $STRATA_OLTP_JOB).
+    #[command(hide = true)]
+    OltpChild,
     /// Internal: the child process of `bench ycsb-ts` (job in $STRATA_YCSB_TS_JOB).
     #[command(hide = true)]
     YcsbTsChild,
@@ -327,6 +330,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         Benchmark::Events(a) => crate::bench_events::run(a),
         Benchmark::Logging(a) => crate::bench_logging::run(a),
         Benchmark::Oltp(a) => crate::bench_oltp::run(a),
+        Benchmark::OltpChild => strata_bench::oltp::run_child_from_env(),
         Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }
 }

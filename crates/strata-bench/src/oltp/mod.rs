@@ -9,13 +9,14 @@
 //! bucket, reads at recovery included), so a 2-core machine shows what the
 //! paper's many disks show: the device, not the CPU, bounds serial logging.
 //!
-//! Recovery is timed on the same logs after a clean close, over the same
-//! unlogged base table (the stand-in for a checkpoint): decoding and
-//! replay. A crash (SIGKILL) would leave the same logs less an unflushed
-//! tail; the crash tests check that path, the benchmark times the replay.
+//! Each run is a child process (`strata bench oltp-child`) SIGKILLed
+//! 100 ms after its window, transactions in flight; recovery is timed on
+//! its logs over the same unlogged base table (the stand-in for a
+//! checkpoint): decoding and replay.
 
 pub mod lv_micro;
 mod run;
+pub use run::run_child_from_env;
 pub mod ycsb;
 
 use std::path::{Path, PathBuf};
@@ -86,6 +87,10 @@ pub struct OltpOptions {
     /// Logs on SSD and the rest go under here (default: the temp directory).
     pub dir: Option<PathBuf>,
     pub print: bool,
+    /// Let the machine settle before each run (`settle`).
+    pub settle: bool,
+    /// How to start a run's child process (`strata bench oltp-child`).
+    pub child: crate::ycsb_ts::ChildCommand,
 }
 
 impl OltpOptions {
@@ -104,6 +109,12 @@ impl OltpOptions {
             pmem_dir: None,
             dir: None,
             print: true,
+            settle: true,
+            child: crate::ycsb_ts::ChildCommand {
+                program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("strata")),
+                args: vec!["bench".into(), "oltp-child".into()],
+                env: Vec::new(),
+            },
         }
     }
 
@@ -116,7 +127,7 @@ impl OltpOptions {
         o
     }
 
-    fn pmem_dir_for(&self, run_dir: &Path) -> PathBuf {
+    pub(crate) fn pmem_dir_for(&self, run_dir: &Path) -> PathBuf {
         let base = self.pmem_dir.clone().unwrap_or_else(|| {
             let shm = PathBuf::from("/dev/shm");
             if shm.is_dir() {
@@ -160,7 +171,9 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
     let parent = o.dir.clone().unwrap_or_else(std::env::temp_dir);
     for round in 0..o.rounds {
         for (vi, v) in o.variants.iter().enumerate() {
-            crate::settle::settle();
+            if o.settle {
+                crate::settle::settle();
+            }
             let dir = tempfile::Builder::new().prefix("strata-oltp-").tempdir_in(&parent)?;
             let pmem = o.pmem_dir_for(dir.path());
             if o.device == Device::Pmem {
@@ -256,7 +269,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "logs on {}; commit latency from a transaction's start to its commit (PLV/CLV covering its LV), workers committing asynchronously",
         match o.device { Device::Pmem => "emulated PMem (pre-touched mapped files in /dev/shm)", Device::Ssd => "files on disk, fdatasync per flush" }
     ));
-    report.notes.push("recovery: decode + replay of the logs after a clean close, over the unlogged base table (a checkpoint's stand-in); parallelism = transactions / longest chain of the replay order (LV), and of true WAW conflicts (data logging only)".into());
+    report.notes.push("each run in a child process, SIGKILLed 100 ms after its window with transactions in flight; recovery: decode + replay of its logs over the unlogged base table (a checkpoint's stand-in); parallelism = transactions / longest chain of the replay order (LV), and of true WAW conflicts (data logging only)".into());
     Ok(report)
 }
 
@@ -273,15 +286,29 @@ mod tests {
         assert!(parse_variants("silo", 2).is_err());
     }
 
+    const THIS_TEST: &str = "oltp::tests::a_tiny_run_reports_every_variant";
+
+    /// Real child processes (this test binary re-executed on this test with
+    /// the job in the environment), killed by SIGKILL, and real recoveries.
     #[test]
     fn a_tiny_run_reports_every_variant() {
+        if std::env::var_os(run::JOB_ENV).is_some() {
+            let outcome = run_child_from_env();
+            panic!("the child returned instead of waiting to be killed: {outcome:?}");
+        }
         let mut o = OltpOptions::quick(parse_variants(DEFAULT_VARIANTS, 2).unwrap(), 2, 2);
+        o.child = crate::ycsb_ts::ChildCommand {
+            program: std::env::current_exe().unwrap(),
+            args: vec!["--exact".into(), THIS_TEST.into(), "--nocapture".into(), "--test-threads=1".into()],
+            env: Vec::new(),
+        };
         o.shape.rows = 500;
         o.window = Duration::from_millis(150);
         o.rounds = 1;
         // Files on disk grow as needed (PMem regions would be touched whole).
         o.device = Device::Ssd;
         o.print = false;
+        o.settle = false;
         let report = run(&o).unwrap();
         assert_eq!(report.results.len(), 5);
         for r in &report.results {

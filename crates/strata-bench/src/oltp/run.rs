@@ -1,34 +1,50 @@
-//! One measured run of one variant: a fresh database over fresh logs, the
-//! table loaded (unlogged: the base state), `workers` threads running YCSB
-//! transactions for the window with asynchronous commit (a worker goes on
-//! while its earlier transactions wait for their LVs, taurus.txt 3.2, and
-//! collects them as they commit), then a clean close and a timed recovery
-//! of the same logs over the same base.
+//! One measured run of one variant, in a child process that is SIGKILLed
+//! (issue 16: recovery "after a SIGKILL of a child process"):
+//!
+//! - the child ([`run_child_from_env`], `strata bench oltp-child`) opens a
+//!   fresh database over fresh logs, loads the table (unlogged: the base
+//!   state), runs `workers` threads of YCSB transactions with asynchronous
+//!   commit (a worker goes on while its earlier transactions wait for their
+//!   LVs, taurus.txt 3.2, and collects them as they commit), prints the
+//!   window's figures as one JSON line and keeps the workers running;
+//! - the parent ([`run_once`]) reads that line, kills the child (SIGKILL)
+//!   while transactions are in flight, then opens the same logs over the
+//!   same base table and times decoding and replay.
 
 use std::collections::VecDeque;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use strata_pmem::{PmemMode, Region, RegionOptions};
 use strata_txn::recovery::parallelism;
 use strata_txn::{CommitTicket, LogDeviceKind, TxnDb, TxnDbOptions, TxnError, WorkerId};
 
 use super::ycsb::{self, YcsbShape};
-use super::{Device, OltpOptions, Variant};
+use super::{parse_variants, Device, OltpOptions, Variant};
 use crate::settle::{cpu_times, idle_fraction};
 use crate::ycsb_ts::zipf::ZipfianGenerator;
 
 /// Transactions a worker may have waiting for their commit.
 const MAX_IN_FLIGHT: usize = 4096;
+/// The child's job, as JSON in this environment variable.
+pub const JOB_ENV: &str = "STRATA_OLTP_JOB";
+/// How long the child runs on after its figures before the SIGKILL.
+const RUN_ON_BEFORE_KILL: Duration = Duration::from_millis(100);
+/// A child still alive this long after its figures (its parent died) exits.
+const ORPHAN_EXIT: Duration = Duration::from_secs(60);
 
 /// What one run measured.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunFigures {
     pub committed: u64,
     pub aborts: u64,
@@ -46,97 +62,230 @@ pub struct RunFigures {
     pub recovery_threads: usize,
 }
 
-fn db_options(o: &OltpOptions, v: &Variant, dir: &Path) -> anyhow::Result<TxnDbOptions> {
-    let device = match o.device {
-        Device::Ssd => {
-            LogDeviceKind::Ssd { fs: Arc::new(strata_media::RealFs::new()), dir: dir.join("logs") }
-        }
-        Device::Pmem => {
-            let regions = (0..v.kind.logs())
-                .map(|i| {
-                    crate::emulated_region::open_touched(
-                        &o.pmem_dir_for(dir).join(format!("log-{i}.pmem")),
-                        o.log_capacity_bytes,
-                    )
-                    .map(Arc::new)
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            LogDeviceKind::Regions(regions)
-        }
-    };
-    let mut opts = TxnDbOptions::new(v.kind, device, o.workers);
-    opts.logging.mode = v.mode;
-    opts.logging.log_mbps = o.log_mbps;
-    opts.logging.capacity_bytes = o.log_capacity_bytes;
-    opts.recovery_threads = o.workers.max(v.kind.logs());
-    Ok(opts)
+/// A child's job: the options of one variant's run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OltpJob {
+    pub variant: String,
+    pub logs: usize,
+    pub workers: usize,
+    pub device: String,
+    pub log_mbps: Option<f64>,
+    pub log_capacity_bytes: u64,
+    pub rows: u64,
+    pub theta: f64,
+    pub accesses: usize,
+    pub read_ratio: f64,
+    pub window_ms: u64,
+    pub dir: PathBuf,
+    pub pmem_dir: PathBuf,
+    pub round: u64,
 }
 
-/// Runs `v` once in `dir` (removed by the caller).
-pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow::Result<RunFigures> {
-    let shape = o.shape.clone();
-    let options = db_options(o, v, dir)?;
-    let (db, _) =
-        TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, shape.rows))
-            .context("opening the database")?;
-    let zipf = ZipfianGenerator::new(shape.rows, shape.theta).context("the Zipf distribution")?;
-    let stop = AtomicBool::new(false);
-    let latencies = Mutex::new(Histogram::<u64>::new(3).expect("a histogram"));
-    let totals = Mutex::new((0u64, 0u64));
-    let cpu_before = cpu_times();
-    let started = Instant::now();
-    std::thread::scope(|s| -> anyhow::Result<()> {
-        let handles: Vec<_> = (0..o.workers)
-            .map(|w| {
-                let (db, zipf, shape, stop, latencies, totals) =
-                    (&db, &zipf, &shape, &stop, &latencies, &totals);
-                s.spawn(move || worker(db, WorkerId(w as u32), shape, zipf, round, stop, latencies, totals))
-            })
-            .collect();
-        std::thread::sleep(o.window);
-        stop.store(true, Ordering::Release);
-        for h in handles {
-            h.join().expect("a worker panicked")?;
+impl OltpJob {
+    fn new(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> OltpJob {
+        OltpJob {
+            variant: v.name.clone(),
+            logs: o.logs,
+            workers: o.workers,
+            device: match o.device {
+                Device::Pmem => "pmem".into(),
+                Device::Ssd => "ssd".into(),
+            },
+            log_mbps: o.log_mbps,
+            log_capacity_bytes: o.log_capacity_bytes,
+            rows: o.shape.rows,
+            theta: o.shape.theta,
+            accesses: o.shape.accesses,
+            read_ratio: o.shape.read_ratio,
+            window_ms: o.window.as_millis() as u64,
+            dir: dir.to_path_buf(),
+            pmem_dir: o.pmem_dir_for(dir),
+            round,
         }
-        Ok(())
-    })?;
-    let elapsed = started.elapsed();
-    let cpu_after = cpu_times();
-    let (committed, aborts) = *totals.lock();
-    let log_bytes = db.log_bytes();
-    drop(db);
-    let lat = latencies.into_inner();
-    let mut f = RunFigures {
-        committed,
-        aborts,
-        throughput_txn_per_s: committed as f64 / elapsed.as_secs_f64(),
-        latency_us_p50: lat.value_at_quantile(0.5) as f64 / 1e3,
-        latency_us_p99: lat.value_at_quantile(0.99) as f64 / 1e3,
-        log_bytes_per_txn: log_bytes as f64 / committed.max(1) as f64,
-        cpu_busy_pct: match (cpu_before, cpu_after) {
-            (Some(b), Some(a)) => 100.0 * (1.0 - idle_fraction(b, a)),
-            _ => f64::NAN,
-        },
-        ..Default::default()
+    }
+
+    fn shape(&self) -> YcsbShape {
+        YcsbShape { rows: self.rows, theta: self.theta, accesses: self.accesses, read_ratio: self.read_ratio }
+    }
+
+    fn variant(&self) -> anyhow::Result<Variant> {
+        parse_variants(&self.variant, self.logs)?.pop().context("one variant")
+    }
+
+    /// The database options; `fresh` regions are zeroed and touched first,
+    /// otherwise opened as they are (recovery after the kill).
+    fn db_options(&self, fresh: bool) -> anyhow::Result<TxnDbOptions> {
+        let v = self.variant()?;
+        let device = match self.device.as_str() {
+            "ssd" => {
+                LogDeviceKind::Ssd { fs: Arc::new(strata_media::RealFs::new()), dir: self.dir.join("logs") }
+            }
+            _ => {
+                let regions = (0..v.kind.logs())
+                    .map(|i| {
+                        let path = self.pmem_dir.join(format!("log-{i}.pmem"));
+                        let region = if fresh {
+                            crate::emulated_region::open_touched(&path, self.log_capacity_bytes)?
+                        } else {
+                            Region::open(
+                                &path,
+                                &RegionOptions::new(PmemMode::Emulated, self.log_capacity_bytes),
+                            )
+                            .with_context(|| format!("reopening {}", path.display()))?
+                        };
+                        Ok(Arc::new(region))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                LogDeviceKind::Regions(regions)
+            }
+        };
+        let mut opts = TxnDbOptions::new(v.kind, device, self.workers);
+        opts.logging.mode = v.mode;
+        opts.logging.log_mbps = self.log_mbps;
+        opts.logging.capacity_bytes = self.log_capacity_bytes;
+        opts.recovery_threads = self.workers.max(v.kind.logs());
+        Ok(opts)
+    }
+}
+
+/// Runs `v` once in `dir` (removed by the caller): the child's window,
+/// the SIGKILL, the recovery.
+pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow::Result<RunFigures> {
+    let job = OltpJob::new(o, v, dir, round);
+    let program = &o.child.program;
+    let mut child = Command::new(program)
+        .args(&o.child.args)
+        .envs(o.child.env.iter().map(|(k, v)| (k, v)))
+        .env(JOB_ENV, serde_json::to_string(&job)?)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {} bench oltp-child", program.display()))?;
+    // The figures are the first JSON object of the child's output (a test
+    // binary standing in for the child prints its harness's text first).
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().context("the child's stdout")?);
+    let read = loop {
+        line.clear();
+        match out.read_line(&mut line) {
+            Ok(0) => break Ok(0),
+            Ok(n) if line.contains("{\"committed\"") => break Ok(n),
+            Ok(_) => continue,
+            Err(e) => break Err(e),
+        }
     };
+    std::thread::sleep(RUN_ON_BEFORE_KILL);
+    child.kill().context("SIGKILL of the child")?;
+    child.wait()?;
+    read.context("reading the child's figures")?;
+    let json = line.find("{\"committed\"").map_or("", |at| line[at..].trim());
+    let mut f: RunFigures = serde_json::from_str(json)
+        .with_context(|| format!("the child's figures line {line:?} (it failed: see its output above)"))?;
     if v.kind.logs() > 0 {
+        let options = job.db_options(false)?;
         let logs = TxnDb::committed_logs(&options)?;
         let p = parallelism(&logs);
         f.recovery_parallelism = p.lv_ratio();
         f.recovery_parallelism_true = p.true_ratio();
         // The base load stands in for a checkpoint: only decoding and replay count.
         let (db, report) =
-            TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, shape.rows))?;
+            TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, job.rows))?;
         f.recovery_s = (report.decode_time + report.replay_time).as_secs_f64();
         f.recovered_txns = report.transactions;
         f.recovery_threads = report.replay_threads;
         f.recovery_txn_per_s = report.transactions as f64 / f.recovery_s.max(1e-9);
+        anyhow::ensure!(
+            report.transactions >= f.committed,
+            "{}: recovered {} transactions, fewer than the {} committed in the window",
+            v.name,
+            report.transactions,
+            f.committed
+        );
         drop(db);
     }
     Ok(f)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `strata bench oltp-child`: runs the job in `$STRATA_OLTP_JOB`, prints the
+/// window's figures, runs on until killed.
+pub fn run_child_from_env() -> anyhow::Result<()> {
+    let text = std::env::var(JOB_ENV).with_context(|| format!("${JOB_ENV} is not set"))?;
+    let job: OltpJob = serde_json::from_str(&text).context("the job")?;
+    let shape = job.shape();
+    let options = job.db_options(true)?;
+    let (db, _) =
+        TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, shape.rows))
+            .context("opening the database")?;
+    let db = Arc::new(db);
+    let zipf = Arc::new(ZipfianGenerator::new(shape.rows, shape.theta).context("the Zipf distribution")?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters = Arc::new(Counters::default());
+    let cpu_before = cpu_times();
+    let started = Instant::now();
+    let handles: Vec<_> = (0..job.workers)
+        .map(|w| {
+            let (db, zipf, shape, stop, counters) =
+                (db.clone(), zipf.clone(), shape.clone(), stop.clone(), counters.clone());
+            let round = job.round;
+            std::thread::spawn(move || {
+                worker(&db, WorkerId(w as u32), &shape, &zipf, round, &stop, &counters)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(job.window_ms));
+    let elapsed = started.elapsed();
+    let cpu_after = cpu_times();
+    let committed = counters.committed.load(Ordering::Acquire);
+    let lat = counters.latencies.lock().clone();
+    let f = RunFigures {
+        committed,
+        aborts: counters.aborts.load(Ordering::Acquire),
+        throughput_txn_per_s: committed as f64 / elapsed.as_secs_f64(),
+        latency_us_p50: lat.value_at_quantile(0.5) as f64 / 1e3,
+        latency_us_p99: lat.value_at_quantile(0.99) as f64 / 1e3,
+        log_bytes_per_txn: db.log_bytes() as f64 / committed.max(1) as f64,
+        cpu_busy_pct: match (cpu_before, cpu_after) {
+            (Some(b), Some(a)) => 100.0 * (1.0 - idle_fraction(b, a)),
+            _ => f64::NAN,
+        },
+        ..Default::default()
+    };
+    println!("{}", serde_json::to_string(&f)?);
+    // Transactions go on until the SIGKILL. A worker's error ends the child
+    // (the parent then finds fewer transactions than it was told); a child
+    // nobody kills leaves by itself.
+    let deadline = Instant::now() + ORPHAN_EXIT;
+    while Instant::now() < deadline {
+        if let Some(h) = handles.iter().position(|h| h.is_finished()) {
+            let mut handles = handles;
+            let outcome = handles.swap_remove(h).join().expect("a worker panicked");
+            eprintln!("oltp child: a worker stopped: {outcome:?}");
+            std::process::exit(1);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("oltp child: not killed within {ORPHAN_EXIT:?} of its figures: leaving");
+    std::process::exit(2)
+}
+
+/// What the workers count while they run.
+struct Counters {
+    committed: AtomicU64,
+    aborts: AtomicU64,
+    latencies: Mutex<Histogram<u64>>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            committed: AtomicU64::new(0),
+            aborts: AtomicU64::new(0),
+            latencies: Mutex::new(Histogram::new(3).expect("a histogram")),
+        }
+    }
+}
+
 fn worker(
     db: &TxnDb,
     id: WorkerId,
@@ -144,27 +293,31 @@ fn worker(
     zipf: &ZipfianGenerator,
     round: u64,
     stop: &AtomicBool,
-    latencies: &Mutex<Histogram<u64>>,
-    totals: &Mutex<(u64, u64)>,
+    counters: &Counters,
 ) -> anyhow::Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x0_17b0_u64 ^ (round << 16) ^ u64::from(id.0));
-    let mut hist = Histogram::<u64>::new(3).expect("a histogram");
     let mut waiting: VecDeque<(CommitTicket, Instant)> = VecDeque::new();
-    let (mut committed, mut aborts) = (0u64, 0u64);
     let mut args = Vec::new();
-    let mut collect = |waiting: &mut VecDeque<(CommitTicket, Instant)>, block: bool| -> anyhow::Result<u64> {
-        let mut n = 0;
+    let collect = |waiting: &mut VecDeque<(CommitTicket, Instant)>, block: bool| -> anyhow::Result<()> {
+        let mut lat = Vec::new();
         while let Some((ticket, at)) = waiting.front() {
             if block {
                 db.wait_committed(ticket)?;
             } else if !db.is_committed(ticket) {
                 break;
             }
-            hist.record(at.elapsed().as_nanos() as u64).ok();
+            lat.push(at.elapsed().as_nanos() as u64);
             waiting.pop_front();
-            n += 1;
         }
-        Ok(n)
+        if !lat.is_empty() {
+            let mut h = counters.latencies.lock();
+            for l in &lat {
+                h.record(*l).ok();
+            }
+            drop(h);
+            counters.committed.fetch_add(lat.len() as u64, Ordering::AcqRel);
+        }
+        Ok(())
     };
     while !stop.load(Ordering::Acquire) {
         ycsb::next_args(shape, zipf, &mut rng, &mut args);
@@ -176,24 +329,14 @@ fn worker(
                     break;
                 }
                 Err(TxnError::Conflict { .. }) => {
-                    aborts += 1;
+                    counters.aborts.fetch_add(1, Ordering::Relaxed);
                     std::thread::yield_now();
                 }
-                Err(e) => {
-                    return Err(e).context(format!(
-                        "a YCSB transaction after {committed} committed, {} waiting",
-                        waiting.len()
-                    ))
-                }
+                Err(e) => return Err(e).context("a YCSB transaction"),
             }
         }
         let full = waiting.len() >= MAX_IN_FLIGHT;
-        committed += collect(&mut waiting, full)?;
+        collect(&mut waiting, full)?;
     }
-    committed += collect(&mut waiting, true)?;
-    latencies.lock().add(&hist).ok();
-    let mut t = totals.lock();
-    t.0 += committed;
-    t.1 += aborts;
-    Ok(())
+    collect(&mut waiting, true)
 }
