@@ -14,6 +14,9 @@
 //! - one module per protocol and medium, the structures' ones using their
 //!   public API plus the planted bugs of their `crashtest` feature
 //!   (`declog_stream`, `events_*`, `halloc_pmem`);
+//! - `txn_*`: transactional tables (`strata-txn`, serial and Taurus
+//!   logging) on simulated PMem, one region per log, and on the
+//!   fault-injecting file system ([`txn_lines`] lists them);
 //! - [`suite`]: runs them all with a budget; what `strata crashtest` and the
 //!   test suite call.
 
@@ -42,6 +45,14 @@ pub mod series_pmem;
 pub mod series_ssd;
 mod series_workload;
 pub mod suite;
+mod txn_driver;
+mod txn_gate_fs;
+pub mod txn_lines;
+mod txn_oracle;
+pub mod txn_pmem;
+mod txn_pmem_capture;
+pub mod txn_ssd;
+mod txn_workload;
 pub mod workload;
 
 pub use error::CrashCheckError;

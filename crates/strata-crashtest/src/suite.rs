@@ -3,8 +3,9 @@
 //!
 //! Budgets: the default run checks well over 100,000 images in total (at
 //! least 150,000 more on the nine series-over-DecLog lines, two to three
-//! minutes of it) and takes a few minutes on two cores; `quick` is sized
-//! for CI.
+//! minutes of it, and about 240,000 on the six transactional-table lines,
+//! two to three minutes more) and takes a few minutes on two cores; `quick`
+//! is sized for CI.
 
 use crate::fs_harness::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
 use crate::oracle::{CrashReport, OracleCounts};
@@ -21,6 +22,8 @@ use crate::serial_ssd::SerialSsdCrash;
 use crate::series_declog::{DeclogVariant, SeriesDeclogCrash};
 use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
+use crate::txn_lines::{pmem_line, ssd_line, TxnLine};
+use crate::txn_pmem::{reproduce_txn_pmem_failure, run_txn_pmem_crashtest, TxnPmemConfig, TxnPmemCrash};
 
 /// One protocol on one medium.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -45,6 +48,10 @@ pub enum SuiteTarget {
     /// The same with the DRAM queue: merges spill their input to a file
     /// first, so an interrupted merge is resumed from it.
     EventsStreamOooDramQueue,
+    /// Transactional tables, one simulated region per log.
+    TxnPmem(TxnLine),
+    /// Transactional tables, log files on the fault-injecting file system.
+    TxnSsd(TxnLine),
 }
 
 /// The flush batch sizes of the PMem right flank that get a crash line.
@@ -64,7 +71,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 21] = [
+    pub const ALL: [SuiteTarget; 27] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -86,6 +93,12 @@ impl SuiteTarget {
         SuiteTarget::EventsFlankPmem(FlankBatch::K25),
         SuiteTarget::EventsStreamOooPmem,
         SuiteTarget::EventsStreamOooDramQueue,
+        SuiteTarget::TxnPmem(TxnLine::Serial),
+        SuiteTarget::TxnPmem(TxnLine::Taurus2),
+        SuiteTarget::TxnPmem(TxnLine::Taurus4),
+        SuiteTarget::TxnSsd(TxnLine::Serial),
+        SuiteTarget::TxnSsd(TxnLine::Taurus2),
+        SuiteTarget::TxnSsd(TxnLine::Taurus4),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -114,6 +127,12 @@ impl SuiteTarget {
             SuiteTarget::EventsFlankPmem(FlankBatch::K25) => "events-flank-k25/pmem",
             SuiteTarget::EventsStreamOooPmem => "events-stream-ooo/pmem",
             SuiteTarget::EventsStreamOooDramQueue => "events-stream-ooo-dramq/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Serial) => "txn-serial/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Taurus2) => "txn-taurus2/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Taurus4) => "txn-taurus4/pmem",
+            SuiteTarget::TxnSsd(TxnLine::Serial) => "txn-serial/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Taurus2) => "txn-taurus2/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Taurus4) => "txn-taurus4/ssd",
         }
     }
 
@@ -146,6 +165,8 @@ impl Default for SuiteOptions {
 enum Protocol {
     Pmem(Box<dyn PmemCrashProtocol>, PmemCrashConfig),
     Ssd(Box<dyn FsCrashProtocol>, FsCrashConfig),
+    /// One simulated region per log: its own harness.
+    TxnPmem(Box<TxnPmemCrash>, TxnPmemConfig),
 }
 
 fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
@@ -254,6 +275,14 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
                 FsCrashConfig { seed: o.seed, max_images: o.images },
             )
         }
+        SuiteTarget::TxnPmem(line) => {
+            let (p, cfg) = pmem_line(line, o);
+            Protocol::TxnPmem(Box::new(p), cfg)
+        }
+        SuiteTarget::TxnSsd(line) => {
+            let (p, cfg) = ssd_line(line, o);
+            Protocol::Ssd(Box::new(p), cfg)
+        }
     }
 }
 
@@ -262,6 +291,7 @@ pub fn run_target(target: SuiteTarget, o: &SuiteOptions) -> CrashReport {
     match protocol(target, o) {
         Protocol::Pmem(p, cfg) => run_pmem_crashtest(p.as_ref(), &cfg),
         Protocol::Ssd(p, cfg) => run_fs_crashtest(p.as_ref(), &cfg),
+        Protocol::TxnPmem(p, cfg) => run_txn_pmem_crashtest(&p, &cfg),
     }
 }
 
@@ -291,5 +321,6 @@ pub fn reproduce(
     match protocol(target, o) {
         Protocol::Pmem(p, cfg) => reproduce_pmem_failure(p.as_ref(), &cfg, point, image),
         Protocol::Ssd(p, _) => reproduce_fs_failure(p.as_ref(), o.seed, point, image),
+        Protocol::TxnPmem(p, cfg) => reproduce_txn_pmem_failure(&p, &cfg, point, image),
     }
 }

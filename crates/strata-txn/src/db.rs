@@ -238,7 +238,7 @@ impl TxnDb {
         let p = crate::recovery::parallelism(&logs);
         report.parallelism = p.lv_ratio();
         report.replay_threads = recovery_threads_for(report.parallelism, options.recovery_threads);
-        let replayed = replay(logs, report.replay_threads, &|r: &Record| db.apply_logged(r))?;
+        let replayed = replay(logs, &ends, report.replay_threads, &|r: &Record| db.apply_logged(r))?;
         report.transactions = replayed.transactions;
         report.replay_time = replayed.time;
         for (d, end) in devices.iter().zip(&ends) {

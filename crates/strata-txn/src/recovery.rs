@@ -38,6 +38,8 @@ const POOL_WINDOW: usize = 8;
 pub struct DecodedLog {
     /// (LSN = end position, record), in log order.
     pub records: Vec<(u64, Record)>,
+    /// Where each record starts (an anchor may lie between two records).
+    pub starts: Vec<u64>,
     /// End of the valid records.
     pub valid_end: u64,
     /// Why decoding stopped before the bytes' end, if it did (a torn or corrupt tail).
@@ -51,6 +53,7 @@ pub struct DecodedLog {
 /// and are not returned.
 pub fn decode_log(bytes: &[u8]) -> DecodedLog {
     let mut records = Vec::new();
+    let mut starts = Vec::new();
     let mut at = 0usize;
     let mut stopped_by = None;
     // The last anchor read (Algorithm 5): what left-out LV elements become.
@@ -59,6 +62,7 @@ pub fn decode_log(bytes: &[u8]) -> DecodedLog {
     while at < bytes.len() {
         match decode(&bytes[at..], at as u64) {
             Ok(Some((mut rec, len))) => {
+                let start = at as u64;
                 at += len;
                 if rec.anchor {
                     anchor = rec.lv;
@@ -67,6 +71,7 @@ pub fn decode_log(bytes: &[u8]) -> DecodedLog {
                 }
                 rec.decompress(&anchor);
                 records.push((at as u64, rec));
+                starts.push(start);
             }
             Ok(None) => break,
             Err(e) => {
@@ -75,11 +80,14 @@ pub fn decode_log(bytes: &[u8]) -> DecodedLog {
             }
         }
     }
-    DecodedLog { records, valid_end: at as u64, stopped_by, anchors }
+    DecodedLog { records, starts, valid_end: at as u64, stopped_by, anchors }
 }
 
 /// How many records of each log committed (the fixed point of the module
-/// comment), and the kept end of each log.
+/// comment), and the kept end of each log: the valid end, or where its
+/// first dropped record starts (anchors before it are kept: an anchor
+/// commits when flushed, so a committed vector, and through an anchor a
+/// later record's LV, may name its end).
 pub fn committed_prefixes(logs: &[DecodedLog]) -> (Vec<usize>, Vec<u64>) {
     let mut ends: Vec<u64> = logs.iter().map(|l| l.valid_end).collect();
     let mut kept: Vec<usize> = logs.iter().map(|l| l.records.len()).collect();
@@ -90,7 +98,9 @@ pub fn committed_prefixes(logs: &[DecodedLog]) -> (Vec<usize>, Vec<u64>) {
             let n = log.records[..kept[i]].iter().take_while(|(_, r)| r.lv.le(&elv)).count();
             if n != kept[i] {
                 kept[i] = n;
-                ends[i] = if n == 0 { 0 } else { log.records[n - 1].0 };
+                // Up to where the first dropped record starts: anchors
+                // before it stay (a committed vector may name their end).
+                ends[i] = log.starts[n];
                 changed = true;
             }
         }
@@ -111,7 +121,7 @@ pub struct ReplayReport {
 struct Pools {
     pools: Vec<VecDeque<(u64, Record)>>,
     in_progress: Vec<BTreeSet<u64>>,
-    /// The last LSN of each log's kept records.
+    /// Each log's kept end (at least its last record's LSN).
     max_lsn: Vec<u64>,
     rlv: Lv,
     left: usize,
@@ -168,12 +178,15 @@ impl Pools {
 /// applied. `apply` must be callable from several threads.
 pub fn replay(
     logs: Vec<Vec<(u64, Record)>>,
+    ends: &[u64],
     threads: usize,
     apply: &(dyn Fn(&Record) -> Result<(), TxnError> + Sync),
 ) -> Result<ReplayReport, TxnError> {
     let started = Instant::now();
     let total: usize = logs.iter().map(Vec::len).sum();
-    let max_lsn = logs.iter().map(|l| l.last().map_or(0, |(lsn, _)| *lsn)).collect();
+    // A drained log is recovered up to its kept end (trailing anchors included).
+    assert_eq!(ends.len(), logs.len(), "a kept end per log");
+    let max_lsn = logs.iter().zip(ends).map(|(l, e)| l.last().map_or(0, |(lsn, _)| *lsn).max(*e)).collect();
     let n = logs.len();
     let state = Mutex::new(Pools {
         pools: logs.into_iter().map(VecDeque::from).collect(),
@@ -365,7 +378,8 @@ mod tests {
             order.lock().push(r.writes[0].key.0);
             Ok(())
         };
-        let report = replay(decoded.into_iter().map(|d| d.records).collect(), 4, &apply).unwrap();
+        let ends: Vec<u64> = decoded.iter().map(|d| d.valid_end).collect();
+        let report = replay(decoded.into_iter().map(|d| d.records).collect(), &ends, 4, &apply).unwrap();
         assert_eq!(report.transactions, 200);
         assert_eq!(*order.lock(), (0..200).collect::<Vec<_>>(), "a chain replays in order");
     }

@@ -115,7 +115,8 @@ impl LogDevice for PmemLogDevice {
         let len = self.region.len();
         let mut pos = at;
         let zeros = vec![0u8; READ_CHUNK_BYTES];
-        // Zero up to the old end (the first zero length after `at`).
+        // Zero from `at` on, chunk by chunk, until a chunk is zeros already
+        // (the old end lies in the chunk before it).
         while pos < len {
             let n = (len - pos).min(READ_CHUNK_BYTES as u64);
             let current = self.region.read_vec(RegionOffset(pos), n as usize);

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use schemes::{NoLogging, ParallelLogging};
+pub use schemes::{NoLogging, ParallelLogging, ANCHOR_EVERY_BYTES};
 
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};

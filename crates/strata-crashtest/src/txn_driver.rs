@@ -1,0 +1,230 @@
+//! Runs a session of the transactional-table workload (`crate::txn_workload`)
+//! on a `TxnDb` from one thread, wave by wave, so a seed gives the same
+//! medium operations every time although each log has its own manager
+//! thread; and recovers and checks one crash image (`crate::txn_oracle`).
+//!
+//! A wave of one transaction commits it, waits for it (`wait_committed`:
+//! the client's acknowledgement, which the planted `AckBeforeCommitted`
+//! makes early), acknowledges it, and waits until it really committed
+//! (`is_committed`). A wave of several (one per log) commits them all
+//! (early lock release lets each read the earlier ones' writes, so their
+//! records carry cross-log LVs), has the medium make them durable (the SSD
+//! lines let the managers' appends through one log at a time in a seeded
+//! order; on PMem they run freely and the harness takes every combination
+//! of the logs' states), waits until all committed, then acknowledges them
+//! in order. Between waves every manager is idle, so each log gets at most
+//! one device append per wave. The price of that determinism: in a wave of
+//! several no acknowledgement races another log's durability (a wave's
+//! transactions are acknowledged once all of it committed); the case where
+//! that matters most, a record compressed against an LV anchor, has its
+//! own test (`txn_ssd`'s tests).
+//!
+//! Half-way through a session the database is closed and reopened: it must
+//! hold every transaction so far, and go on writing after them.
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use strata_media::TxnId;
+use strata_txn::planted::PlantedBug;
+use strata_txn::{CommitTicket, LogDeviceKind, RowKey, TxnDb, TxnDbOptions, TxnError, WorkerId};
+
+use crate::error::{CheckResult, CrashCheckError};
+use crate::txn_lines::TxnLogging;
+use crate::txn_oracle::check;
+use crate::txn_workload::{expected_rows, schemas, Op, SessionPlan, TxnSpec, COUNTERS, ITEMS, TABLES};
+
+/// Longest wait for a wave to commit or a held-back append to arrive.
+pub(crate) const WAIT_LIMIT: Duration = Duration::from_secs(20);
+
+/// What the driver needs from the medium under test.
+pub(crate) trait WaveMedium {
+    /// A wave is about to run; `several`: more than one transaction.
+    fn begin_wave(&self, several: bool);
+    /// Makes a wave's records durable, one log after another: (log, record end).
+    fn flush(&self, order: &[(usize, u64)]) -> Result<(), String>;
+    /// The client acknowledges `txn`.
+    fn ack(&self, txn: TxnId);
+    /// Every log manager is idle: after opening (`wave` None) or wave `wave`.
+    fn quiet(&self, wave: Option<usize>) -> Result<(), String>;
+    /// The run failed: let any held-back append through.
+    fn abort(&self);
+}
+
+/// The options of every open: small log buffers, two replay threads.
+pub(crate) fn db_options(logging: TxnLogging, device: LogDeviceKind, bug: PlantedBug) -> TxnDbOptions {
+    let mut o = TxnDbOptions::new(logging.kind(), device, logging.workers());
+    o.logging.buffer_bytes = 1 << 16;
+    o.recovery_threads = 2;
+    o.planted_bug = bug;
+    o
+}
+
+fn open(options: &TxnDbOptions) -> Result<TxnDb, String> {
+    TxnDb::open(options, schemas()).map(|(db, _)| db).map_err(|e| format!("open: {e}"))
+}
+
+/// Every table's rows.
+pub(crate) fn db_rows(db: &TxnDb) -> Vec<BTreeMap<RowKey, Vec<u8>>> {
+    TABLES.iter().map(|t| db.rows(*t)).collect()
+}
+
+/// Runs one transaction up to its commit; a read must return the model's row.
+fn execute(db: &TxnDb, spec: &TxnSpec) -> Result<CommitTicket, String> {
+    let fail = |what: &str, e: TxnError| format!("T{} {what}: {e}", spec.id);
+    let mut txn = db.begin(WorkerId(spec.worker));
+    for op in &spec.ops {
+        match op {
+            Op::Get { key, expect } => {
+                let got = txn.get(key.0, RowKey(key.1)).map_err(|e| fail("get", e))?;
+                if got != *expect {
+                    return Err(format!("T{} read {key:?}: {got:?}, the model says {expect:?}", spec.id));
+                }
+            }
+            Op::Put { key, row } => txn.put(key.0, RowKey(key.1), row).map_err(|e| fail("put", e))?,
+            Op::Insert { key, row } => {
+                txn.insert(key.0, RowKey(key.1), row).map_err(|e| fail("insert", e))?
+            }
+            Op::Delete { key } => txn.delete(key.0, RowKey(key.1)).map_err(|e| fail("delete", e))?,
+        }
+    }
+    txn.commit().map_err(|e| fail("commit", e))
+}
+
+/// Waits until every ticket committed (not `wait_committed`, which a
+/// planted bug may cut short).
+fn settle(db: &TxnDb, tickets: &[CommitTicket]) -> Result<(), String> {
+    let started = Instant::now();
+    while !tickets.iter().all(|t| db.is_committed(t)) {
+        if started.elapsed() > WAIT_LIMIT {
+            return Err(format!("a wave did not commit in {WAIT_LIMIT:?}: {tickets:?}"));
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+    Ok(())
+}
+
+/// Runs session `plan` on a database opened with `options`.
+pub(crate) fn run_session(
+    plan: &SessionPlan,
+    options: &TxnDbOptions,
+    medium: &dyn WaveMedium,
+    seed: u64,
+) -> Result<(), String> {
+    let mut db = Some(open(options)?);
+    medium.quiet(None)?;
+    let result = run_waves(plan, options, medium, seed, &mut db);
+    if result.is_err() {
+        medium.abort();
+    }
+    drop(db);
+    result
+}
+
+fn run_waves(
+    plan: &SessionPlan,
+    options: &TxnDbOptions,
+    medium: &dyn WaveMedium,
+    seed: u64,
+    slot: &mut Option<TxnDb>,
+) -> Result<(), String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0a11_0fde ^ plan.index as u64);
+    for (w, range) in plan.waves.iter().enumerate() {
+        let db = slot.as_ref().expect("open");
+        let specs = &plan.txns[range.clone()];
+        medium.begin_wave(specs.len() > 1);
+        if let [spec] = specs {
+            let ticket = execute(db, spec)?;
+            db.wait_committed(&ticket).map_err(|e| format!("T{} wait: {e}", spec.id))?;
+            medium.ack(TxnId(spec.id));
+            settle(db, &[ticket])?;
+        } else {
+            let tickets = specs.iter().map(|s| execute(db, s)).collect::<Result<Vec<_>, _>>()?;
+            let mut order = Vec::with_capacity(tickets.len());
+            for (s, t) in specs.iter().zip(&tickets) {
+                let (log, end) = t.record.ok_or_else(|| format!("T{} wrote no log record", s.id))?;
+                order.push((log.index(), end));
+            }
+            order.shuffle(&mut rng);
+            medium.flush(&order)?;
+            settle(db, &tickets)?;
+            for (s, t) in specs.iter().zip(&tickets) {
+                db.wait_committed(t).map_err(|e| format!("T{} wait: {e}", s.id))?;
+                medium.ack(TxnId(s.id));
+            }
+        }
+        medium.quiet(Some(w))?;
+        if w == plan.reopen_after_wave {
+            *slot = None;
+            let db = slot.insert(open(options)?);
+            medium.quiet(None)?;
+            let so_far = plan.txns[..range.end].iter().map(|t| t.id).collect();
+            if !same_rows(&db_rows(db), &expected_rows(plan, &so_far)) {
+                return Err(format!("after a clean close and reopen at T{} the rows differ", range.end));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn same_rows(got: &[BTreeMap<RowKey, Vec<u8>>], want: &[BTreeMap<u64, Vec<u8>>]) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| g.iter().map(|(k, v)| (k.0, v)).eq(w.iter().map(|(k, v)| (*k, v))))
+}
+
+/// The recovered database goes on: one more transaction (a counter bumped,
+/// an item inserted), a clean close, a reopen: the rows must be the live ones.
+fn resume(db: TxnDb, options: &TxnDbOptions) -> Result<(), CrashCheckError> {
+    let step = |what: &'static str| CrashCheckError::step::<TxnError>(what);
+    let mut txn = db.begin(WorkerId(0));
+    if let Some(row) = txn.get(COUNTERS, RowKey(0)).map_err(step("resume get"))? {
+        let v = u64::from_le_bytes(row[..8].try_into().expect("8 bytes")) + 1;
+        txn.put(COUNTERS, RowKey(0), &[v.to_le_bytes(), u64::MAX.to_le_bytes()].concat())
+            .map_err(step("resume put"))?;
+    }
+    txn.insert(ITEMS, RowKey(u64::MAX), &[7; 40]).map_err(step("resume insert"))?;
+    txn.commit_durably().map_err(step("resume commit"))?;
+    let live = db_rows(&db);
+    drop(db);
+    let (db, _) = TxnDb::open(options, schemas()).map_err(step("reopen after resume"))?;
+    if db_rows(&db) != live {
+        return Err(CrashCheckError::inconsistent(
+            "after recovery, one transaction and a clean reopen the rows differ",
+        ));
+    }
+    Ok(())
+}
+
+/// Recovers the database of `options` (a crash image), checks it against
+/// `plan` and the acknowledged transactions, and with `resume` goes on
+/// writing after it. Panics are reported as failures.
+pub(crate) fn recover_and_check(
+    plan: &SessionPlan,
+    options: &TxnDbOptions,
+    acked: &std::collections::BTreeSet<TxnId>,
+    with_resume: bool,
+) -> CheckResult {
+    let run = || -> CheckResult {
+        let (db, _) = TxnDb::open(options, schemas()).map_err(CrashCheckError::step("TxnDb::open"))?;
+        let verdict = check(plan, &db_rows(&db), acked);
+        if with_resume && verdict.0.is_clean() {
+            resume(db, options)?;
+        }
+        Ok(verdict)
+    };
+    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|p| {
+        let message = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(CrashCheckError::Panicked { what: "recovery".into(), message })
+    })
+}

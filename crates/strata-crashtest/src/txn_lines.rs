@@ -1,0 +1,111 @@
+//! The crash lines of transactional tables (`strata-txn`): which logging
+//! schemes get one, on which medium, and their sizes in the suite's quick
+//! (CI) and full budgets. The PMem lines are `crate::txn_pmem`, the SSD
+//! lines `crate::txn_ssd`; both run `crate::txn_workload` through
+//! `crate::txn_driver` and judge images with `crate::txn_oracle`.
+//!
+//! Sizes: an image costs one `TxnDb::open` (its log managers and two replay
+//! threads started and stopped, a session's log replayed), so sessions are
+//! short and many. Measured on two cores (seed 0x5eed_0016): quick, about
+//! 12,900 images over the six lines in 6 to 15 s of a debug build (`cargo
+//! test`); full, about 240,000 images in about 155 s of a release build, a
+//! third of it on `txn-taurus4/pmem` (its anchored sessions' regions are
+//! large, and a recovery zeroes a torn tail word by word in the simulator).
+
+use strata_txn::LoggingKind;
+
+use crate::fs_harness::FsCrashConfig;
+use crate::suite::SuiteOptions;
+use crate::txn_pmem::{TxnPmemConfig, TxnPmemCrash};
+use crate::txn_ssd::TxnSsdCrash;
+
+/// The logging scheme of a line.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TxnLogging {
+    /// One log, one order (taurus.txt's baseline).
+    Serial,
+    /// Taurus with `logs` logs.
+    Taurus { logs: usize },
+}
+
+impl TxnLogging {
+    pub fn logs(self) -> usize {
+        match self {
+            TxnLogging::Serial => 1,
+            TxnLogging::Taurus { logs } => logs,
+        }
+    }
+
+    /// Two workers per log.
+    pub fn workers(self) -> usize {
+        2 * self.logs()
+    }
+
+    pub fn kind(self) -> LoggingKind {
+        match self {
+            TxnLogging::Serial => LoggingKind::Serial,
+            TxnLogging::Taurus { logs } => LoggingKind::Taurus { logs },
+        }
+    }
+
+    /// The protocol name in the `CRASHTEST` line.
+    pub fn name(self) -> String {
+        match self {
+            TxnLogging::Serial => "txn-serial".into(),
+            TxnLogging::Taurus { logs } => format!("txn-taurus{logs}"),
+        }
+    }
+}
+
+/// The schemes with a line on each medium.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TxnLine {
+    Serial,
+    Taurus2,
+    Taurus4,
+}
+
+impl TxnLine {
+    pub const ALL: [TxnLine; 3] = [TxnLine::Serial, TxnLine::Taurus2, TxnLine::Taurus4];
+
+    pub fn logging(self) -> TxnLogging {
+        match self {
+            TxnLine::Serial => TxnLogging::Serial,
+            TxnLine::Taurus2 => TxnLogging::Taurus { logs: 2 },
+            TxnLine::Taurus4 => TxnLogging::Taurus { logs: 4 },
+        }
+    }
+}
+
+/// (sessions, transactions per session) of a line: PMem images are fewer
+/// per transaction (every combination of a wave's logs, sampled torn ones)
+/// but checked on every core; SSD images (about six per transaction) are
+/// checked on one thread by `crate::fs_harness`.
+fn sessions(quick: bool, pmem: bool) -> (usize, usize) {
+    match (quick, pmem) {
+        (true, true) => (3, 60),
+        (true, false) => (5, 60),
+        (false, true) => (18, 80),
+        (false, false) => (52, 100),
+    }
+}
+
+/// The PMem line of `line` in the suite.
+pub fn pmem_line(line: TxnLine, o: &SuiteOptions) -> (TxnPmemCrash, TxnPmemConfig) {
+    let (sessions, txns) = sessions(o.quick, true);
+    let cfg = TxnPmemConfig {
+        seed: o.seed,
+        torn_per_log: if o.quick { 8 } else { 24 },
+        max_images: o.images,
+        threads: o.threads,
+        ..Default::default()
+    };
+    (TxnPmemCrash::new(o.seed, line.logging(), sessions, txns), cfg)
+}
+
+/// The SSD line of `line` in the suite.
+pub fn ssd_line(line: TxnLine, o: &SuiteOptions) -> (TxnSsdCrash, FsCrashConfig) {
+    let (sessions, txns) = sessions(o.quick, false);
+    let cfg = FsCrashConfig { seed: o.seed, max_images: o.images };
+    (TxnSsdCrash::new(o.seed, line.logging(), sessions, txns), cfg)
+}

@@ -1,0 +1,223 @@
+//! The PMem run of the transactional-table crash lines: the workload
+//! (`crate::txn_workload`, driven by `crate::txn_driver`) on one simulated
+//! region per log (`LogDeviceKind::Regions`) with crash-point capture on,
+//! and for every wave what each region's crash points show.
+//!
+//! A log's append is one write, one flush and one fence (`PmemLogDevice`),
+//! and between waves every log manager is idle, so a region a wave touches
+//! shows exactly three points (after the flush, before the fence, after
+//! it): its image before the wave, and the record's words uncertain (old or
+//! new each) until the fence. The capture checks that shape, so the images
+//! of `crate::txn_pmem` (every combination of the regions' states) are
+//! exactly the states a schedule of the managers can reach. Acknowledgements
+//! are stamped with every region's operation count.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use strata_media::TxnId;
+use strata_pmem::crash::CrashPoint;
+use strata_pmem::{Region, SimOpKind};
+use strata_txn::planted::PlantedBug;
+use strata_txn::LogDeviceKind;
+
+use crate::txn_driver::{db_options, run_session, WaveMedium};
+use crate::txn_lines::TxnLogging;
+use crate::txn_workload::SessionPlan;
+
+/// A word a wave's append changed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ChangedWord {
+    pub offset: usize,
+    pub new: u64,
+}
+
+/// One region (log) in one wave.
+#[derive(Clone, Debug)]
+pub(crate) struct RegionWave {
+    /// Its persistent image when the wave began.
+    pub before: Arc<Vec<u8>>,
+    /// The words its append changed (none if the wave did not touch it).
+    pub words: Vec<ChangedWord>,
+    /// Its operation count after the append's flush (its words uncertain).
+    pub flush_op: Option<u64>,
+    /// Its next flush after this wave (`u64::MAX`: none): until then its
+    /// image after the wave is current.
+    pub next_flush_op: u64,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CapturedWave {
+    pub session: usize,
+    /// The session's first wave (its all-old image is the empty database).
+    pub first: bool,
+    pub regions: Vec<RegionWave>,
+}
+
+/// An acknowledgement and every region's operation count at that moment.
+#[derive(Clone, Debug)]
+pub(crate) struct PmemAck {
+    pub txn: TxnId,
+    pub session: usize,
+    pub stamps: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Capture {
+    pub waves: Vec<CapturedWave>,
+    pub acks: Vec<PmemAck>,
+    /// Simulator crash points taken, over all regions.
+    pub sim_points: u64,
+    /// Why the run failed, if it did.
+    pub failure: Option<String>,
+}
+
+struct MediumState {
+    current: Vec<Arc<Vec<u8>>>,
+    waves: Vec<CapturedWave>,
+    acks: Vec<PmemAck>,
+    sim_points: u64,
+}
+
+struct PmemMedium {
+    session: usize,
+    regions: Vec<Arc<Region>>,
+    state: Mutex<MediumState>,
+}
+
+fn sim(region: &Region) -> &strata_pmem::SimRegion {
+    region.as_sim().expect("the txn PMem lines run on simulator regions")
+}
+
+/// The crash points since the last call (the medium is quiet).
+fn drain(region: &Region) -> Vec<CrashPoint> {
+    sim(region).set_capture(false);
+    let points = sim(region).take_crash_points();
+    sim(region).set_capture(true);
+    points
+}
+
+/// What a wave did to log `log`'s region, from its crash points.
+fn region_wave(log: usize, before: Arc<Vec<u8>>, points: &[CrashPoint]) -> Result<RegionWave, String> {
+    let untouched =
+        RegionWave { before: before.clone(), words: Vec::new(), flush_op: None, next_flush_op: 0 };
+    let kinds: Vec<SimOpKind> = points.iter().map(|p| p.kind).collect();
+    let [flush, before_fence, fence] = points else {
+        return match points {
+            [] => Ok(untouched),
+            _ => Err(format!("log {log}: crash points {kinds:?} in one wave, one append expected")),
+        };
+    };
+    let shape = kinds == [SimOpKind::Flush, SimOpKind::BeforeFence, SimOpKind::Fence]
+        && flush.uncertain == before_fence.uncertain
+        && fence.uncertain.is_empty()
+        && *flush.persistent == *before;
+    if !shape {
+        return Err(format!("log {log}: crash points {kinds:?} are not one write, flush and fence"));
+    }
+    let mut after = before.as_ref().clone();
+    let mut words = Vec::with_capacity(flush.uncertain.len());
+    for u in &flush.uncertain {
+        let [new] = u.new_values.as_slice() else {
+            return Err(format!("log {log}: word {} stored twice in one append", u.word_offset));
+        };
+        let offset = u.word_offset as usize;
+        after[offset..offset + 8].copy_from_slice(&new.to_le_bytes());
+        words.push(ChangedWord { offset, new: *new });
+    }
+    if after != *fence.persistent {
+        return Err(format!("log {log}: the fence persisted other words than the flush's"));
+    }
+    Ok(RegionWave { words, flush_op: Some(flush.op), ..untouched })
+}
+
+impl WaveMedium for PmemMedium {
+    fn begin_wave(&self, _: bool) {}
+
+    fn flush(&self, _: &[(usize, u64)]) -> Result<(), String> {
+        // The managers append by themselves; the images take every order.
+        Ok(())
+    }
+
+    fn ack(&self, txn: TxnId) {
+        let stamps = self.regions.iter().map(|r| sim(r).ops()).collect();
+        self.state.lock().acks.push(PmemAck { txn, session: self.session, stamps });
+    }
+
+    fn quiet(&self, wave: Option<usize>) -> Result<(), String> {
+        let mut st = self.state.lock();
+        let mut regions = Vec::with_capacity(self.regions.len());
+        for (log, region) in self.regions.iter().enumerate() {
+            let points = drain(region);
+            st.sim_points += points.len() as u64;
+            let before = st.current[log].clone();
+            if wave.is_none() {
+                // Opening only fences (its truncation finds nothing to cut).
+                if points.iter().any(|p| !p.uncertain.is_empty() || *p.persistent != *before) {
+                    return Err(format!("log {log}: opening changed the region"));
+                }
+                continue;
+            }
+            let rw = region_wave(log, before, &points)?;
+            if let Some(last) = points.last() {
+                st.current[log] = last.persistent.clone();
+            }
+            regions.push(rw);
+        }
+        if let Some(w) = wave {
+            st.waves.push(CapturedWave { session: self.session, first: w == 0, regions });
+        }
+        Ok(())
+    }
+
+    fn abort(&self) {}
+}
+
+/// Runs the sessions `plans`, each with regions of its `region_lens` bytes, and returns
+/// what every wave did.
+pub(crate) fn capture(
+    seed: u64,
+    logging: TxnLogging,
+    bug: PlantedBug,
+    plans: &[SessionPlan],
+    region_lens: &[u64],
+) -> Capture {
+    let mut out = Capture::default();
+    for (plan, &len) in plans.iter().zip(region_lens) {
+        let regions: Vec<Arc<Region>> = (0..logging.logs()).map(|_| Arc::new(Region::sim(len))).collect();
+        let medium = PmemMedium {
+            session: plan.index,
+            regions: regions.clone(),
+            state: Mutex::new(MediumState {
+                current: regions.iter().map(|r| Arc::new(sim(r).persistent_image())).collect(),
+                waves: Vec::new(),
+                acks: Vec::new(),
+                sim_points: 0,
+            }),
+        };
+        for r in &regions {
+            sim(r).set_capture(true);
+        }
+        let options = db_options(logging, LogDeviceKind::Regions(regions), bug);
+        let result = run_session(plan, &options, &medium, seed);
+        let mut st = medium.state.into_inner();
+        for log in 0..logging.logs() {
+            let mut next = u64::MAX;
+            for w in st.waves.iter_mut().rev() {
+                let r = &mut w.regions[log];
+                r.next_flush_op = next;
+                if let Some(op) = r.flush_op {
+                    next = op;
+                }
+            }
+        }
+        out.waves.append(&mut st.waves);
+        out.acks.append(&mut st.acks);
+        out.sim_points += st.sim_points;
+        if let Err(e) = result {
+            out.failure = Some(format!("seed {seed}: session {}: {e}", plan.index));
+            break;
+        }
+    }
+    out
+}
