@@ -90,20 +90,27 @@ fn ssd_with(logging: TxnLogging, bug: PlantedBug, txns: usize) -> CrashReport {
 
 const TAURUS2: TxnLogging = TxnLogging::Taurus { logs: 2 };
 
-/// `wait_committed` returning before the commit: the transaction's own
-/// region torn or old (PMem), its append unsynced (SSD), while the client
-/// holds its acknowledgement. Caught on every line, in the waves of one
-/// transaction (its timing against the log manager varies from run to
-/// run, so a failure need not reproduce).
+/// `wait_committed` returning before the commit: the transaction's append
+/// unsynced while the client holds its acknowledgement, caught on the SSD
+/// lines in the waves of one transaction (its timing against the log
+/// manager varies from run to run, so a failure need not reproduce). On
+/// PMem a worker persists its record in place before its commit returns,
+/// so the early acknowledgement loses a transaction only when another
+/// worker of the same log allocated before it and had not persisted yet,
+/// which the lines' one-driver waves never do: there it must stay harmless.
 #[test]
 fn an_acknowledgement_before_the_commit_is_caught_as_lost() {
     for r in [
-        pmem_with(TxnLogging::Serial, PlantedBug::AckBeforeCommitted, 40),
-        pmem_with(TAURUS2, PlantedBug::AckBeforeCommitted, 40),
         ssd_with(TxnLogging::Serial, PlantedBug::AckBeforeCommitted, 40),
         ssd_with(TAURUS2, PlantedBug::AckBeforeCommitted, 40),
     ] {
         assert!(r.counts.lost > 0, "seed {SEED}: {}", r.line());
+    }
+    for r in [
+        pmem_with(TxnLogging::Serial, PlantedBug::AckBeforeCommitted, 40),
+        pmem_with(TAURUS2, PlantedBug::AckBeforeCommitted, 40),
+    ] {
+        assert_eq!(r.counts.lost, 0, "seed {SEED}: {}", r.line());
     }
 }
 

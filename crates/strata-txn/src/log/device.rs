@@ -31,6 +31,12 @@ pub trait LogDevice: Send + Sync {
     fn truncate(&self, at: u64) -> Result<(), TxnError>;
     /// Most bytes the log can hold.
     fn capacity_bytes(&self) -> u64;
+
+    /// The persistent region, for a device the log manager may let workers
+    /// write in place (an unthrottled PMem log); `None` otherwise.
+    fn region(&self) -> Option<Arc<Region>> {
+        None
+    }
 }
 
 /// A log file on a file system (`RealFs`, or `FaultFs` in crash tests).
@@ -133,6 +139,10 @@ impl LogDevice for PmemLogDevice {
 
     fn capacity_bytes(&self) -> u64 {
         self.region.len()
+    }
+
+    fn region(&self) -> Option<Arc<Region>> {
+        Some(self.region.clone())
     }
 }
 

@@ -22,7 +22,8 @@ use super::device::LogDevice;
 use super::Commits;
 use crate::error::TxnError;
 use crate::lv::{Lv, MAX_LOGS};
-use crate::record::{peek_len, peek_lv};
+use crate::record::{peek_len, peek_lv, HEADER_BYTES, LV_MASK_BYTES};
+use strata_pmem::{Region, RegionOffset};
 
 /// A slot whose worker is not filling the buffer.
 const IDLE: u64 = u64::MAX;
@@ -38,6 +39,10 @@ pub(crate) struct LogManager {
     flushed: AtomicU64,
     failed: AtomicBool,
     device: Box<dyn LogDevice>,
+    /// A PMem device written in place: workers copy their record into the
+    /// region at its LSN, flush its lines and fence, so the region is the
+    /// log buffer and the manager only publishes (no ring, no copy).
+    direct: Option<Arc<Region>>,
     /// The manager's own state: flushed records not yet committed, in log order.
     pending: Mutex<Pending>,
     /// `LPLV` (Algorithm 5): the last anchor placed in the buffer, which
@@ -72,7 +77,9 @@ impl LogManager {
         ring_bytes: usize,
         start: u64,
     ) -> Self {
-        let words = (ring_bytes / 8).max(1);
+        let direct = device.region();
+        // In place on PMem the ring is not used.
+        let words = if direct.is_some() { 1 } else { (ring_bytes / 8).max(1) };
         LogManager {
             index,
             log_lsn: AtomicU64::new(start),
@@ -81,6 +88,7 @@ impl LogManager {
             flushed: AtomicU64::new(start),
             failed: AtomicBool::new(false),
             device,
+            direct,
             pending: Mutex::new(Pending::default()),
             lplv: std::array::from_fn(|_| AtomicU64::new(0)),
             anchor: Mutex::new(start),
@@ -142,7 +150,7 @@ impl LogManager {
         let len = record.len() as u64;
         debug_assert_eq!(len % 8, 0, "records are padded to 8 bytes");
         let log = self.index as u32;
-        if len > self.ring_bytes() {
+        if self.direct.is_none() && len > self.ring_bytes() {
             return Err(TxnError::Options(format!("a record of {len} bytes exceeds the log buffer")));
         }
         let capacity_bytes = self.device.capacity_bytes();
@@ -160,6 +168,15 @@ impl LogManager {
                 break current;
             }
         };
+        if let Some(region) = &self.direct {
+            // The record persisted in place before its slot clears: all
+            // below `readyLSN` is durable when the manager reads it.
+            region.write(RegionOffset(lsn), record);
+            region.flush(RegionOffset(lsn), len);
+            region.fence();
+            slot.store(IDLE, SeqCst);
+            return Ok(lsn + len);
+        }
         // Room in the ring: the manager must have flushed what this overwrites.
         while lsn + len - self.flushed.load(Acquire) > self.ring_bytes() {
             if self.failed.load(Acquire) {
@@ -193,6 +210,27 @@ impl LogManager {
         let from = self.flushed.load(Acquire);
         if ready > from {
             let Pending { records, scratch, last_anchor } = &mut *pending;
+            if let Some(region) = &self.direct {
+                // Already durable: read each record's header and LV only.
+                let mut at = from;
+                while at < ready {
+                    let head_len = (HEADER_BYTES + LV_MASK_BYTES + 8 * MAX_LOGS).min((ready - at) as usize);
+                    let head = region.read_vec(RegionOffset(at), head_len);
+                    let len = peek_len(&head) as u64;
+                    assert!(
+                        len >= 8 && at + len <= ready,
+                        "log {}: whole records below readyLSN",
+                        self.index
+                    );
+                    let (anchor, lv, mask) = peek_lv(&head).expect("a whole record has its LV");
+                    push_flushed(records, last_anchor, at + len, anchor, lv, mask);
+                    at += len;
+                }
+                self.flushed.store(ready, Release);
+                commits.set_flushed(self.index, ready);
+                outcome.flushed_bytes = ready - from;
+                return self.commit_step(&mut pending, commits, outcome);
+            }
             scratch.clear();
             let words = self.ring.len() as u64;
             for p in (from..ready).step_by(8) {
@@ -211,20 +249,24 @@ impl LogManager {
                     self.index
                 );
                 let (anchor, lv, mask) = peek_lv(&scratch[at..]).expect("a whole record has its LV");
-                let end = from + (at + len) as u64;
-                if anchor {
-                    // Anchors commit at once; later records decompress with them.
-                    *last_anchor = lv;
-                    records.push_back((end, Lv::ZERO));
-                } else {
-                    records.push_back((end, lv.decompressed(mask, last_anchor, MAX_LOGS)));
-                }
+                push_flushed(records, last_anchor, from + (at + len) as u64, anchor, lv, mask);
                 at += len;
             }
             self.flushed.store(ready, Release);
             commits.set_flushed(self.index, ready);
             outcome.flushed_bytes = ready - from;
         }
+        self.commit_step(&mut pending, commits, outcome)
+    }
+
+    /// The commit step of a round: commit in log order while each flushed
+    /// record's dependencies are committed.
+    fn commit_step(
+        &self,
+        pending: &mut Pending,
+        commits: &Commits,
+        mut outcome: RoundOutcome,
+    ) -> Result<RoundOutcome, TxnError> {
         // Commit in log order while each record's dependencies are committed.
         let clv = commits.committed_lv();
         let mut committed_to = None;
@@ -240,6 +282,25 @@ impl LogManager {
             outcome.committed = true;
         }
         Ok(outcome)
+    }
+}
+
+/// Queues a flushed record (ending at `end`) for the commit step, its LV
+/// decompressed with the last anchor; an anchor becomes the last anchor
+/// and commits at once.
+fn push_flushed(
+    records: &mut VecDeque<(u64, Lv)>,
+    last_anchor: &mut Lv,
+    end: u64,
+    anchor: bool,
+    lv: Lv,
+    mask: u32,
+) {
+    if anchor {
+        *last_anchor = lv;
+        records.push_back((end, Lv::ZERO));
+    } else {
+        records.push_back((end, lv.decompressed(mask, last_anchor, MAX_LOGS)));
     }
 }
 
