@@ -243,6 +243,11 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     // Each worker adds its counts at its next transaction (a worker blocked
     // on a full in-flight queue adds them once it moves on).
     while counters.reported.load(Ordering::Acquire) < job.workers as u64 {
+        if let Some(h) = handles.iter().position(|h| h.is_finished()) {
+            let mut handles = handles;
+            let outcome = handles.swap_remove(h).join().expect("a worker panicked");
+            anyhow::bail!("a worker stopped before the end of the window: {outcome:?}");
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
     let committed = counters.committed.load(Ordering::Acquire);
