@@ -35,7 +35,7 @@ use crate::settle::{cpu_times, idle_fraction};
 use crate::ycsb_ts::zipf::ZipfianGenerator;
 
 /// Transactions a worker may have waiting for their commit.
-const MAX_IN_FLIGHT: usize = 4096;
+const MAX_IN_FLIGHT: usize = 256;
 /// The child's job, as JSON in this environment variable.
 pub const JOB_ENV: &str = "STRATA_OLTP_JOB";
 /// How long the child runs on after its figures before the SIGKILL.
@@ -239,6 +239,7 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     std::thread::sleep(Duration::from_millis(job.window_ms));
     let elapsed = started.elapsed();
     let cpu_after = cpu_times();
+    let log_bytes = db.log_bytes();
     counters.window_over.store(true, Ordering::Release);
     // Each worker adds its counts at its next transaction (a worker blocked
     // on a full in-flight queue adds them once it moves on).
@@ -260,7 +261,7 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
         throughput_txn_per_s: committed as f64 / elapsed.as_secs_f64(),
         latency_us_p50: lat.value_at_quantile(0.5) as f64 / 1e3,
         latency_us_p99: lat.value_at_quantile(0.99) as f64 / 1e3,
-        log_bytes_per_txn: db.log_bytes() as f64 / committed.max(1) as f64,
+        log_bytes_per_txn: log_bytes as f64 / committed.max(1) as f64,
         cpu_busy_pct: match (cpu_before, cpu_after) {
             (Some(b), Some(a)) => 100.0 * (1.0 - idle_fraction(b, a)),
             _ => f64::NAN,
@@ -335,16 +336,23 @@ fn worker(
     let mut local =
         Local { committed: 0, logged: 0, aborts: 0, latencies: Histogram::new(3).expect("a histogram") };
     let mut reported = false;
+    // Collects the committed transactions at the front (waiting for the
+    // first one when `block`); only commits seen before the window ends
+    // count (a worker may report a while after it).
     let collect = |waiting: &mut VecDeque<(CommitTicket, Instant)>, local: &mut Local, block: bool| {
+        let mut first = true;
         while let Some((ticket, at)) = waiting.front() {
-            if block {
+            if block && first {
                 db.wait_committed(ticket)?;
             } else if !db.is_committed(ticket) {
                 break;
             }
-            local.latencies.record(at.elapsed().as_nanos() as u64).ok();
-            local.committed += 1;
-            local.logged += u64::from(ticket.record.is_some());
+            first = false;
+            if !counters.window_over.load(Ordering::Acquire) {
+                local.latencies.record(at.elapsed().as_nanos() as u64).ok();
+                local.committed += 1;
+                local.logged += u64::from(ticket.record.is_some());
+            }
             waiting.pop_front();
         }
         anyhow::Ok(())
@@ -376,5 +384,8 @@ fn worker(
         let full = waiting.len() >= MAX_IN_FLIGHT;
         collect(&mut waiting, &mut local, full)?;
     }
-    collect(&mut waiting, &mut local, true)
+    while !waiting.is_empty() {
+        collect(&mut waiting, &mut local, true)?;
+    }
+    Ok(())
 }

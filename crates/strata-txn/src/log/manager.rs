@@ -25,6 +25,9 @@ use crate::lv::{Lv, MAX_LOGS};
 use crate::record::{peek_len, peek_lv, HEADER_BYTES, LV_MASK_BYTES};
 use strata_pmem::{Region, RegionOffset};
 
+/// Most bytes one flush of the ring writes (more only for one record).
+pub(crate) const MAX_FLUSH_BYTES: u64 = 256 << 10;
+
 /// A slot whose worker is not filling the buffer.
 const IDLE: u64 = u64::MAX;
 
@@ -195,6 +198,25 @@ impl LogManager {
         Ok(lsn + len)
     }
 
+    /// The last record boundary in `[from, ready]` at most
+    /// [`MAX_FLUSH_BYTES`] past `from` (at least one record): a flush is
+    /// bounded, so a slow device commits steadily instead of in one long
+    /// write of everything the workers buffered.
+    fn bounded(&self, from: u64, ready: u64) -> u64 {
+        let words = self.ring.len() as u64;
+        let mut at = from;
+        while at < ready {
+            let head = self.ring[((at / 8) % words) as usize].load(Relaxed).to_le_bytes();
+            let len = u64::from(peek_len(&head));
+            assert!(len >= 8 && at + len <= ready, "log {}: whole records below readyLSN", self.index);
+            if at > from && at + len > from + MAX_FLUSH_BYTES {
+                break;
+            }
+            at += len;
+        }
+        at
+    }
+
     /// Algorithm 2, then the commit step: flush up to `readyLSN`, publish
     /// it, commit the flushed records whose LVs `commits` covers.
     pub(crate) fn flush_round(&self, commits: &Commits) -> Result<RoundOutcome, TxnError> {
@@ -208,6 +230,9 @@ impl LogManager {
             }
         }
         let from = self.flushed.load(Acquire);
+        if self.direct.is_none() {
+            ready = self.bounded(from, ready);
+        }
         if ready > from {
             let Pending { records, scratch, last_anchor } = &mut *pending;
             if let Some(region) = &self.direct {
