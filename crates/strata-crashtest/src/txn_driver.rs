@@ -46,11 +46,11 @@ pub(crate) trait WaveMedium {
     /// A wave is about to run; `several`: more than one transaction.
     fn begin_wave(&self, several: bool);
     /// Makes a wave's records durable, one log after another: (log, record end).
-    fn flush(&self, order: &[(usize, u64)]) -> Result<(), String>;
+    fn flush(&self, order: &[(usize, u64)]) -> Result<(), CrashCheckError>;
     /// The client acknowledges `txn`.
     fn ack(&self, txn: TxnId);
     /// Every log manager is idle: after opening (`wave` None) or wave `wave`.
-    fn quiet(&self, wave: Option<usize>) -> Result<(), String>;
+    fn quiet(&self, wave: Option<usize>) -> Result<(), CrashCheckError>;
     /// The run failed: let any held-back append through.
     fn abort(&self);
 }
@@ -64,8 +64,8 @@ pub(crate) fn db_options(logging: TxnLogging, device: LogDeviceKind, bug: Plante
     o
 }
 
-fn open(options: &TxnDbOptions) -> Result<TxnDb, String> {
-    TxnDb::open(options, schemas()).map(|(db, _)| db).map_err(|e| format!("open: {e}"))
+fn open(options: &TxnDbOptions) -> Result<TxnDb, CrashCheckError> {
+    TxnDb::open(options, schemas()).map(|(db, _)| db).map_err(CrashCheckError::step("open"))
 }
 
 /// Every table's rows.
@@ -74,34 +74,33 @@ pub(crate) fn db_rows(db: &TxnDb) -> Vec<BTreeMap<RowKey, Vec<u8>>> {
 }
 
 /// Runs one transaction up to its commit; a read must return the model's row.
-fn execute(db: &TxnDb, spec: &TxnSpec) -> Result<CommitTicket, String> {
-    let fail = |what: &str, e: TxnError| format!("T{} {what}: {e}", spec.id);
+fn execute(db: &TxnDb, spec: &TxnSpec) -> Result<CommitTicket, CrashCheckError> {
     let mut txn = db.begin(WorkerId(spec.worker));
     for op in &spec.ops {
         match op {
             Op::Get { key, expect } => {
-                let got = txn.get(key.0, RowKey(key.1)).map_err(|e| fail("get", e))?;
+                let got = txn.get(key.0, RowKey(key.1)).map_err(CrashCheckError::step("get"))?;
                 if got != *expect {
-                    return Err(format!("T{} read {key:?}: {got:?}, the model says {expect:?}", spec.id));
+                    return Err(CrashCheckError::inconsistent(format!("T{} read {key:?}: {got:?}, the model says {expect:?}", spec.id)));
                 }
             }
-            Op::Put { key, row } => txn.put(key.0, RowKey(key.1), row).map_err(|e| fail("put", e))?,
+            Op::Put { key, row } => txn.put(key.0, RowKey(key.1), row).map_err(CrashCheckError::step("put"))?,
             Op::Insert { key, row } => {
-                txn.insert(key.0, RowKey(key.1), row).map_err(|e| fail("insert", e))?
+                txn.insert(key.0, RowKey(key.1), row).map_err(CrashCheckError::step("insert"))?
             }
-            Op::Delete { key } => txn.delete(key.0, RowKey(key.1)).map_err(|e| fail("delete", e))?,
+            Op::Delete { key } => txn.delete(key.0, RowKey(key.1)).map_err(CrashCheckError::step("delete"))?,
         }
     }
-    txn.commit().map_err(|e| fail("commit", e))
+    txn.commit().map_err(CrashCheckError::step("commit"))
 }
 
 /// Waits until every ticket committed (not `wait_committed`, which a
 /// planted bug may cut short).
-fn settle(db: &TxnDb, tickets: &[CommitTicket]) -> Result<(), String> {
+fn settle(db: &TxnDb, tickets: &[CommitTicket]) -> Result<(), CrashCheckError> {
     let started = Instant::now();
     while !tickets.iter().all(|t| db.is_committed(t)) {
         if started.elapsed() > WAIT_LIMIT {
-            return Err(format!("a wave did not commit in {WAIT_LIMIT:?}: {tickets:?}"));
+            return Err(CrashCheckError::inconsistent(format!("a wave did not commit in {WAIT_LIMIT:?}: {tickets:?}")));
         }
         std::thread::sleep(Duration::from_micros(20));
     }
@@ -114,7 +113,7 @@ pub(crate) fn run_session(
     options: &TxnDbOptions,
     medium: &dyn WaveMedium,
     seed: u64,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut db = Some(open(options)?);
     medium.quiet(None)?;
     let result = run_waves(plan, options, medium, seed, &mut db);
@@ -131,7 +130,7 @@ fn run_waves(
     medium: &dyn WaveMedium,
     seed: u64,
     slot: &mut Option<TxnDb>,
-) -> Result<(), String> {
+) -> Result<(), CrashCheckError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0a11_0fde ^ plan.index as u64);
     for (w, range) in plan.waves.iter().enumerate() {
         let db = slot.as_ref().expect("open");
@@ -139,21 +138,21 @@ fn run_waves(
         medium.begin_wave(specs.len() > 1);
         if let [spec] = specs {
             let ticket = execute(db, spec)?;
-            db.wait_committed(&ticket).map_err(|e| format!("T{} wait: {e}", spec.id))?;
+            db.wait_committed(&ticket).map_err(CrashCheckError::step("wait_committed"))?;
             medium.ack(TxnId(spec.id));
             settle(db, &[ticket])?;
         } else {
             let tickets = specs.iter().map(|s| execute(db, s)).collect::<Result<Vec<_>, _>>()?;
             let mut order = Vec::with_capacity(tickets.len());
             for (s, t) in specs.iter().zip(&tickets) {
-                let (log, end) = t.record.ok_or_else(|| format!("T{} wrote no log record", s.id))?;
+                let (log, end) = t.record.ok_or_else(|| CrashCheckError::inconsistent(format!("T{} wrote no log record", s.id)))?;
                 order.push((log.index(), end));
             }
             order.shuffle(&mut rng);
             medium.flush(&order)?;
             settle(db, &tickets)?;
             for (s, t) in specs.iter().zip(&tickets) {
-                db.wait_committed(t).map_err(|e| format!("T{} wait: {e}", s.id))?;
+                db.wait_committed(t).map_err(CrashCheckError::step("wait_committed"))?;
                 medium.ack(TxnId(s.id));
             }
         }
@@ -164,7 +163,7 @@ fn run_waves(
             medium.quiet(None)?;
             let so_far = plan.txns[..range.end].iter().map(|t| t.id).collect();
             if !same_rows(&db_rows(db), &expected_rows(plan, &so_far)) {
-                return Err(format!("after a clean close and reopen at T{} the rows differ", range.end));
+                return Err(CrashCheckError::inconsistent(format!("after a clean close and reopen at T{} the rows differ", range.end)));
             }
         }
     }

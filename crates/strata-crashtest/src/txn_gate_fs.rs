@@ -9,6 +9,7 @@
 //! Only `write_at` waits at the gate; the append's `sync_data` follows it
 //! and is counted, so the driver knows when the append is durable.
 
+use crate::error::CrashCheckError;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -51,27 +52,27 @@ impl Gate {
 
     /// Lets log `log`'s append through once it waits at the gate, checks it
     /// is the one record ending at `end`, and returns once it is synced.
-    pub fn let_through(&self, log: usize, end: u64) -> Result<(), String> {
+    pub fn let_through(&self, log: usize, end: u64) -> Result<(), CrashCheckError> {
         let deadline = Instant::now() + WAIT_LIMIT;
         let mut s = self.state.lock();
         while !s.waiting.contains_key(&log) {
             if self.changed.wait_until(&mut s, deadline).timed_out() {
-                return Err(format!("log {log}: no append reached the gate in {WAIT_LIMIT:?}"));
+                return Err(CrashCheckError::inconsistent(format!("log {log}: no append reached the gate in {WAIT_LIMIT:?}")));
             }
         }
         let (at, len) = s.waiting[&log];
         if at + len != end {
-            return Err(format!(
+            return Err(CrashCheckError::inconsistent(format!(
                 "log {log}: the manager appends {at}..{}, the wave's record ends at {end}",
                 at + len
-            ));
+            )));
         }
         let synced = s.syncs.get(&log).copied().unwrap_or(0);
         s.let_through = Some(log);
         self.changed.notify_all();
         while s.syncs.get(&log).copied().unwrap_or(0) == synced {
             if self.changed.wait_until(&mut s, deadline).timed_out() {
-                return Err(format!("log {log}: its append was not synced in {WAIT_LIMIT:?}"));
+                return Err(CrashCheckError::inconsistent(format!("log {log}: its append was not synced in {WAIT_LIMIT:?}")));
             }
         }
         Ok(())

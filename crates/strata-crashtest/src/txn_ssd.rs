@@ -19,6 +19,7 @@
 //! (recovery cut a log before an anchor a committed LV named), which needs
 //! the gate.
 
+use crate::error::CrashCheckError;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -88,7 +89,7 @@ impl WaveMedium for SsdMedium<'_> {
         }
     }
 
-    fn flush(&self, order: &[(usize, u64)]) -> Result<(), String> {
+    fn flush(&self, order: &[(usize, u64)]) -> Result<(), CrashCheckError> {
         for &(log, end) in order {
             self.gate.let_through(log, end)?;
         }
@@ -100,7 +101,7 @@ impl WaveMedium for SsdMedium<'_> {
         self.acks.ack(txn);
     }
 
-    fn quiet(&self, _: Option<usize>) -> Result<(), String> {
+    fn quiet(&self, _: Option<usize>) -> Result<(), CrashCheckError> {
         Ok(())
     }
 

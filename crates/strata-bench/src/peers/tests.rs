@@ -324,9 +324,10 @@ fn load_into_real_peer(kind: PeerKind) -> Option<RealPeerRun> {
     for attempt in 1..=2 {
         match try_real_peer(kind, &installed) {
             Ok(run) => return Some(run),
-            Err(diagnosis) => {
-                eprintln!("{kind}, attempt {attempt}: did not settle: {diagnosis}");
-                unsettled.push(diagnosis);
+            Err(e) => {
+                let PeerRunError::Unsettled { step, diagnosis } = &e;
+                eprintln!("{kind}, attempt {attempt}: the {step} did not settle: {diagnosis}");
+                unsettled.push(e);
             }
         }
     }
@@ -335,7 +336,14 @@ fn load_into_real_peer(kind: PeerKind) -> Option<RealPeerRun> {
 
 /// One run of [`load_into_real_peer`] on a fresh instance; `Err` with the
 /// peer's diagnosis if a quiesce step did not settle.
-fn try_real_peer(kind: PeerKind, installed: &Installed) -> Result<RealPeerRun, String> {
+/// Why a run of [`try_real_peer`] did not count.
+#[derive(Debug)]
+enum PeerRunError {
+    /// A quiesce step did not settle; the peer's diagnosis.
+    Unsettled { step: &'static str, diagnosis: String },
+}
+
+fn try_real_peer(kind: PeerKind, installed: &Installed) -> Result<RealPeerRun, PeerRunError> {
     let parent = tempfile::tempdir().unwrap();
     let spec = CpuSpec::new(11, 3, 20);
     let data = Dataset::generate(&spec, 7).unwrap();
@@ -350,7 +358,7 @@ fn try_real_peer(kind: PeerKind, installed: &Installed) -> Result<RealPeerRun, S
     if !peer.quiesce_after(&warm, 30).unwrap().settled {
         let diagnosis = peer.diagnosis(&warm);
         peer.stop().unwrap();
-        return Err(format!("warm-up: {diagnosis}"));
+        return Err(PeerRunError::Unsettled { step: "warm-up", diagnosis });
     }
     assert_eq!(warm.count_rows().unwrap(), 30, "{kind}: the warm-up's rows are in its own place");
     peer.endpoint.prepare().unwrap();
@@ -359,7 +367,7 @@ fn try_real_peer(kind: PeerKind, installed: &Installed) -> Result<RealPeerRun, S
     if !q.settled {
         let diagnosis = peer.diagnosis(&peer.endpoint);
         peer.stop().unwrap();
-        return Err(format!("load: {diagnosis}"));
+        return Err(PeerRunError::Unsettled { step: "load", diagnosis });
     }
     let rows_counted = peer.endpoint.count_rows().unwrap();
     if kind == PeerKind::QuestDb {
