@@ -268,30 +268,36 @@ fn seed() -> u64 {
     std::env::var("STRATA_KILL_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x6b11)
 }
 
-/// `n` SIGKILLs of the server under `protocol`: every acknowledged point
-/// present, no request half-visible.
-fn kill_test(protocol: &str, n: u64, seed: u64) {
+/// `n` SIGKILLs of the server under `protocol`, checked (every acknowledged
+/// point present, no request half-visible); the summary, for the caller's
+/// own assertions.
+fn kill_test(protocol: &str, n: u64, seed: u64) -> KillSummary {
     let summary = kill_loop(protocol, n, seed);
     assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
     check_summary(&summary, n, seed);
+    summary
 }
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_serial_pmem() {
-    kill_test("serial-pmem", iterations().div_ceil(2), seed());
+    let s = kill_test("serial-pmem", iterations().div_ceil(2), seed());
+    assert_eq!(s.points_verified, s.acked_requests * LINES_PER_REQUEST, "every acknowledged point read back");
 }
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_serial_ssd() {
-    kill_test("serial-ssd", iterations() / 2, seed() ^ 1);
+    let s = kill_test("serial-ssd", iterations() / 2, seed() ^ 1);
+    assert_eq!(s.points_verified, s.acked_requests * LINES_PER_REQUEST, "every acknowledged point read back");
 }
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_declog_pmem() {
-    kill_test("declog-pmem", iterations().div_ceil(2), seed() ^ 2);
+    let s = kill_test("declog-pmem", iterations().div_ceil(2), seed() ^ 2);
+    assert_eq!(s.points_verified, s.acked_requests * LINES_PER_REQUEST, "every acknowledged point read back");
 }
 
 #[test]
 fn sigkill_during_ingest_loses_no_acknowledged_point_declog_ssd() {
-    kill_test("declog-ssd", iterations().div_ceil(2), seed() ^ 3);
+    let s = kill_test("declog-ssd", iterations().div_ceil(2), seed() ^ 3);
+    assert_eq!(s.points_verified, s.acked_requests * LINES_PER_REQUEST, "every acknowledged point read back");
 }

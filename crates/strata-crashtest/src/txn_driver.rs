@@ -81,14 +81,21 @@ fn execute(db: &TxnDb, spec: &TxnSpec) -> Result<CommitTicket, CrashCheckError> 
             Op::Get { key, expect } => {
                 let got = txn.get(key.0, RowKey(key.1)).map_err(CrashCheckError::step("get"))?;
                 if got != *expect {
-                    return Err(CrashCheckError::inconsistent(format!("T{} read {key:?}: {got:?}, the model says {expect:?}", spec.id)));
+                    return Err(CrashCheckError::inconsistent(format!(
+                        "T{} read {key:?}: {got:?}, the model says {expect:?}",
+                        spec.id
+                    )));
                 }
             }
-            Op::Put { key, row } => txn.put(key.0, RowKey(key.1), row).map_err(CrashCheckError::step("put"))?,
+            Op::Put { key, row } => {
+                txn.put(key.0, RowKey(key.1), row).map_err(CrashCheckError::step("put"))?
+            }
             Op::Insert { key, row } => {
                 txn.insert(key.0, RowKey(key.1), row).map_err(CrashCheckError::step("insert"))?
             }
-            Op::Delete { key } => txn.delete(key.0, RowKey(key.1)).map_err(CrashCheckError::step("delete"))?,
+            Op::Delete { key } => {
+                txn.delete(key.0, RowKey(key.1)).map_err(CrashCheckError::step("delete"))?
+            }
         }
     }
     txn.commit().map_err(CrashCheckError::step("commit"))
@@ -100,7 +107,9 @@ fn settle(db: &TxnDb, tickets: &[CommitTicket]) -> Result<(), CrashCheckError> {
     let started = Instant::now();
     while !tickets.iter().all(|t| db.is_committed(t)) {
         if started.elapsed() > WAIT_LIMIT {
-            return Err(CrashCheckError::inconsistent(format!("a wave did not commit in {WAIT_LIMIT:?}: {tickets:?}")));
+            return Err(CrashCheckError::inconsistent(format!(
+                "a wave did not commit in {WAIT_LIMIT:?}: {tickets:?}"
+            )));
         }
         std::thread::sleep(Duration::from_micros(20));
     }
@@ -145,7 +154,9 @@ fn run_waves(
             let tickets = specs.iter().map(|s| execute(db, s)).collect::<Result<Vec<_>, _>>()?;
             let mut order = Vec::with_capacity(tickets.len());
             for (s, t) in specs.iter().zip(&tickets) {
-                let (log, end) = t.record.ok_or_else(|| CrashCheckError::inconsistent(format!("T{} wrote no log record", s.id)))?;
+                let (log, end) = t
+                    .record
+                    .ok_or_else(|| CrashCheckError::inconsistent(format!("T{} wrote no log record", s.id)))?;
                 order.push((log.index(), end));
             }
             order.shuffle(&mut rng);
@@ -163,7 +174,10 @@ fn run_waves(
             medium.quiet(None)?;
             let so_far = plan.txns[..range.end].iter().map(|t| t.id).collect();
             if !same_rows(&db_rows(db), &expected_rows(plan, &so_far)) {
-                return Err(CrashCheckError::inconsistent(format!("after a clean close and reopen at T{} the rows differ", range.end)));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "after a clean close and reopen at T{} the rows differ",
+                    range.end
+                )));
             }
         }
     }

@@ -57,7 +57,9 @@ impl Gate {
         let mut s = self.state.lock();
         while !s.waiting.contains_key(&log) {
             if self.changed.wait_until(&mut s, deadline).timed_out() {
-                return Err(CrashCheckError::inconsistent(format!("log {log}: no append reached the gate in {WAIT_LIMIT:?}")));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "log {log}: no append reached the gate in {WAIT_LIMIT:?}"
+                )));
             }
         }
         let (at, len) = s.waiting[&log];
@@ -72,7 +74,9 @@ impl Gate {
         self.changed.notify_all();
         while s.syncs.get(&log).copied().unwrap_or(0) == synced {
             if self.changed.wait_until(&mut s, deadline).timed_out() {
-                return Err(CrashCheckError::inconsistent(format!("log {log}: its append was not synced in {WAIT_LIMIT:?}")));
+                return Err(CrashCheckError::inconsistent(format!(
+                    "log {log}: its append was not synced in {WAIT_LIMIT:?}"
+                )));
             }
         }
         Ok(())

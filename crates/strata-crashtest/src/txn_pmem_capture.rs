@@ -99,14 +99,20 @@ fn drain(region: &Region) -> Vec<CrashPoint> {
 }
 
 /// What a wave did to log `log`'s region, from its crash points.
-fn region_wave(log: usize, before: Arc<Vec<u8>>, points: &[CrashPoint]) -> Result<RegionWave, CrashCheckError> {
+fn region_wave(
+    log: usize,
+    before: Arc<Vec<u8>>,
+    points: &[CrashPoint],
+) -> Result<RegionWave, CrashCheckError> {
     let untouched =
         RegionWave { before: before.clone(), words: Vec::new(), flush_op: None, next_flush_op: 0 };
     let kinds: Vec<SimOpKind> = points.iter().map(|p| p.kind).collect();
     let [flush, before_fence, fence] = points else {
         return match points {
             [] => Ok(untouched),
-            _ => Err(CrashCheckError::inconsistent(format!("log {log}: crash points {kinds:?} in one wave, one append expected"))),
+            _ => Err(CrashCheckError::inconsistent(format!(
+                "log {log}: crash points {kinds:?} in one wave, one append expected"
+            ))),
         };
     };
     let shape = kinds == [SimOpKind::Flush, SimOpKind::BeforeFence, SimOpKind::Fence]
@@ -114,20 +120,27 @@ fn region_wave(log: usize, before: Arc<Vec<u8>>, points: &[CrashPoint]) -> Resul
         && fence.uncertain.is_empty()
         && *flush.persistent == *before;
     if !shape {
-        return Err(CrashCheckError::inconsistent(format!("log {log}: crash points {kinds:?} are not one write, flush and fence")));
+        return Err(CrashCheckError::inconsistent(format!(
+            "log {log}: crash points {kinds:?} are not one write, flush and fence"
+        )));
     }
     let mut after = before.as_ref().clone();
     let mut words = Vec::with_capacity(flush.uncertain.len());
     for u in &flush.uncertain {
         let [new] = u.new_values.as_slice() else {
-            return Err(CrashCheckError::inconsistent(format!("log {log}: word {} stored twice in one append", u.word_offset)));
+            return Err(CrashCheckError::inconsistent(format!(
+                "log {log}: word {} stored twice in one append",
+                u.word_offset
+            )));
         };
         let offset = u.word_offset as usize;
         after[offset..offset + 8].copy_from_slice(&new.to_le_bytes());
         words.push(ChangedWord { offset, new: *new });
     }
     if after != *fence.persistent {
-        return Err(CrashCheckError::inconsistent(format!("log {log}: the fence persisted other words than the flush's")));
+        return Err(CrashCheckError::inconsistent(format!(
+            "log {log}: the fence persisted other words than the flush's"
+        )));
     }
     Ok(RegionWave { words, flush_op: Some(flush.op), ..untouched })
 }
@@ -155,7 +168,9 @@ impl WaveMedium for PmemMedium {
             if wave.is_none() {
                 // Opening only fences (its truncation finds nothing to cut).
                 if points.iter().any(|p| !p.uncertain.is_empty() || *p.persistent != *before) {
-                    return Err(CrashCheckError::inconsistent(format!("log {log}: opening changed the region")));
+                    return Err(CrashCheckError::inconsistent(format!(
+                        "log {log}: opening changed the region"
+                    )));
                 }
                 continue;
             }

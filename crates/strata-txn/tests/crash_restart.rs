@@ -192,32 +192,38 @@ fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) -> RecoveryReport {
 
 #[test]
 fn taurus_with_four_logs_recovers_every_acknowledged_transaction_after_a_crash() {
+    let mut anchors = 0;
     for seed in 0..6u64 {
         let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
-        crash_and_recover(
+        let report = crash_and_recover(
             Setup { kind: LoggingKind::Taurus { logs: 4 }, mode: LogMode::Data, workers: 4 },
             seed,
             tear,
         );
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
+        anchors += report.anchors;
     }
+    assert!(anchors > 0, "the runs placed LV anchors, so compressed LVs were recovered");
 }
 
 #[test]
 fn taurus_with_two_logs_and_three_workers_recovers_after_a_crash() {
     for seed in 10..14u64 {
         let setup = Setup { kind: LoggingKind::Taurus { logs: 2 }, mode: LogMode::Data, workers: 3 };
-        crash_and_recover(setup, seed, Tear::LastSector { seed });
+        let report = crash_and_recover(setup, seed, Tear::LastSector { seed });
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
     }
 }
 
 #[test]
 fn serial_logging_recovers_every_acknowledged_transaction_after_a_crash() {
     for seed in 20..24u64 {
-        crash_and_recover(
+        let report = crash_and_recover(
             Setup { kind: LoggingKind::Serial, mode: LogMode::Data, workers: 3 },
             seed,
             Tear::LastSector { seed },
         );
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
     }
 }
 
@@ -225,22 +231,24 @@ fn serial_logging_recovers_every_acknowledged_transaction_after_a_crash() {
 fn taurus_command_logging_recovers_by_re_running_the_procedures() {
     for seed in 30..34u64 {
         let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
-        crash_and_recover(
+        let report = crash_and_recover(
             Setup { kind: LoggingKind::Taurus { logs: 3 }, mode: LogMode::Command, workers: 3 },
             seed,
             tear,
         );
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
     }
 }
 
 #[test]
 fn serial_command_logging_recovers_by_re_running_the_procedures() {
     for seed in 40..42u64 {
-        crash_and_recover(
+        let report = crash_and_recover(
             Setup { kind: LoggingKind::Serial, mode: LogMode::Command, workers: 2 },
             seed,
             Tear::LastSector { seed },
         );
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
     }
 }
 

@@ -212,27 +212,33 @@ mod tests {
         out
     }
 
-    fn appends_read_back_and_truncate(d: &dyn LogDevice) {
+    /// Appends two records, truncates after the first; what the device read
+    /// back before and after the cut, and the first record's bytes.
+    fn appends_read_back_and_truncate(d: &dyn LogDevice) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let (a, b) = (record(1), record(2));
         d.append_durable(0, &a).unwrap();
         d.append_durable(a.len() as u64, &b).unwrap();
-        assert_eq!(d.read_log().unwrap(), [a.clone(), b].concat());
+        let before = d.read_log().unwrap();
+        assert_eq!(before, [a.clone(), b].concat());
         d.truncate(a.len() as u64).unwrap();
-        assert_eq!(d.read_log().unwrap(), a);
+        (before, d.read_log().unwrap(), a)
     }
 
     #[test]
     fn a_file_log_reads_back_and_truncates() {
         let dir = tempfile::tempdir().unwrap();
         let fs = strata_media::RealFs::new();
-        appends_read_back_and_truncate(
-            &FileLogDevice::open(&fs, &dir.path().join("log-0"), 1 << 20).unwrap(),
-        );
+        let d = FileLogDevice::open(&fs, &dir.path().join("log-0"), 1 << 20).unwrap();
+        let (before, after, first) = appends_read_back_and_truncate(&d);
+        assert_eq!((before.len(), after), (2 * first.len(), first));
     }
 
     #[test]
     fn a_pmem_log_reads_back_and_truncates() {
-        appends_read_back_and_truncate(&PmemLogDevice::new(Arc::new(Region::sim(1 << 16))));
+        let d = PmemLogDevice::new(Arc::new(Region::sim(1 << 16)));
+        let (before, after, first) = appends_read_back_and_truncate(&d);
+        assert_eq!((before.len(), after), (2 * first.len(), first));
+        assert!(d.region().is_some(), "a PMem log may be written in place");
     }
 
     #[test]
