@@ -91,15 +91,67 @@ impl RegionStats {
     }
 }
 
-/// Maximum distinct blocks remembered per fence window; past it, blocks are
-/// counted without de-duplication (an over-estimate only for huge flushes).
-const MAX_WINDOW_BLOCKS: usize = 128;
+/// Maximum block ranges remembered per fence window; past it, blocks are
+/// counted without de-duplication (an over-estimate only for windows of
+/// many scattered flushes).
+const MAX_WINDOW_RANGES: usize = 64;
+
+/// The media blocks a thread flushed since its last fence, as inclusive
+/// ranges per region: most windows hold one or two flushes, so a scan of
+/// a few ranges is cheaper than hashing every block.
+#[derive(Default)]
+struct FenceWindow {
+    ranges: Vec<(usize, u64, u64)>,
+}
+
+impl FenceWindow {
+    /// Adds blocks `first..=last` of `region`; returns how many were not in
+    /// the window yet.
+    fn add(&mut self, region: usize, first: u64, last: u64) -> u64 {
+        let mut new_blocks = 0;
+        let mut block = first;
+        while block <= last {
+            // The range holding `block`, else where the next range starts.
+            let mut covered_to = None;
+            let mut next_start = u64::MAX;
+            for &(r, a, b) in &self.ranges {
+                if r != region {
+                    continue;
+                }
+                if a <= block && block <= b {
+                    covered_to = Some(covered_to.map_or(b, |c: u64| c.max(b)));
+                } else if a > block {
+                    next_start = next_start.min(a);
+                }
+            }
+            match covered_to {
+                Some(b) => block = b.saturating_add(1),
+                None => {
+                    let end = last.min(next_start.saturating_sub(1));
+                    new_blocks += end - block + 1;
+                    block = end.saturating_add(1);
+                }
+            }
+            if block == 0 {
+                break; // wrapped past u64::MAX
+            }
+        }
+        if new_blocks > 0 && self.ranges.len() < MAX_WINDOW_RANGES {
+            self.ranges.push((region, first, last));
+        }
+        new_blocks
+    }
+
+    fn clear(&mut self) {
+        self.ranges.clear();
+    }
+}
 
 #[derive(Default)]
 struct ThreadState {
     totals: Cell<PersistStats>,
-    /// (region identity, block index) flushed since this thread's last fence.
-    window_blocks: RefCell<std::collections::HashSet<(usize, u64)>>,
+    /// Blocks flushed since this thread's last fence.
+    window_blocks: RefCell<FenceWindow>,
     regions: RefCell<Vec<(Weak<RegionStats>, Arc<ThreadRegionCounters>)>>,
 }
 
@@ -141,15 +193,7 @@ pub(crate) fn record_flush(region: &Arc<RegionStats>, offset: u64, len_bytes: u6
     let region_key = Arc::as_ptr(region) as usize;
     let new_blocks = THREAD.with(|t| {
         let mut window = t.window_blocks.borrow_mut();
-        let mut new_blocks = 0;
-        for block in first_block..=last_block {
-            if !window.contains(&(region_key, block)) {
-                new_blocks += 1;
-                if window.len() < MAX_WINDOW_BLOCKS {
-                    window.insert((region_key, block));
-                }
-            }
-        }
+        let new_blocks = window.add(region_key, first_block, last_block);
         let mut s = t.totals.get();
         s.lines_flushed += lines;
         s.bytes_persisted += len_bytes;
@@ -199,6 +243,30 @@ mod tests {
         assert_eq!(d.bytes_persisted, 256 + 8 + 10);
         assert_eq!(d.media_blocks_written, 1 + 2);
         assert_eq!(region.total(), d);
+    }
+
+    #[test]
+    fn fence_window_counts_each_block_once() {
+        let mut w = FenceWindow::default();
+        assert_eq!(w.add(1, 4, 7), 4);
+        assert_eq!(w.add(1, 5, 6), 0, "inside a range");
+        assert_eq!(w.add(1, 2, 9), 4, "2, 3, 8 and 9 are new");
+        assert_eq!(w.add(2, 4, 4), 1, "another region");
+        assert_eq!(w.add(1, 0, 20), 21 - 8);
+        w.clear();
+        assert_eq!(w.add(1, 4, 7), 4, "a fence empties the window");
+        // Against a set of blocks, over seeded random flushes.
+        let mut rng = 0x5eed_u64;
+        for _ in 0..200 {
+            let (mut w, mut set) = (FenceWindow::default(), std::collections::HashSet::new());
+            for _ in 0..20 {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let (region, first) = ((rng >> 60) as usize % 2, (rng >> 33) % 40);
+                let last = first + (rng >> 20) % 6;
+                let expect = (first..=last).filter(|b| set.insert((region, *b))).count() as u64;
+                assert_eq!(w.add(region, first, last), expect, "seed 0x5eed");
+            }
+        }
     }
 
     #[test]

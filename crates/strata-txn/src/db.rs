@@ -203,8 +203,7 @@ impl TxnDb {
         let (kept, ends) = committed_prefixes(&decoded);
         let anchors = decoded.iter().map(|d| d.anchors).sum();
         let mut report = RecoveryReport { decode_time: started.elapsed(), anchors, ..Default::default() };
-        #[allow(unused_mut)]
-        let mut store = Store::default();
+        let mut store = Store::new(options.logging.kind.logs());
         #[cfg(any(test, feature = "crashtest"))]
         {
             store.fold_write_lv_on_read = options.planted_bug != crate::planted::PlantedBug::ReadSkipsWriteLv;

@@ -28,6 +28,9 @@ use strata_pmem::{Region, RegionOffset};
 /// Most bytes one flush of the ring writes (more only for one record).
 pub(crate) const MAX_FLUSH_BYTES: u64 = 256 << 10;
 
+/// How long an idle manager of logs that workers round themselves sleeps.
+const HELPED_BACKSTOP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// A slot whose worker is not filling the buffer.
 const IDLE: u64 = u64::MAX;
 
@@ -54,6 +57,20 @@ pub(crate) struct LogManager {
     lplv: [AtomicU64; MAX_LOGS],
     /// Where the last anchor ends; held by the worker placing the next one.
     anchor: Mutex<u64>,
+    /// The same end, read without the lock by [`Self::anchor_due`].
+    anchor_end: AtomicU64,
+    /// The device's capacity (fixed while the log is open).
+    capacity_bytes: u64,
+}
+
+/// A (non-anchor) record a worker just wrote: where it lies, and its LV
+/// and mask as its header stores them (`lv` may hold the masked-out
+/// elements too: decompression replaces them).
+pub(crate) struct Written {
+    pub start: u64,
+    pub end: u64,
+    pub lv: Lv,
+    pub mask: u32,
 }
 
 #[derive(Default)]
@@ -81,6 +98,7 @@ impl LogManager {
         start: u64,
     ) -> Self {
         let direct = device.region();
+        let capacity_bytes = device.capacity_bytes();
         // In place on PMem the ring is not used.
         let words = if direct.is_some() { 1 } else { (ring_bytes / 8).max(1) };
         LogManager {
@@ -95,15 +113,17 @@ impl LogManager {
             pending: Mutex::new(Pending::default()),
             lplv: std::array::from_fn(|_| AtomicU64::new(0)),
             anchor: Mutex::new(start),
+            anchor_end: AtomicU64::new(start),
+            capacity_bytes,
         }
     }
 
     /// `LPLV` as workers read it (an element may be newer than another:
     /// every value read belongs to an anchor allocated before the reader's
     /// record, and the anchor before the record is at least as large).
-    pub(crate) fn lplv(&self) -> Lv {
+    pub(crate) fn lplv(&self, logs: usize) -> Lv {
         let mut lv = Lv::ZERO;
-        for (j, a) in self.lplv.iter().enumerate() {
+        for (j, a) in self.lplv[..logs].iter().enumerate() {
             lv.set(j, a.load(Acquire));
         }
         lv
@@ -112,7 +132,8 @@ impl LogManager {
     /// Whether the log has grown `every_bytes` past its last anchor (false
     /// while another worker places one).
     pub(crate) fn anchor_due(&self, every_bytes: u64) -> bool {
-        self.anchor.try_lock().is_some_and(|end| self.log_lsn.load(Relaxed) >= *end + every_bytes)
+        self.log_lsn.load(Relaxed) >= self.anchor_end.load(Relaxed) + every_bytes
+            && self.anchor.try_lock().is_some_and(|end| self.log_lsn.load(Relaxed) >= *end + every_bytes)
     }
 
     /// Places `anchor_and_record` (an anchor of LV `anchor`, then a record
@@ -135,6 +156,7 @@ impl LogManager {
                 a.fetch_max(anchor.get(j), Release);
             }
             *end = lsn - (anchor_and_record.len() - anchor_bytes) as u64;
+            self.anchor_end.store(*end, Relaxed);
         }
         Some(r)
     }
@@ -156,7 +178,7 @@ impl LogManager {
         if self.direct.is_none() && len > self.ring_bytes() {
             return Err(TxnError::Options(format!("a record of {len} bytes exceeds the log buffer")));
         }
-        let capacity_bytes = self.device.capacity_bytes();
+        let capacity_bytes = self.capacity_bytes;
         let slot = &self.slots[slot];
         // allocatedLSN[j] = logLSN, then the fetch-and-add (a CAS, so a full
         // log refuses the record without leaving a hole).
@@ -174,8 +196,7 @@ impl LogManager {
         if let Some(region) = &self.direct {
             // The record persisted in place before its slot clears: all
             // below `readyLSN` is durable when the manager reads it.
-            region.write(RegionOffset(lsn), record);
-            region.flush(RegionOffset(lsn), len);
+            region.write_flush(RegionOffset(lsn), record);
             region.fence();
             slot.store(IDLE, SeqCst);
             return Ok(lsn + len);
@@ -220,7 +241,38 @@ impl LogManager {
     /// Algorithm 2, then the commit step: flush up to `readyLSN`, publish
     /// it, commit the flushed records whose LVs `commits` covers.
     pub(crate) fn flush_round(&self, commits: &Commits) -> Result<RoundOutcome, TxnError> {
-        let mut pending = self.pending.lock();
+        self.round(&mut self.pending.lock(), commits, None)
+    }
+
+    /// Whether workers run rounds themselves ([`Self::help_round`]): on a
+    /// PMem log written in place, where a round only reads headers and
+    /// publishes (no device write a worker would wait on).
+    pub(crate) fn workers_help(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// A round by a worker, unless one is under way (then that round, or
+    /// the next, covers what this one would have done). Only where
+    /// [`Self::workers_help`]: on 2 cores, a manager thread woken for every
+    /// record costs the workers more than the round itself.
+    /// `written` describes the helper's own record, which the round then
+    /// need not read back from the region (a cache miss: it was streamed).
+    pub(crate) fn help_round(
+        &self,
+        commits: &Commits,
+        written: Option<&Written>,
+    ) -> Option<Result<RoundOutcome, TxnError>> {
+        debug_assert!(self.workers_help());
+        let mut pending = self.pending.try_lock()?;
+        Some(self.round(&mut pending, commits, written))
+    }
+
+    fn round(
+        &self,
+        pending: &mut Pending,
+        commits: &Commits,
+        written: Option<&Written>,
+    ) -> Result<RoundOutcome, TxnError> {
         let mut outcome = RoundOutcome::default();
         let mut ready = self.log_lsn.load(SeqCst);
         for s in self.slots.iter() {
@@ -238,23 +290,43 @@ impl LogManager {
             if let Some(region) = &self.direct {
                 // Already durable: read each record's header and LV only.
                 let mut at = from;
+                let mut head_buf = [0u8; HEADER_BYTES + LV_MASK_BYTES + 8 * MAX_LOGS];
                 while at < ready {
-                    let head_len = (HEADER_BYTES + LV_MASK_BYTES + 8 * MAX_LOGS).min((ready - at) as usize);
-                    let head = region.read_vec(RegionOffset(at), head_len);
-                    let len = peek_len(&head) as u64;
+                    if let Some(w) = written.filter(|w| w.start == at && w.end <= ready) {
+                        // As the header would read: the stored LV and its mask.
+                        #[cfg(debug_assertions)]
+                        {
+                            region.read(RegionOffset(at), &mut head_buf);
+                            let (anchor, lv, mask) = peek_lv(&head_buf).expect("a whole record has its LV");
+                            assert!(!anchor && mask == w.mask, "log {}: the record at {at}", self.index);
+                            assert_eq!(
+                                lv.decompressed(mask, last_anchor, MAX_LOGS),
+                                w.lv.decompressed(mask, last_anchor, MAX_LOGS),
+                                "log {}: the record at {at}",
+                                self.index
+                            );
+                        }
+                        push_flushed(records, last_anchor, w.end, false, w.lv, w.mask);
+                        at = w.end;
+                        continue;
+                    }
+                    let head_len = head_buf.len().min((ready - at) as usize);
+                    let head = &mut head_buf[..head_len];
+                    region.read(RegionOffset(at), head);
+                    let len = peek_len(head) as u64;
                     assert!(
                         len >= 8 && at + len <= ready,
                         "log {}: whole records below readyLSN",
                         self.index
                     );
-                    let (anchor, lv, mask) = peek_lv(&head).expect("a whole record has its LV");
+                    let (anchor, lv, mask) = peek_lv(head).expect("a whole record has its LV");
                     push_flushed(records, last_anchor, at + len, anchor, lv, mask);
                     at += len;
                 }
                 self.flushed.store(ready, Release);
                 commits.set_flushed(self.index, ready);
                 outcome.flushed_bytes = ready - from;
-                return self.commit_step(&mut pending, commits, outcome);
+                return self.commit_step(pending, commits, outcome);
             }
             scratch.clear();
             let words = self.ring.len() as u64;
@@ -281,7 +353,7 @@ impl LogManager {
             commits.set_flushed(self.index, ready);
             outcome.flushed_bytes = ready - from;
         }
-        self.commit_step(&mut pending, commits, outcome)
+        self.commit_step(pending, commits, outcome)
     }
 
     /// The commit step of a round: commit in log order while each flushed
@@ -347,7 +419,10 @@ pub(crate) fn run_managers(
             }
         }
         if !progress {
-            std::thread::sleep(interval);
+            // Logs that workers round themselves need the thread only as a
+            // backstop (a record no later worker's round covers).
+            let helped = which.iter().all(|&i| managers[i].workers_help());
+            std::thread::sleep(if helped { interval.max(HELPED_BACKSTOP_INTERVAL) } else { interval });
         }
     }
 }

@@ -22,7 +22,7 @@ mod manager;
 mod schemes;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,25 +130,42 @@ pub trait TxnLogging: Send + Sync {
 /// `PLV`, the committed vector `CLV`, and the wait for commits.
 pub struct Commits {
     logs: usize,
-    flushed: [AtomicU64; MAX_LOGS],
-    committed: [AtomicU64; MAX_LOGS],
+    /// One cache line per log: each is written by its own log's rounds.
+    flushed: [PerLog; MAX_LOGS],
+    committed: [PerLog; MAX_LOGS],
     failure: Mutex<Option<(usize, String)>>,
     changed: Condvar,
     changed_lock: Mutex<()>,
+    /// Threads in [`Self::wait`]: a commit takes the lock and notifies
+    /// only when somebody waits.
+    waiters: AtomicUsize,
+}
+
+/// A log's element of `PLV` or `CLV`, alone on its cache line.
+#[derive(Default)]
+#[repr(align(64))]
+struct PerLog(AtomicU64);
+
+impl std::ops::Deref for PerLog {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
 }
 
 /// A committed-vector waiter re-checks at least this often.
-const WAIT_POLL: Duration = Duration::from_millis(2);
+pub(crate) const WAIT_POLL: Duration = Duration::from_millis(2);
 
 impl Commits {
     pub(crate) fn new(logs: usize, start: &[u64]) -> Commits {
         let c = Commits {
             logs,
-            flushed: std::array::from_fn(|_| AtomicU64::new(0)),
-            committed: std::array::from_fn(|_| AtomicU64::new(0)),
+            flushed: std::array::from_fn(|_| PerLog::default()),
+            committed: std::array::from_fn(|_| PerLog::default()),
             failure: Mutex::new(None),
             changed: Condvar::new(),
             changed_lock: Mutex::new(()),
+            waiters: AtomicUsize::new(0),
         };
         for (i, s) in start.iter().enumerate() {
             c.flushed[i].store(*s, Relaxed);
@@ -159,14 +176,20 @@ impl Commits {
 
     /// `PLV`.
     pub fn persistent_lv(&self) -> Lv {
-        let v: Vec<u64> = self.flushed[..self.logs].iter().map(|a| a.load(Acquire)).collect();
-        Lv::from_slice(&v)
+        let mut lv = Lv::ZERO;
+        for (j, a) in self.flushed[..self.logs].iter().enumerate() {
+            lv.set(j, a.load(Acquire));
+        }
+        lv
     }
 
     /// `CLV`: each log's committed end.
     pub fn committed_lv(&self) -> Lv {
-        let v: Vec<u64> = self.committed[..self.logs].iter().map(|a| a.load(Acquire)).collect();
-        Lv::from_slice(&v)
+        let mut lv = Lv::ZERO;
+        for (j, a) in self.committed[..self.logs].iter().enumerate() {
+            lv.set(j, a.load(SeqCst));
+        }
+        lv
     }
 
     fn set_flushed(&self, log: usize, end: u64) {
@@ -174,9 +197,13 @@ impl Commits {
     }
 
     fn set_committed(&self, log: usize, end: u64) {
-        self.committed[log].fetch_max(end, Release);
-        let _g = self.changed_lock.lock();
-        self.changed.notify_all();
+        // SeqCst with the waiter's count and check: either it sees this
+        // end, or this sees it waiting.
+        self.committed[log].fetch_max(end, SeqCst);
+        if self.waiters.load(SeqCst) > 0 {
+            let _g = self.changed_lock.lock();
+            self.changed.notify_all();
+        }
     }
 
     fn fail(&self, log: usize, e: TxnError) {
@@ -191,12 +218,19 @@ impl Commits {
 
     fn covers(&self, ticket: &CommitTicket) -> bool {
         match ticket.record {
-            Some((log, lsn)) => self.committed[log.index()].load(Acquire) >= lsn,
+            Some((log, lsn)) => self.committed[log.index()].load(SeqCst) >= lsn,
             None => ticket.lv.le(&self.committed_lv()),
         }
     }
 
-    fn wait(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
+    /// Blocks until `ticket` commits; `help` runs rounds where workers may
+    /// (true if one made progress), else the wait re-checks every `poll`.
+    fn wait(
+        &self,
+        ticket: &CommitTicket,
+        poll: Duration,
+        mut help: impl FnMut() -> bool,
+    ) -> Result<(), TxnError> {
         loop {
             if self.covers(ticket) {
                 return Ok(());
@@ -204,11 +238,16 @@ impl Commits {
             if let Some(log) = self.failed() {
                 return Err(TxnError::LogFailed { log });
             }
-            let mut g = self.changed_lock.lock();
-            if self.covers(ticket) {
-                return Ok(());
+            if help() {
+                continue;
             }
-            self.changed.wait_for(&mut g, WAIT_POLL);
+            self.waiters.fetch_add(1, SeqCst);
+            let mut g = self.changed_lock.lock();
+            if !self.covers(ticket) {
+                self.changed.wait_for(&mut g, poll);
+            }
+            drop(g);
+            self.waiters.fetch_sub(1, SeqCst);
         }
     }
 }

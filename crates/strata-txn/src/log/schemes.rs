@@ -8,8 +8,8 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 
 use super::device::LogDevice;
-use super::manager::{run_managers, LogManager};
-use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, Payload, TxnLogging};
+use super::manager::{run_managers, LogManager, Written};
+use super::{CommitTicket, Commits, LoggingKind, LoggingOptions, Payload, TxnLogging, WAIT_POLL};
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
 use crate::lv::{Lv, MAX_LOGS};
@@ -20,6 +20,10 @@ use crate::record::{encode_masked, full_mask, RecordBody};
 /// elements at or below the anchor) and recovery parallelism (left-out
 /// elements decompress to the anchor's larger values).
 pub const ANCHOR_EVERY_BYTES: u64 = 64 << 10;
+
+/// A waiter that runs rounds itself re-checks this often (a record it
+/// depends on may still be filling in another worker's slot).
+const HELPING_WAIT_POLL: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// No log: commits are not durable; the upper bound of throughput.
 pub struct NoLogging;
@@ -143,7 +147,8 @@ impl TxnLogging for ParallelLogging {
             Payload::Command(c) => RecordBody::Command(c),
         };
         let m = &self.managers[log];
-        let lsn = RECORD.with_borrow_mut(|buf| {
+        // The record's end, length and LV mask.
+        let (lsn, record_len, mask) = RECORD.with_borrow_mut(|buf| {
             buf.clear();
             if self.record_lv && m.anchor_due(ANCHOR_EVERY_BYTES) {
                 // Anchor = every log's committed end now; the record after it
@@ -151,16 +156,28 @@ impl TxnLogging for ParallelLogging {
                 let anchor = self.commits.committed_lv();
                 encode_masked(&anchor, lv_len, full_mask(lv_len), RecordBody::Anchor, buf);
                 let anchor_bytes = buf.len();
-                encode_masked(lv, lv_len, lv.compress_mask(&anchor, lv_len), body, buf);
+                let mask = lv.compress_mask(&anchor, lv_len);
+                encode_masked(lv, lv_len, mask, body, buf);
                 if let Some(r) = m.write_with_anchor(slot, &anchor, buf, anchor_bytes) {
-                    return r;
+                    return r.map(|end| (end, (buf.len() - anchor_bytes) as u64, mask));
                 }
                 buf.clear();
             }
-            let mask = if self.record_lv { lv.compress_mask(&m.lplv(), lv_len) } else { 0 };
+            let mask = if self.record_lv { lv.compress_mask(&m.lplv(lv_len), lv_len) } else { 0 };
             encode_masked(lv, lv_len, mask, body, buf);
-            m.write(slot, buf)
+            m.write(slot, buf).map(|end| (end, buf.len() as u64, mask))
         })?;
+        if m.workers_help() {
+            let written = Written {
+                start: lsn - record_len,
+                end: lsn,
+                lv: if self.record_lv { *lv } else { Lv::ZERO },
+                mask,
+            };
+            if let Some(Err(e)) = m.help_round(&self.commits, Some(&written)) {
+                self.commits.fail(log, e);
+            }
+        }
         Ok(Some((LogId(log as u32), lsn)))
     }
 
@@ -169,7 +186,20 @@ impl TxnLogging for ParallelLogging {
     }
 
     fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
-        self.commits.wait(ticket)
+        if !self.managers.iter().all(LogManager::workers_help) {
+            return self.commits.wait(ticket, WAIT_POLL, || false);
+        }
+        self.commits.wait(ticket, HELPING_WAIT_POLL, || {
+            let mut progress = false;
+            for (i, m) in self.managers.iter().enumerate() {
+                match m.help_round(&self.commits, None) {
+                    Some(Ok(o)) => progress |= o.flushed_bytes > 0 || o.committed,
+                    Some(Err(e)) => self.commits.fail(i, e),
+                    None => {}
+                }
+            }
+            progress
+        })
     }
 
     fn shutdown(&self) {
