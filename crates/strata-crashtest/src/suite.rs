@@ -71,7 +71,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 27] = [
+    pub const ALL: [SuiteTarget; 29] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -96,9 +96,11 @@ impl SuiteTarget {
         SuiteTarget::TxnPmem(TxnLine::Serial),
         SuiteTarget::TxnPmem(TxnLine::Taurus2),
         SuiteTarget::TxnPmem(TxnLine::Taurus4),
+        SuiteTarget::TxnPmem(TxnLine::Taurus2Occ),
         SuiteTarget::TxnSsd(TxnLine::Serial),
         SuiteTarget::TxnSsd(TxnLine::Taurus2),
         SuiteTarget::TxnSsd(TxnLine::Taurus4),
+        SuiteTarget::TxnSsd(TxnLine::Taurus2Occ),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -130,9 +132,11 @@ impl SuiteTarget {
             SuiteTarget::TxnPmem(TxnLine::Serial) => "txn-serial/pmem",
             SuiteTarget::TxnPmem(TxnLine::Taurus2) => "txn-taurus2/pmem",
             SuiteTarget::TxnPmem(TxnLine::Taurus4) => "txn-taurus4/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Taurus2Occ) => "txn-taurus2-occ/pmem",
             SuiteTarget::TxnSsd(TxnLine::Serial) => "txn-serial/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus2) => "txn-taurus2/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus4) => "txn-taurus4/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Taurus2Occ) => "txn-taurus2-occ/ssd",
         }
     }
 

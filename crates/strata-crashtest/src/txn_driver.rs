@@ -58,6 +58,7 @@ pub(crate) trait WaveMedium {
 /// The options of every open: small log buffers, two replay threads.
 pub(crate) fn db_options(logging: TxnLogging, device: LogDeviceKind, bug: PlantedBug) -> TxnDbOptions {
     let mut o = TxnDbOptions::new(logging.kind(), device, logging.workers());
+    o.cc = logging.cc();
     o.logging.buffer_bytes = 1 << 16;
     o.recovery_threads = 2;
     o.planted_bug = bug;

@@ -12,7 +12,7 @@
 //! third of it on `txn-taurus4/pmem` (its anchored sessions' regions are
 //! large, and a recovery zeroes a torn tail word by word in the simulator).
 
-use strata_txn::LoggingKind;
+use strata_txn::{CcKind, LoggingKind};
 
 use crate::fs_harness::FsCrashConfig;
 use crate::suite::SuiteOptions;
@@ -26,13 +26,15 @@ pub enum TxnLogging {
     Serial,
     /// Taurus with `logs` logs.
     Taurus { logs: usize },
+    /// Taurus with `logs` logs under OCC (taurus.txt Algorithm 6).
+    TaurusOcc { logs: usize },
 }
 
 impl TxnLogging {
     pub fn logs(self) -> usize {
         match self {
             TxnLogging::Serial => 1,
-            TxnLogging::Taurus { logs } => logs,
+            TxnLogging::Taurus { logs } | TxnLogging::TaurusOcc { logs } => logs,
         }
     }
 
@@ -44,7 +46,15 @@ impl TxnLogging {
     pub fn kind(self) -> LoggingKind {
         match self {
             TxnLogging::Serial => LoggingKind::Serial,
-            TxnLogging::Taurus { logs } => LoggingKind::Taurus { logs },
+            TxnLogging::Taurus { logs } | TxnLogging::TaurusOcc { logs } => LoggingKind::Taurus { logs },
+        }
+    }
+
+    /// The concurrency control the line's transactions run under.
+    pub fn cc(self) -> CcKind {
+        match self {
+            TxnLogging::TaurusOcc { .. } => CcKind::Occ,
+            TxnLogging::Serial | TxnLogging::Taurus { .. } => CcKind::TwoPlNoWait,
         }
     }
 
@@ -53,6 +63,7 @@ impl TxnLogging {
         match self {
             TxnLogging::Serial => "txn-serial".into(),
             TxnLogging::Taurus { logs } => format!("txn-taurus{logs}"),
+            TxnLogging::TaurusOcc { logs } => format!("txn-taurus{logs}-occ"),
         }
     }
 }
@@ -63,16 +74,18 @@ pub enum TxnLine {
     Serial,
     Taurus2,
     Taurus4,
+    Taurus2Occ,
 }
 
 impl TxnLine {
-    pub const ALL: [TxnLine; 3] = [TxnLine::Serial, TxnLine::Taurus2, TxnLine::Taurus4];
+    pub const ALL: [TxnLine; 4] = [TxnLine::Serial, TxnLine::Taurus2, TxnLine::Taurus4, TxnLine::Taurus2Occ];
 
     pub fn logging(self) -> TxnLogging {
         match self {
             TxnLine::Serial => TxnLogging::Serial,
             TxnLine::Taurus2 => TxnLogging::Taurus { logs: 2 },
             TxnLine::Taurus4 => TxnLogging::Taurus { logs: 4 },
+            TxnLine::Taurus2Occ => TxnLogging::TaurusOcc { logs: 2 },
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct TableSchema {
 #[derive(Clone)]
 pub struct TxnDbOptions {
     pub logging: LoggingOptions,
+    /// Concurrency control (2PL NO_WAIT by default).
+    pub cc: crate::cc::CcKind,
     /// Threads applying records at recovery.
     pub recovery_threads: usize,
     /// A bug to plant (crash lines only).
@@ -71,6 +73,7 @@ impl TxnDbOptions {
                 capacity_bytes: 1 << 30,
                 flush_interval: Duration::from_micros(50),
             },
+            cc: crate::cc::CcKind::default(),
             recovery_threads: workers.max(1),
             #[cfg(any(test, feature = "crashtest"))]
             planted_bug: Default::default(),
@@ -101,6 +104,7 @@ pub struct TxnDb {
     schemas: Vec<TableSchema>,
     pub(crate) store: Store,
     pub(crate) logging: Box<dyn TxnLogging>,
+    pub(crate) cc: Box<dyn crate::cc::ConcurrencyControl>,
     pub(crate) mode: LogMode,
     procedures: Procedures,
     /// Each log's kept end at open: the LV every transaction starts from,
@@ -203,6 +207,7 @@ impl TxnDb {
         let (kept, ends) = committed_prefixes(&decoded);
         let anchors = decoded.iter().map(|d| d.anchors).sum();
         let mut report = RecoveryReport { decode_time: started.elapsed(), anchors, ..Default::default() };
+        #[allow(unused_mut)]
         let mut store = Store::new(options.logging.kind.logs());
         #[cfg(any(test, feature = "crashtest"))]
         {
@@ -212,6 +217,7 @@ impl TxnDb {
             schemas,
             store,
             logging: Box::new(NoLogging),
+            cc: crate::cc::open(options.cc),
             mode: o.mode,
             procedures,
             base_lv: crate::lv::Lv::ZERO,

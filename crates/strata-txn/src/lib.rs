@@ -6,6 +6,8 @@
 //! - [`store`]: rows of fixed-schema tables by primary key (the hash
 //!   index), each with its 2PL NO_WAIT lock and, in the lock's latch, the
 //!   tuple's `readLV`/`writeLV` (3.2, "maintained in the lock table");
+//! - [`cc`]: the concurrency control behind one trait: 2PL NO_WAIT
+//!   (Algorithm 1) and OCC (Algorithm 6);
 //! - [`txn`]: a transaction: `get`/`put`/`insert`/`delete`, then `commit`
 //!   (Algorithm 1: the log record carries a copy of `T.LV`, then `T.LV[i]`
 //!   becomes its LSN, the tuples' LVs are updated and the locks released
@@ -21,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cc;
 pub mod db;
 pub mod error;
 #[cfg(any(test, feature = "fuzz"))]
@@ -36,6 +39,7 @@ pub mod recovery;
 pub mod store;
 pub mod txn;
 
+pub use cc::CcKind;
 pub use db::{TableSchema, TxnDb, TxnDbOptions};
 pub use error::TxnError;
 pub use ids::{LogId, RowKey, TableId, WorkerId};

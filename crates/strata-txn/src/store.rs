@@ -36,6 +36,10 @@ struct Tuple {
     row: Option<Box<[u8]>>,
     readers: u32,
     writer: bool,
+    /// Changes with every write (OCC validates against it): drawn from
+    /// the shard's counter, so a key deleted, dropped and inserted again
+    /// never shows a version a reader saw before. 0: never written.
+    version: u64,
     lvs: TupleLvs,
 }
 
@@ -88,7 +92,21 @@ pub(crate) struct Release<'a> {
 }
 
 /// One latch's tuples.
-type Shard = Mutex<HashMap<(TableId, RowKey), Tuple>>;
+type Shard = Mutex<ShardMap>;
+
+#[derive(Default)]
+struct ShardMap {
+    tuples: HashMap<(TableId, RowKey), Tuple>,
+    /// The last version handed out.
+    versions: u64,
+}
+
+impl ShardMap {
+    fn next_version(&mut self) -> u64 {
+        self.versions += 1;
+        self.versions
+    }
+}
 
 pub struct Store {
     shards: Box<[Shard]>,
@@ -109,7 +127,7 @@ impl Store {
     pub(crate) fn new(lv_len: usize) -> Self {
         assert!(lv_len <= MAX_LOGS, "an LV has at most {MAX_LOGS} elements");
         Store {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(ShardMap::default())).collect(),
             fold_write_lv_on_read: true,
             lv_len,
         }
@@ -134,7 +152,7 @@ impl Store {
         track: bool,
     ) -> Result<Option<Vec<u8>>, TxnError> {
         let mut shard = self.shard(table, key).lock();
-        let t = shard.entry((table, key)).or_default();
+        let t = shard.tuples.entry((table, key)).or_default();
         let granted = match mode {
             LockMode::Shared if !t.writer => {
                 t.readers += 1;
@@ -170,7 +188,7 @@ impl Store {
         war: bool,
     ) -> Result<(), TxnError> {
         let mut shard = self.shard(table, key).lock();
-        let t = shard.get_mut(&(table, key)).expect("the caller holds a shared lock");
+        let t = shard.tuples.get_mut(&(table, key)).expect("the caller holds a shared lock");
         assert!(t.readers >= 1 && !t.writer, "upgrade without a shared lock");
         if t.readers > 1 {
             return Err(TxnError::Conflict { table, key });
@@ -186,7 +204,7 @@ impl Store {
     /// The row of a tuple the caller holds locked.
     pub(crate) fn row_locked(&self, table: TableId, key: RowKey) -> Option<Vec<u8>> {
         let shard = self.shard(table, key).lock();
-        shard.get(&(table, key)).and_then(|t| t.row.as_deref().map(<[u8]>::to_vec))
+        shard.tuples.get(&(table, key)).and_then(|t| t.row.as_deref().map(<[u8]>::to_vec))
     }
 
     /// Commit (Algorithm 1, lines 13-19) or abort (`lv` None: no LV
@@ -194,11 +212,13 @@ impl Store {
     /// LVs, release the lock, all under the latch.
     pub(crate) fn release(&self, r: &Release<'_>, lv: Option<&Lv>) {
         let mut shard = self.shard(r.table, r.key).lock();
-        let t = shard.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
+        let version = if lv.is_some() && r.write.is_some() { shard.next_version() } else { 0 };
+        let t = shard.tuples.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
         if let Some(lv) = lv {
             match r.write {
                 Some(row) => {
                     t.row = row.map(Box::from);
+                    t.version = version;
                     t.lvs.set_write(lv, self.lv_len);
                 }
                 None => t.lvs.max_read(lv, self.lv_len),
@@ -216,7 +236,41 @@ impl Store {
         }
         // An untouched placeholder (a read or an aborted insert of a missing key) goes.
         if t.row.is_none() && !t.writer && t.readers == 0 && t.lvs.is_zero(self.lv_len) {
-            shard.remove(&(r.table, r.key));
+            shard.tuples.remove(&(r.table, r.key));
+        }
+    }
+
+    /// OCC's `Access` (taurus.txt Algorithm 6, lines 1-4): the row and its
+    /// version read atomically under the latch, without a lock; folds the
+    /// tuple's `writeLV` into `lv` when `track`. `(None, 0)` for a key
+    /// never written.
+    pub(crate) fn access(
+        &self,
+        table: TableId,
+        key: RowKey,
+        lv: &mut Lv,
+        track: bool,
+    ) -> (Option<Vec<u8>>, u64) {
+        let shard = self.shard(table, key).lock();
+        match shard.tuples.get(&(table, key)) {
+            Some(t) => {
+                if track && self.fold_write_lv_on_read {
+                    t.lvs.fold_into(WRITE, lv, self.lv_len);
+                }
+                (t.row.as_deref().map(<[u8]>::to_vec), t.version)
+            }
+            None => (None, 0),
+        }
+    }
+
+    /// OCC validation of one read: the tuple still has the version the
+    /// transaction read, and no other transaction holds its write lock
+    /// (`own_lock`: the caller holds it itself).
+    pub(crate) fn still_valid(&self, table: TableId, key: RowKey, seen_version: u64, own_lock: bool) -> bool {
+        let shard = self.shard(table, key).lock();
+        match shard.tuples.get(&(table, key)) {
+            Some(t) => t.version == seen_version && (own_lock || !t.writer),
+            None => seen_version == 0,
         }
     }
 
@@ -224,9 +278,14 @@ impl Store {
     pub(crate) fn install(&self, table: TableId, key: RowKey, row: Option<&[u8]>) {
         let mut shard = self.shard(table, key).lock();
         match row {
-            Some(r) => shard.entry((table, key)).or_default().row = Some(Box::from(r)),
+            Some(r) => {
+                let version = shard.next_version();
+                let t = shard.tuples.entry((table, key)).or_default();
+                t.row = Some(Box::from(r));
+                t.version = version;
+            }
             None => {
-                shard.remove(&(table, key));
+                shard.tuples.remove(&(table, key));
             }
         }
     }
@@ -236,7 +295,7 @@ impl Store {
     pub fn rows(&self, table: TableId) -> BTreeMap<RowKey, Vec<u8>> {
         let mut out = BTreeMap::new();
         for shard in self.shards.iter() {
-            for ((t, k), tuple) in shard.lock().iter() {
+            for ((t, k), tuple) in shard.lock().tuples.iter() {
                 if *t == table {
                     if let Some(r) = &tuple.row {
                         out.insert(*k, r.to_vec());

@@ -53,7 +53,8 @@ use strata_media::fs::{FaultFs, Tear};
 use strata_media::FileSystem;
 use strata_txn::db::RecoveryReport;
 use strata_txn::{
-    LogDeviceKind, LoggingKind, RowKey, TableId, TableSchema, Txn, TxnDb, TxnDbOptions, TxnError, WorkerId,
+    CcKind, LogDeviceKind, LoggingKind, RowKey, TableId, TableSchema, Txn, TxnDb, TxnDbOptions, TxnError,
+    WorkerId,
 };
 
 const SEED: u64 = 0x7a_0de1_5eed;
@@ -71,9 +72,10 @@ fn schemas() -> Vec<TableSchema> {
 }
 
 /// `recovery_threads` 1 replays in a fixed order; more, in parallel.
-fn options(fs: Arc<FaultFs>, kind: LoggingKind, recovery_threads: usize) -> TxnDbOptions {
+fn options(fs: Arc<FaultFs>, kind: LoggingKind, cc: CcKind, recovery_threads: usize) -> TxnDbOptions {
     let fs: Arc<dyn FileSystem> = fs;
     let mut o = TxnDbOptions::new(kind, LogDeviceKind::Ssd { fs, dir: "/db".into() }, WORKERS);
+    o.cc = cc;
     o.logging.buffer_bytes = 1 << 16;
     o.recovery_threads = recovery_threads;
     o
@@ -281,6 +283,7 @@ fn no_locks_left(db: &TxnDb, model: &Rows, context: &str) -> Result<(), TestCase
 /// A database, its files, and what the test knows of them.
 struct Harness {
     kind: LoggingKind,
+    cc: CcKind,
     recovery_threads: usize,
     fs: Arc<FaultFs>,
     db: Option<TxnDb>,
@@ -291,10 +294,18 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(kind: LoggingKind, recovery_threads: usize) -> Self {
+    fn new(kind: LoggingKind, cc: CcKind, recovery_threads: usize) -> Self {
         let fs = Arc::new(FaultFs::new());
-        let mut h =
-            Harness { kind, recovery_threads, fs, db: None, model: Default::default(), records: 0, txns: 0 };
+        let mut h = Harness {
+            kind,
+            cc,
+            recovery_threads,
+            fs,
+            db: None,
+            model: Default::default(),
+            records: 0,
+            txns: 0,
+        };
         let (db, report) = h.open(h.fs.clone());
         assert_eq!(report.transactions, 0);
         h.db = Some(db);
@@ -302,8 +313,8 @@ impl Harness {
     }
 
     fn open(&self, fs: Arc<FaultFs>) -> (TxnDb, RecoveryReport) {
-        TxnDb::open(&options(fs, self.kind, self.recovery_threads), schemas())
-            .unwrap_or_else(|e| panic!("seed {SEED:#x}, {:?}: open: {e}", self.kind))
+        TxnDb::open(&options(fs, self.kind, self.cc, self.recovery_threads), schemas())
+            .unwrap_or_else(|e| panic!("seed {SEED:#x}, {:?} {:?}: open: {e}", self.kind, self.cc))
     }
 
     fn check_reopened(
@@ -389,10 +400,10 @@ impl Harness {
     }
 }
 
-fn run(kind: LoggingKind, recovery_threads: usize, steps: &[Step]) -> Result<(), TestCaseError> {
-    let mut h = Harness::new(kind, recovery_threads);
+fn run(kind: LoggingKind, cc: CcKind, recovery_threads: usize, steps: &[Step]) -> Result<(), TestCaseError> {
+    let mut h = Harness::new(kind, cc, recovery_threads);
     for (i, step) in steps.iter().enumerate() {
-        let context = format!("seed {SEED:#x}, {kind:?}, step {i} ({step:?})");
+        let context = format!("seed {SEED:#x}, {kind:?} {cc:?}, step {i} ({step:?})");
         match step {
             Step::Txn(ops, end) => h.transaction(ops, *end, &context)?,
             Step::Crash | Step::CleanClose => h.restart(step, &context)?,
@@ -417,7 +428,7 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Serial, recovery_threads, &steps)?;
+        run(LoggingKind::Serial, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
     }
 
     #[test]
@@ -425,7 +436,7 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Taurus { logs: 2 }, recovery_threads, &steps)?;
+        run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
     }
 
     #[test]
@@ -433,7 +444,15 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Taurus { logs: 3 }, recovery_threads, &steps)?;
+        run(LoggingKind::Taurus { logs: 3 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+    }
+
+    #[test]
+    fn taurus_under_occ_matches_the_model_across_crashes_and_clean_closes(
+        steps in prop::collection::vec(step(), 1..60),
+        recovery_threads in 1..4usize,
+    ) {
+        run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
     }
 }
 
@@ -445,7 +464,7 @@ proptest! {
 #[test]
 fn a_write_after_a_recovery_survives_the_next_one() {
     let fs = Arc::new(FaultFs::new());
-    let o = options(fs, LoggingKind::Taurus { logs: 2 }, 1);
+    let o = options(fs, LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, 1);
     let (table, key) = (TableId(0), RowKey(0));
     let write = |worker: u32, row: [u8; 8]| {
         let (db, _) = TxnDb::open(&o, schemas()).unwrap();
@@ -466,7 +485,11 @@ fn a_write_after_a_recovery_survives_the_next_one() {
 /// no locks, so it would take ones its drop never releases).
 #[test]
 fn a_transaction_an_error_aborted_refuses_further_work() {
-    let (db, _) = TxnDb::open(&options(Arc::new(FaultFs::new()), LoggingKind::Serial, 1), schemas()).unwrap();
+    let (db, _) = TxnDb::open(
+        &options(Arc::new(FaultFs::new()), LoggingKind::Serial, CcKind::TwoPlNoWait, 1),
+        schemas(),
+    )
+    .unwrap();
     let mut txn = db.begin(WorkerId(0));
     assert!(matches!(txn.delete(TableId(0), RowKey(1)), Err(TxnError::NotFound { .. })));
     assert!(matches!(txn.get(TableId(0), RowKey(2)), Err(TxnError::Ended)), "the aborted transaction ended");
