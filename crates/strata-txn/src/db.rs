@@ -202,28 +202,15 @@ impl TxnDb {
     ) -> Result<(TxnDb, RecoveryReport), TxnError> {
         let o = &options.logging;
         let devices = open_devices(o)?;
+        if let LoggingKind::SiloR { .. } = o.kind {
+            return TxnDb::open_silo(options, TxnDb::unlogged(options, schemas, procedures), base, devices);
+        }
         let started = Instant::now();
         let decoded = read_logs(&devices)?;
         let (kept, ends) = committed_prefixes(&decoded);
         let anchors = decoded.iter().map(|d| d.anchors).sum();
         let mut report = RecoveryReport { decode_time: started.elapsed(), anchors, ..Default::default() };
-        #[allow(unused_mut)]
-        let mut store = Store::new(options.logging.kind.logs());
-        #[cfg(any(test, feature = "crashtest"))]
-        {
-            store.fold_write_lv_on_read = options.planted_bug != crate::planted::PlantedBug::ReadSkipsWriteLv;
-        }
-        let mut db = TxnDb {
-            schemas,
-            store,
-            logging: Box::new(NoLogging),
-            cc: crate::cc::open(options.cc),
-            mode: o.mode,
-            procedures,
-            base_lv: crate::lv::Lv::ZERO,
-            #[cfg(any(test, feature = "crashtest"))]
-            planted_bug: options.planted_bug,
-        };
+        let mut db = TxnDb::unlogged(options, schemas, procedures);
         base(&db)?;
         let logs: Vec<_> = decoded
             .into_iter()
@@ -251,6 +238,83 @@ impl TxnDb {
         }
         db.base_lv = crate::lv::Lv::from_slice(&ends);
         db.logging = open_logging(o, devices, &ends)?;
+        Ok((db, report))
+    }
+
+    /// The database before its logs: tables, store, procedures.
+    fn unlogged(options: &TxnDbOptions, schemas: Vec<TableSchema>, procedures: Procedures) -> TxnDb {
+        #[allow(unused_mut)]
+        let mut store = Store::new(options.logging.kind.lv_len());
+        #[cfg(any(test, feature = "crashtest"))]
+        {
+            store.fold_write_lv_on_read = options.planted_bug != crate::planted::PlantedBug::ReadSkipsWriteLv;
+        }
+        TxnDb {
+            schemas,
+            store,
+            logging: Box::new(NoLogging),
+            cc: crate::cc::open(options.cc),
+            mode: options.logging.mode,
+            procedures,
+            base_lv: crate::lv::Lv::ZERO,
+            #[cfg(any(test, feature = "crashtest"))]
+            planted_bug: options.planted_bug,
+        }
+    }
+
+    /// Silo-R's open (`log::silo`): the durable epochs' records applied,
+    /// one thread per log, each row keeping its highest TID.
+    fn open_silo(
+        options: &TxnDbOptions,
+        mut db: TxnDb,
+        base: impl FnOnce(&TxnDb) -> Result<(), TxnError>,
+        devices: Vec<Box<dyn LogDevice>>,
+    ) -> Result<(TxnDb, RecoveryReport), TxnError> {
+        if options.logging.mode != LogMode::Data {
+            return Err(TxnError::Options("silo-r logs data only".into()));
+        }
+        let started = Instant::now();
+        let bytes = devices.iter().map(|d| d.read_log()).collect::<Result<Vec<_>, _>>()?;
+        let found = crate::log::silo::recover(&bytes);
+        drop(bytes);
+        let mut report = RecoveryReport {
+            decode_time: started.elapsed(),
+            anchors: found.marks,
+            dropped_records: found.dropped,
+            replay_threads: found.records.len().max(1),
+            ..Default::default()
+        };
+        base(&db)?;
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            for log in &found.records {
+                let db = &db;
+                s.spawn(move || {
+                    for r in log {
+                        for w in &r.writes {
+                            let row = match &w.op {
+                                WriteOp::Put(row) => Some(row.as_slice()),
+                                WriteOp::Delete => None,
+                            };
+                            db.store.install_if_newer(w.table, w.key, r.lv.get(0), row);
+                        }
+                    }
+                });
+            }
+        });
+        report.replay_time = started.elapsed();
+        report.transactions = found.records.iter().map(|l| l.len() as u64).sum();
+        // No order among the records: each is its own chain.
+        report.parallelism = report.transactions as f64;
+        for (d, end) in devices.iter().zip(&found.valid_ends) {
+            d.truncate(*end)?;
+        }
+        db.logging = Box::new(crate::log::silo::SiloLogging::start(
+            &options.logging,
+            devices,
+            &found.valid_ends,
+            &found,
+        )?);
         Ok((db, report))
     }
 

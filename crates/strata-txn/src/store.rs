@@ -274,6 +274,21 @@ impl Store {
         }
     }
 
+    /// Silo-R recovery: installs the write of TID `tid` unless the row
+    /// holds a later one (`writeLV[0]` is its writer's TID); a delete
+    /// leaves a tombstone with its TID, so an older image cannot return.
+    pub(crate) fn install_if_newer(&self, table: TableId, key: RowKey, tid: u64, row: Option<&[u8]>) {
+        assert_eq!(self.lv_len, 1, "Silo-R tuples carry one LV element, the TID");
+        let mut shard = self.shard(table, key).lock();
+        let version = shard.next_version();
+        let t = shard.tuples.entry((table, key)).or_default();
+        if t.lvs.elems[0][WRITE] < tid {
+            t.row = row.map(Box::from);
+            t.version = version;
+            t.lvs.elems[0][WRITE] = tid;
+        }
+    }
+
     /// Recovery: installs a row (or deletes it) without locks.
     pub(crate) fn install(&self, table: TableId, key: RowKey, row: Option<&[u8]>) {
         let mut shard = self.shard(table, key).lock();

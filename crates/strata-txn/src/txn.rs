@@ -59,8 +59,8 @@ impl TxnState<'_> {
             _ => Payload::Data(&self.writes),
         };
         let record = self.db.logging.append(self.worker, &self.lv, payload)?;
-        if let Some((log, lsn)) = record {
-            self.lv.set(log.index(), lsn);
+        if let Some(r) = record {
+            self.db.logging.stamp(self.worker, &mut self.lv, r);
         }
         Ok(record)
     }

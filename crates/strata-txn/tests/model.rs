@@ -454,6 +454,14 @@ proptest! {
     ) {
         run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
     }
+
+    #[test]
+    fn silo_r_under_occ_matches_the_model_across_crashes_and_clean_closes(
+        steps in prop::collection::vec(step(), 1..60),
+        recovery_threads in 1..4usize,
+    ) {
+        run(LoggingKind::SiloR { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
+    }
 }
 
 /// A row written on log 1, recovered, then overwritten on log 0, and

@@ -61,6 +61,9 @@ pub(crate) struct LogManager {
     anchor_end: AtomicU64,
     /// The device's capacity (fixed while the log is open).
     capacity_bytes: u64,
+    /// Flushed records commit once their LVs are covered (Taurus, serial),
+    /// or at once (Silo-R, whose commit is by epoch).
+    commit_by_lv: bool,
 }
 
 /// A (non-anchor) record a worker just wrote: where it lies, and its LV
@@ -115,7 +118,15 @@ impl LogManager {
             anchor: Mutex::new(start),
             anchor_end: AtomicU64::new(start),
             capacity_bytes,
+            commit_by_lv: true,
         }
+    }
+
+    /// A log whose flushed records commit at once (the scheme decides
+    /// durability itself: Silo-R's epochs).
+    pub(crate) fn without_lv_commit(mut self) -> Self {
+        self.commit_by_lv = false;
+        self
     }
 
     /// `LPLV` as workers read it (an element may be newer than another:
@@ -368,7 +379,7 @@ impl LogManager {
         let clv = commits.committed_lv();
         let mut committed_to = None;
         while let Some((end, lv)) = pending.records.front() {
-            if !lv.le(&clv) {
+            if self.commit_by_lv && !lv.le(&clv) {
                 break;
             }
             committed_to = Some(*end);

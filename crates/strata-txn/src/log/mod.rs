@@ -20,6 +20,7 @@
 pub mod device;
 mod manager;
 mod schemes;
+pub mod silo;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
@@ -45,6 +46,11 @@ pub enum LoggingKind {
     Taurus {
         logs: usize,
     },
+    /// Silo-R (taurus.txt section 5's baseline): `logs` logs, workers mapped
+    /// `worker % logs`, records ordered by Silo TIDs, durable by epoch.
+    SiloR {
+        logs: usize,
+    },
 }
 
 impl LoggingKind {
@@ -53,6 +59,7 @@ impl LoggingKind {
             LoggingKind::None => "none",
             LoggingKind::Serial => "serial",
             LoggingKind::Taurus { .. } => "taurus",
+            LoggingKind::SiloR { .. } => "silo-r",
         }
     }
 
@@ -61,7 +68,17 @@ impl LoggingKind {
         match self {
             LoggingKind::None => 0,
             LoggingKind::Serial => 1,
-            LoggingKind::Taurus { logs } => logs,
+            LoggingKind::Taurus { logs } | LoggingKind::SiloR { logs } => logs,
+        }
+    }
+
+    /// Elements of the tuples' and transactions' LVs: one per log, except
+    /// Silo-R's one, the TID of a tuple's last writer (a transaction's
+    /// TID must exceed those of the rows it read and wrote).
+    pub fn lv_len(self) -> usize {
+        match self {
+            LoggingKind::SiloR { .. } => 1,
+            k => k.logs(),
         }
     }
 }
@@ -118,6 +135,11 @@ pub trait TxnLogging: Send + Sync {
         lv: &Lv,
         payload: Payload<'_>,
     ) -> Result<Option<(LogId, u64)>, TxnError>;
+    /// `T.LV` after T's record `(log, lsn)` was appended by `worker`:
+    /// Algorithm 1 line 11 sets `T.LV[log]` to the LSN.
+    fn stamp(&self, _worker: WorkerId, lv: &mut Lv, record: (LogId, u64)) {
+        lv.set(record.0.index(), record.1);
+    }
     fn is_committed(&self, ticket: &CommitTicket) -> bool;
     /// Blocks until the ticket's transaction committed (or the log failed).
     fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError>;
@@ -281,6 +303,10 @@ pub fn open_logging(
         LoggingKind::None => Box::new(NoLogging),
         LoggingKind::Serial | LoggingKind::Taurus { .. } => {
             Box::new(ParallelLogging::start(options, devices, starts)?)
+        }
+        // It starts from what its own recovery found: `TxnDb::open` starts it.
+        LoggingKind::SiloR { .. } => {
+            return Err(TxnError::Options("silo-r is opened with its recovery (TxnDb::open)".into()))
         }
     })
 }
