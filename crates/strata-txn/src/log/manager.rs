@@ -13,10 +13,10 @@
 //! the committed vector and not `PLV`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
+use strata_sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use parking_lot::Mutex;
+use strata_sync::Mutex;
 
 use super::device::LogDevice;
 use super::Commits;
@@ -218,7 +218,7 @@ impl LogManager {
                 slot.store(IDLE, SeqCst);
                 return Err(TxnError::LogFailed { log });
             }
-            std::thread::yield_now();
+            strata_sync::thread::yield_now();
         }
         let words = self.ring.len() as u64;
         for (k, chunk) in record.chunks_exact(8).enumerate() {
@@ -433,7 +433,11 @@ pub(crate) fn run_managers(
             // Logs that workers round themselves need the thread only as a
             // backstop (a record no later worker's round covers).
             let helped = which.iter().all(|&i| managers[i].workers_help());
-            std::thread::sleep(if helped { interval.max(HELPED_BACKSTOP_INTERVAL) } else { interval });
+            strata_sync::thread::sleep(if helped {
+                interval.max(HELPED_BACKSTOP_INTERVAL)
+            } else {
+                interval
+            });
         }
     }
 }

@@ -23,11 +23,11 @@ mod schemes;
 pub mod silo;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::Arc;
 use std::time::Duration;
+use strata_sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
-use parking_lot::{Condvar, Mutex};
+use strata_sync::{Condvar, Mutex};
 
 pub use schemes::{NoLogging, ParallelLogging, ANCHOR_EVERY_BYTES};
 

@@ -1,11 +1,11 @@
 //! The schemes: [`NoLogging`], and [`ParallelLogging`] for serial (one log,
 //! records without LV) and Taurus (N logs, records with T's LV).
 
-use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::Arc;
-use std::thread::JoinHandle;
+use strata_sync::atomic::{AtomicBool, Ordering::*};
+use strata_sync::thread::{spawn_named, JoinHandle};
 
-use parking_lot::Mutex;
+use strata_sync::Mutex;
 
 use super::device::LogDevice;
 use super::manager::{run_managers, LogManager, Written};
@@ -97,9 +97,7 @@ impl ParallelLogging {
             .map(|i| {
                 let (m, c, s) = (managers.clone(), commits.clone(), stop.clone());
                 let interval = options.flush_interval;
-                std::thread::Builder::new()
-                    .name(format!("log-manager-{i}"))
-                    .spawn(move || run_managers(m, vec![i], c, s, interval))
+                spawn_named(format!("log-manager-{i}"), move || run_managers(m, vec![i], c, s, interval))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ParallelLogging {

@@ -29,12 +29,12 @@
 //! with one LV element (the TID), anchors with one (a mark) or two (a
 //! barrier). Silo-R logs data only.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
+use strata_sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use strata_sync::thread::{spawn_named, JoinHandle};
 
-use parking_lot::Mutex;
+use strata_sync::Mutex;
 
 use super::device::LogDevice;
 use super::manager::{run_managers, LogManager};
@@ -199,18 +199,14 @@ impl SiloLogging {
         for i in 0..logs {
             let (m, c, s) = (managers.clone(), commits.clone(), stop.clone());
             let interval = options.flush_interval;
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("silo-log-{i}"))
-                    .spawn(move || run_managers(m, vec![i], c, s, interval))?,
-            );
+            threads.push(spawn_named(format!("silo-log-{i}"), move || {
+                run_managers(m, vec![i], c, s, interval)
+            })?);
         }
         let (m, c, e, s) = (managers.clone(), commits.clone(), epochs.clone(), stop.clone());
-        threads.push(
-            std::thread::Builder::new()
-                .name("silo-epochs".into())
-                .spawn(move || run_epochs(&m, &c, &e, &s, slots, first_epoch - 1))?,
-        );
+        threads.push(spawn_named("silo-epochs".into(), move || {
+            run_epochs(&m, &c, &e, &s, slots, first_epoch - 1)
+        })?);
         Ok(SiloLogging {
             managers,
             commits,
@@ -256,7 +252,7 @@ fn run_epochs(
     let mut through = vec![start_mark; logs];
     let mut buf = Vec::new();
     while !stop.load(Acquire) {
-        std::thread::sleep(EPOCH_INTERVAL);
+        strata_sync::thread::sleep(EPOCH_INTERVAL);
         let now = epochs.current.fetch_add(1, SeqCst) + 1;
         for (i, m) in managers.iter().enumerate() {
             let announced = epochs
@@ -359,7 +355,7 @@ impl TxnLogging for SiloLogging {
             if let Some(log) = self.commits.failed() {
                 return Err(TxnError::LogFailed { log });
             }
-            std::thread::sleep(EPOCH_INTERVAL / 20);
+            strata_sync::thread::sleep(EPOCH_INTERVAL / 20);
         }
     }
 
