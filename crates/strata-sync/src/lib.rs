@@ -61,6 +61,8 @@ mod imp {
         pub fn yield_now() {
             std::thread::yield_now()
         }
+
+        pub use std::thread::scope;
     }
 }
 
@@ -98,6 +100,8 @@ mod imp {
         pub fn yield_now() {
             shuttle::thread::yield_now()
         }
+
+        pub use shuttle::thread::scope;
     }
 
     /// A mutex with `parking_lot`'s API (no poisoning) over shuttle's.
@@ -116,6 +120,10 @@ mod imp {
                 mutex: &self.inner,
                 inner: Some(self.inner.lock().unwrap_or_else(PoisonError::into_inner)),
             }
+        }
+
+        pub fn into_inner(self) -> T {
+            self.inner.into_inner().unwrap_or_else(PoisonError::into_inner)
         }
 
         /// The lock if it is free now, as `parking_lot`'s `try_lock`.

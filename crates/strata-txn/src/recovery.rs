@@ -25,7 +25,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use strata_sync::{Condvar, Mutex};
 
 use crate::error::TxnError;
 use crate::lv::Lv;
@@ -201,7 +201,7 @@ pub fn replay(
     let changed = Condvar::new();
     let failed: Mutex<Option<TxnError>> = Mutex::new(None);
     let threads = threads.max(1);
-    std::thread::scope(|s| {
+    strata_sync::thread::scope(|s| {
         for w in 0..threads {
             let (state, changed, failed) = (&state, &changed, &failed);
             s.spawn(move || loop {
