@@ -35,4 +35,6 @@ pub enum TxnError {
     Corrupt(#[from] crate::record::DecodeError),
     #[error("bad options: {0}")]
     Options(String),
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
 }

@@ -5,9 +5,9 @@
 //! while its LVs carry dependencies, so a later insert of the key orders
 //! after the delete (3.4).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::error::TxnError;
 use crate::ids::{RowKey, TableId};
@@ -110,6 +110,11 @@ impl ShardMap {
 
 pub struct Store {
     shards: Box<[Shard]>,
+    /// The ordered index of every table: the keys with a committed row
+    /// (taurus.txt 3.4: an insert enters it as its commit releases the
+    /// row's lock, a delete leaves it then). Updated under the row's latch
+    /// (lock order: latch, then index); scans read it alone.
+    index: RwLock<BTreeSet<(TableId, RowKey)>>,
     /// False only with the planted bug `ReadSkipsWriteLv`.
     pub(crate) fold_write_lv_on_read: bool,
     /// Elements of the LVs in use: the number of logs.
@@ -128,6 +133,7 @@ impl Store {
         assert!(lv_len <= MAX_LOGS, "an LV has at most {MAX_LOGS} elements");
         Store {
             shards: (0..SHARDS).map(|_| Mutex::new(ShardMap::default())).collect(),
+            index: RwLock::new(BTreeSet::new()),
             fold_write_lv_on_read: true,
             lv_len,
         }
@@ -217,6 +223,9 @@ impl Store {
         if let Some(lv) = lv {
             match r.write {
                 Some(row) => {
+                    if t.row.is_some() != row.is_some() {
+                        self.index_set(r.table, r.key, row.is_some());
+                    }
                     t.row = row.map(Box::from);
                     t.version = version;
                     t.lvs.set_write(lv, self.lv_len);
@@ -283,6 +292,9 @@ impl Store {
         let version = shard.next_version();
         let t = shard.tuples.entry((table, key)).or_default();
         if t.lvs.elems[0][WRITE] < tid {
+            if t.row.is_some() != row.is_some() {
+                self.index_set(table, key, row.is_some());
+            }
             t.row = row.map(Box::from);
             t.version = version;
             t.lvs.elems[0][WRITE] = tid;
@@ -298,11 +310,31 @@ impl Store {
                 let t = shard.tuples.entry((table, key)).or_default();
                 t.row = Some(Box::from(r));
                 t.version = version;
+                self.index_set(table, key, true);
             }
             None => {
                 shard.tuples.remove(&(table, key));
+                self.index_set(table, key, false);
             }
         }
+    }
+
+    fn index_set(&self, table: TableId, key: RowKey, present: bool) {
+        let mut index = self.index.write();
+        if present {
+            index.insert((table, key));
+        } else {
+            index.remove(&(table, key));
+        }
+    }
+
+    /// The keys of `table` in `from..=to` with a committed row, in order
+    /// (at most `limit`).
+    pub(crate) fn index_range(&self, table: TableId, from: RowKey, to: RowKey, limit: usize) -> Vec<RowKey> {
+        if from > to {
+            return Vec::new();
+        }
+        self.index.read().range((table, from)..=(table, to)).take(limit).map(|(_, k)| *k).collect()
     }
 
     /// Every row of `table`, by key (a consistent copy only when no

@@ -95,6 +95,11 @@ impl ConcurrencyControl for Occ {
                 return Err(TxnError::Conflict { table, key });
             }
         }
+        // Scans: the same keys again (3.4's scan-twice; their rows are reads).
+        if let Err(e) = t.scans_unchanged() {
+            t.release_all(None);
+            return Err(e);
+        }
         // Line 14, then lines 15-17 as the locks go.
         let record = match t.append_record() {
             Ok(r) => r,
