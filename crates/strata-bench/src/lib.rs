@@ -17,7 +17,7 @@
 //!   acknowledgement latency, bytes per point on SSD and PMem;
 //! - [`ycsb_ts`]: YCSB-TS transactions per commit protocol (DecLog, Fig. 10-12);
 //! - [`events`]: the event store's micro-benchmarks (ChronicleDB, Fig. 5-9);
-//! - [`oltp`]: transactional tables per logging scheme (Taurus, YCSB).
+//! - [`oltp`]: transactional tables per logging scheme (Taurus; YCSB and TPC-C).
 
 #![forbid(unsafe_code)]
 

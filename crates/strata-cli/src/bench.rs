@@ -46,7 +46,7 @@ enum Benchmark {
     /// record per commit: commits/s, commit latency p50/p99, durability.
     Logging(crate::bench_logging::LoggingArgs),
     /// Transactional tables per logging scheme (none, serial and Taurus,
-    /// data and command logging; taurus.txt section 5) on YCSB: throughput,
+    /// data and command logging; taurus.txt section 5) on YCSB or TPC-C: throughput,
     /// commit latency, log bytes per transaction, recovery time and speed,
     /// recovery parallelism; optional bandwidth limit per log device.
     Oltp(crate::bench_oltp::OltpArgs),

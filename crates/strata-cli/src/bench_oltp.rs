@@ -1,23 +1,29 @@
 //! `strata bench oltp`: transactional tables per logging scheme (issue 16,
-//! taurus.txt section 5): arguments and the call into `strata_bench::oltp`.
+//! taurus.txt section 5; YCSB and TPC-C, 5.1 and 5.5): arguments and the
+//! call into `strata_bench::oltp`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use strata_bench::oltp::{self, Device, OltpOptions, DEFAULT_VARIANTS};
+use strata_bench::oltp::{self, Device, OltpOptions, Workload, DEFAULT_VARIANTS};
 
 #[derive(Args)]
 pub struct OltpArgs {
-    /// A short run: a 20,000-row table, 1 s windows, 3 rounds.
+    /// A short run: a 20,000-row YCSB table, TPC-C at a tenth of the spec's
+    /// population, 1 s windows, 3 rounds.
     #[arg(long)]
     quick: bool,
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// The workload (only `ycsb` so far).
+    /// The workload: ycsb, tpcc-payment, tpcc-neworder or tpcc-mix (45 %
+    /// New-Order, 43 % Payment, 4 % each Order-Status, Delivery, Stock-Level).
     #[arg(long, default_value = "ycsb")]
     workload: String,
+    /// TPC-C warehouses (default: one per worker).
+    #[arg(long)]
+    warehouses: Option<u32>,
     /// Variants in round order: none, serial-data, serial-command, taurus-data, taurus-command.
     #[arg(long, default_value = DEFAULT_VARIANTS)]
     variants: String,
@@ -34,16 +40,16 @@ pub struct OltpArgs {
     /// Bandwidth limit of every log device in MB/s (recovery reads included).
     #[arg(long)]
     log_mbps: Option<f64>,
-    /// Zipf theta of the key choice.
+    /// YCSB: Zipf theta of the key choice.
     #[arg(long, default_value_t = 0.6)]
     theta: f64,
-    /// Accesses per transaction.
+    /// YCSB: accesses per transaction.
     #[arg(long, default_value_t = 2)]
     accesses: usize,
-    /// Share of accesses that read.
+    /// YCSB: share of accesses that read.
     #[arg(long, default_value_t = 0.5)]
     read_ratio: f64,
-    /// Rows of the table (default 200,000; 20,000 with --quick).
+    /// YCSB: rows of the table (default 200,000; 20,000 with --quick).
     #[arg(long)]
     rows: Option<u64>,
     /// Rounds; medians are reported.
@@ -77,11 +83,7 @@ pub fn run(a: OltpArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    anyhow::ensure!(
-        a.workload == "ycsb",
-        "workload `{}`: only ycsb is built so far (TPC-C is not)",
-        a.workload
-    );
+    let workload = Workload::parse(&a.workload)?;
     anyhow::ensure!(a.cc == "2pl", "concurrency control `{}`: only 2pl (NO_WAIT) is built so far", a.cc);
     let logs = a.logs.unwrap_or(a.workers).max(1);
     let variants = oltp::parse_variants(&a.variants, logs)?;
@@ -95,6 +97,10 @@ pub fn run(a: OltpArgs) -> anyhow::Result<()> {
         "ssd" => Device::Ssd,
         other => anyhow::bail!("device `{other}` (pmem or ssd)"),
     };
+    o.workload = workload;
+    if let Some(w) = a.warehouses {
+        o.tpcc.warehouses = w;
+    }
     o.log_mbps = a.log_mbps;
     o.shape.theta = a.theta;
     o.shape.accesses = a.accesses;

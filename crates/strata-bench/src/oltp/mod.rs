@@ -3,6 +3,10 @@
 //! of the rounds: throughput, commit latency, log bytes per transaction,
 //! recovery time and speed, and the recovery parallelism the logs allow.
 //!
+//! Workloads ([`workload::Workload`], taurus.txt 5.1 and 5.5): YCSB
+//! ([`ycsb`]), TPC-C Payment, TPC-C New-Order and the full TPC-C mix
+//! ([`tpcc`]; warehouses equal to the workers by default).
+//!
 //! Variants: `none`, `serial-data`, `serial-command`, `taurus-data`,
 //! `taurus-command` (Taurus with `--logs` logs, workers mapped `worker %
 //! logs`). `--log-mbps` puts a bandwidth limit on every log device (a token
@@ -17,7 +21,10 @@
 pub mod lv_micro;
 mod run;
 pub use run::run_child_from_env;
+pub mod tpcc;
+pub mod workload;
 pub mod ycsb;
+pub use workload::Workload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,6 +36,7 @@ use strata_txn::{LogMode, LoggingKind};
 use crate::machine::Machine;
 use crate::measure::Samples;
 use crate::report::BenchReport;
+use tpcc::TpccShape;
 use ycsb::YcsbShape;
 
 /// Where the logs live.
@@ -74,7 +82,11 @@ pub const DEFAULT_VARIANTS: &str = "none,serial-data,serial-command,taurus-data,
 #[derive(Clone, Debug)]
 pub struct OltpOptions {
     pub variants: Vec<Variant>,
+    pub workload: Workload,
+    /// YCSB's shape.
     pub shape: YcsbShape,
+    /// TPC-C's population (its warehouses default to the workers).
+    pub tpcc: TpccShape,
     pub workers: usize,
     pub logs: usize,
     pub device: Device,
@@ -94,11 +106,14 @@ pub struct OltpOptions {
 }
 
 impl OltpOptions {
-    /// `--quick`: a 20,000-row table, 1 s windows, 3 rounds.
+    /// `--quick`: YCSB on a 20,000-row table, TPC-C at a tenth of the
+    /// spec's population ([`TpccShape::quick`]), 1 s windows, 3 rounds.
     pub fn quick(variants: Vec<Variant>, workers: usize, logs: usize) -> Self {
         OltpOptions {
             variants,
+            workload: Workload::Ycsb,
             shape: YcsbShape { rows: 20_000, theta: 0.6, accesses: 2, read_ratio: 0.5 },
+            tpcc: TpccShape::quick(workers as u32),
             workers,
             logs,
             device: Device::Pmem,
@@ -118,10 +133,12 @@ impl OltpOptions {
         }
     }
 
-    /// The default size: a 200,000-row table (200 MB), 3 s windows.
+    /// The default size: a 200,000-row YCSB table (200 MB), TPC-C at the
+    /// spec's population, 3 s windows.
     pub fn full(variants: Vec<Variant>, workers: usize, logs: usize) -> Self {
         let mut o = OltpOptions::quick(variants, workers, logs);
         o.shape.rows = 200_000;
+        o.tpcc = TpccShape::spec(workers as u32);
         o.window = Duration::from_secs(3);
         o.log_capacity_bytes = 2 << 30;
         o
@@ -151,13 +168,31 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "mapped files (the log regions)",
         strata_pmem::detected_flush_instruction(),
     );
-    let config = json!({
-        "workload": "ycsb",
-        "rows": o.shape.rows,
-        "row_bytes": ycsb::ROW_BYTES,
-        "theta": o.shape.theta,
-        "accesses": o.shape.accesses,
-        "read_ratio": o.shape.read_ratio,
+    let tpcc = o.workload.tpcc_mix().is_some();
+    if tpcc {
+        o.tpcc.validate()?;
+    }
+    // The workload, its shape, then what every workload shares (YCSB's
+    // config as it always was).
+    let shape = if tpcc {
+        json!({
+            "warehouses": o.tpcc.warehouses,
+            "items": o.tpcc.items,
+            "customers_per_district": o.tpcc.customers,
+            "orders_per_district": o.tpcc.customers,
+            "new_orders_per_district": o.tpcc.new_orders,
+            "scale": o.tpcc.scale_name(),
+        })
+    } else {
+        json!({
+            "rows": o.shape.rows,
+            "row_bytes": ycsb::ROW_BYTES,
+            "theta": o.shape.theta,
+            "accesses": o.shape.accesses,
+            "read_ratio": o.shape.read_ratio,
+        })
+    };
+    let shared = json!({
         "workers": o.workers,
         "logs": o.logs,
         "device": format!("{:?}", o.device).to_lowercase(),
@@ -166,6 +201,14 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "rounds": o.rounds,
         "cc": "2pl-no-wait",
     });
+    let mut config = serde_json::Map::new();
+    config.insert("workload".into(), json!(o.workload.name()));
+    for part in [shape, shared] {
+        if let serde_json::Value::Object(fields) = part {
+            config.extend(fields);
+        }
+    }
+    let config = serde_json::Value::Object(config);
     let mut report = BenchReport::new("oltp", machine, config);
     let mut samples: Vec<Samples> = vec![Samples::default(); o.variants.len()];
     let parent = o.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -185,10 +228,13 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
             }
             let f = f.with_context(|| format!("round {} of {}", round + 1, v.name))?;
             if o.print {
+                let rollbacks =
+                    if tpcc { format!(", {} New-Orders rolled back", f.rollbacks) } else { String::new() };
                 eprintln!(
-                    "oltp bench: round {}/{} {}: {:.0} txn/s, p99 {:.0} us, {:.0} log B/txn, CPU {:.0} % busy, recovery {:.3} s ({:.0} txn/s)",
+                    "oltp bench: round {}/{} {} {}: {:.0} txn/s, p99 {:.0} us, {:.0} log B/txn, CPU {:.0} % busy, recovery {:.3} s ({:.0} txn/s){rollbacks}",
                     round + 1,
                     o.rounds,
+                    o.workload.name(),
                     v.name,
                     f.throughput_txn_per_s,
                     f.latency_us_p99,
@@ -203,6 +249,10 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
             s.push("latency_us_p50", f.latency_us_p50);
             s.push("latency_us_p99", f.latency_us_p99);
             s.push("abort_ratio", f.aborts as f64 / (f.committed + f.aborts).max(1) as f64);
+            if tpcc {
+                s.push("new_order_txn_per_s", f.new_order_txn_per_s);
+                s.push("rollback_ratio", f.rollbacks as f64 / (f.committed + f.rollbacks).max(1) as f64);
+            }
             s.push("log_bytes_per_txn", f.log_bytes_per_txn);
             s.push("cpu_busy_pct", f.cpu_busy_pct);
             if v.kind.logs() > 0 {
@@ -241,11 +291,13 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
     }
     report.columns = [
         "throughput_txn_per_s",
+        "new_order_txn_per_s",
         "ratio_to_none",
         "ratio_to_serial_data",
         "latency_us_p50",
         "latency_us_p99",
         "abort_ratio",
+        "rollback_ratio",
         "log_bytes_per_txn",
         "cpu_busy_pct",
         "recovery_s",
@@ -257,10 +309,25 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
     ]
     .map(String::from)
     .to_vec();
-    report.notes.push(format!(
-        "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; 2PL NO_WAIT; {} workers; Taurus with {} logs; {} windows; medians of {} rounds, variants alternating",
-        o.shape.rows, ycsb::ROW_BYTES, o.shape.theta, o.shape.accesses, o.shape.read_ratio * 100.0, o.workers, o.logs, format_args!("{:.1} s", o.window.as_secs_f64()), o.rounds
-    ));
+    let window = format!("{:.1} s", o.window.as_secs_f64());
+    report.notes.push(match o.workload.tpcc_mix() {
+        None => format!(
+            "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; 2PL NO_WAIT; {} workers; Taurus with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            o.shape.rows, ycsb::ROW_BYTES, o.shape.theta, o.shape.accesses, o.shape.read_ratio * 100.0, o.workers, o.logs, o.rounds
+        ),
+        Some(mix) => format!(
+            "TPC-C {}: {} warehouses (worker w's home warehouse w % {} + 1), {} scale: {} items, per district {} customers and orders ({} new); 2PL NO_WAIT; {} workers; Taurus with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            match mix {
+                tpcc::Mix::Payment => "Payment only",
+                tpcc::Mix::NewOrder => "New-Order only",
+                tpcc::Mix::Full => "full mix (45 % New-Order, 43 % Payment, 4 % each Order-Status, Delivery, Stock-Level)",
+            },
+            o.tpcc.warehouses, o.tpcc.warehouses, o.tpcc.scale_name(), o.tpcc.items, o.tpcc.customers, o.tpcc.new_orders, o.workers, o.logs, o.rounds
+        ),
+    });
+    if tpcc {
+        report.notes.push("TPC-C inputs per clauses 2.4.1-2.8.1 (NURand ids, 1 % remote order lines, 15 % remote payments, 60 % of customers by last name); 1 % of New-Orders roll back on an unused item: counted in rollback_ratio, not as committed; new_order_txn_per_s is tpmC / 60; non-key accesses through index tables in the same transactions (no ordered index yet)".into());
+    }
     report.notes.push(match o.log_mbps {
         Some(m) => format!("every log device limited to {m} MB/s (token bucket; recovery reads too): a simulation of many slow devices on this machine"),
         None => "no bandwidth limit on the log devices".into(),
@@ -319,6 +386,53 @@ mod tests {
         assert!(td["recovered_txns"].as_f64().unwrap() > 0.0);
         assert!(td["recovery_parallelism"].as_f64().unwrap() >= 1.0);
         let tc = report.result("taurus-command").unwrap();
+        assert!(
+            tc["log_bytes_per_txn"].as_f64().unwrap() < td["log_bytes_per_txn"].as_f64().unwrap(),
+            "commands are smaller than rows"
+        );
+    }
+
+    const THIS_TPCC_TEST: &str = "oltp::tests::a_tiny_tpcc_mix_run_reports_new_orders_rollbacks_and_recovery";
+
+    /// The same for the TPC-C mix on a small population: the child loads
+    /// and runs TPC-C, the parent recovers it over the same load.
+    #[test]
+    fn a_tiny_tpcc_mix_run_reports_new_orders_rollbacks_and_recovery() {
+        if std::env::var_os(run::JOB_ENV).is_some() {
+            let outcome = run_child_from_env();
+            panic!("the child returned instead of waiting to be killed: {outcome:?}");
+        }
+        let mut o = OltpOptions::quick(parse_variants("none,taurus-data,taurus-command", 2).unwrap(), 2, 2);
+        o.child = crate::ycsb_ts::ChildCommand {
+            program: std::env::current_exe().unwrap(),
+            args: vec![
+                "--exact".into(),
+                THIS_TPCC_TEST.into(),
+                "--nocapture".into(),
+                "--test-threads=1".into(),
+            ],
+            env: Vec::new(),
+        };
+        o.workload = Workload::TpccMix;
+        o.tpcc = TpccShape { warehouses: 2, items: 1_000, customers: 60, new_orders: 18 };
+        o.window = Duration::from_millis(200);
+        o.rounds = 1;
+        o.device = Device::Ssd;
+        o.print = false;
+        o.settle = false;
+        let report = run(&o).unwrap();
+        assert_eq!(report.config["workload"], "tpcc-mix");
+        assert_eq!(report.config["warehouses"], 2);
+        assert_eq!(report.results.len(), 3);
+        for r in &report.results {
+            let (t, n) =
+                (r["throughput_txn_per_s"].as_f64().unwrap(), r["new_order_txn_per_s"].as_f64().unwrap());
+            assert!(t > 0.0 && n > 0.2 * t && n < 0.7 * t, "New-Orders are about 45 %: {r:?}");
+            assert!(r["rollback_ratio"].as_f64().unwrap() < 0.05, "{r:?}");
+        }
+        let tc = report.result("taurus-command").unwrap();
+        assert!(tc["recovered_txns"].as_f64().unwrap() > 0.0, "{tc:?}");
+        let td = report.result("taurus-data").unwrap();
         assert!(
             tc["log_bytes_per_txn"].as_f64().unwrap() < td["log_bytes_per_txn"].as_f64().unwrap(),
             "commands are smaller than rows"

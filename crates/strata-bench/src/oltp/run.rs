@@ -3,13 +3,13 @@
 //!
 //! - the child ([`run_child_from_env`], `strata bench oltp-child`) opens a
 //!   fresh database over fresh logs, loads the table (unlogged: the base
-//!   state), runs `workers` threads of YCSB transactions with asynchronous
-//!   commit (a worker goes on while its earlier transactions wait for their
+//!   state), runs `workers` threads of the workload's transactions (YCSB or
+//!   TPC-C, [`super::workload`]) with asynchronous commit (a worker goes on while its earlier transactions wait for their
 //!   LVs, taurus.txt 3.2, and collects them as they commit), prints the
 //!   window's figures as one JSON line and keeps the workers running;
 //! - the parent ([`run_once`]) reads that line, kills the child (SIGKILL)
 //!   while transactions are in flight, then opens the same logs over the
-//!   same base table and times decoding and replay.
+//!   same base tables and times decoding and replay.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -29,10 +29,11 @@ use strata_pmem::{PmemMode, Region, RegionOptions};
 use strata_txn::recovery::parallelism;
 use strata_txn::{CommitTicket, LogDeviceKind, TxnDb, TxnDbOptions, TxnError, WorkerId};
 
-use super::ycsb::{self, YcsbShape};
+use super::tpcc::TpccShape;
+use super::workload::{Bench, Workload};
+use super::ycsb::YcsbShape;
 use super::{parse_variants, Device, OltpOptions, Variant};
 use crate::settle::{cpu_times, idle_fraction};
-use crate::ycsb_ts::zipf::ZipfianGenerator;
 
 /// Transactions a worker may have waiting for their commit.
 const MAX_IN_FLIGHT: usize = 256;
@@ -49,8 +50,15 @@ pub struct RunFigures {
     pub committed: u64,
     /// Of those, the ones that wrote a log record (read-only ones write none).
     pub logged: u64,
+    /// Lock conflicts (each retried).
     pub aborts: u64,
+    /// TPC-C New-Orders rolled back on their unused item (not retried, not
+    /// counted as committed).
+    pub rollbacks: u64,
+    /// Of the committed ones, TPC-C New-Orders.
+    pub new_orders: u64,
     pub throughput_txn_per_s: f64,
+    pub new_order_txn_per_s: f64,
     pub latency_us_p50: f64,
     pub latency_us_p99: f64,
     pub log_bytes_per_txn: f64,
@@ -67,6 +75,7 @@ pub struct RunFigures {
 /// A child's job: the options of one variant's run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OltpJob {
+    pub workload: Workload,
     pub variant: String,
     pub logs: usize,
     pub workers: usize,
@@ -77,6 +86,7 @@ pub struct OltpJob {
     pub theta: f64,
     pub accesses: usize,
     pub read_ratio: f64,
+    pub tpcc: TpccShape,
     pub window_ms: u64,
     pub dir: PathBuf,
     pub pmem_dir: PathBuf,
@@ -86,6 +96,7 @@ pub struct OltpJob {
 impl OltpJob {
     fn new(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> OltpJob {
         OltpJob {
+            workload: o.workload,
             variant: v.name.clone(),
             logs: o.logs,
             workers: o.workers,
@@ -99,6 +110,7 @@ impl OltpJob {
             theta: o.shape.theta,
             accesses: o.shape.accesses,
             read_ratio: o.shape.read_ratio,
+            tpcc: o.tpcc.clone(),
             window_ms: o.window.as_millis() as u64,
             dir: dir.to_path_buf(),
             pmem_dir: o.pmem_dir_for(dir),
@@ -108,6 +120,10 @@ impl OltpJob {
 
     fn shape(&self) -> YcsbShape {
         YcsbShape { rows: self.rows, theta: self.theta, accesses: self.accesses, read_ratio: self.read_ratio }
+    }
+
+    fn bench(&self) -> anyhow::Result<Bench> {
+        Bench::new(self.workload, &self.shape(), &self.tpcc)
     }
 
     fn variant(&self) -> anyhow::Result<Variant> {
@@ -191,8 +207,9 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
         f.recovery_parallelism = p.lv_ratio();
         f.recovery_parallelism_true = p.true_ratio();
         // The base load stands in for a checkpoint: only decoding and replay count.
+        let bench = job.bench()?;
         let (db, report) =
-            TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, job.rows))?;
+            TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(db))?;
         f.recovery_s = (report.decode_time + report.replay_time).as_secs_f64();
         f.recovered_txns = report.transactions;
         f.recovery_threads = report.replay_threads;
@@ -215,25 +232,20 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
 pub fn run_child_from_env() -> anyhow::Result<()> {
     let text = std::env::var(JOB_ENV).with_context(|| format!("${JOB_ENV} is not set"))?;
     let job: OltpJob = serde_json::from_str(&text).context("the job")?;
-    let shape = job.shape();
+    let bench = Arc::new(job.bench()?);
     let options = job.db_options(true)?;
-    let (db, _) =
-        TxnDb::open_over(&options, ycsb::schemas(), ycsb::procedures(), |db| ycsb::load(db, shape.rows))
-            .context("opening the database")?;
+    let (db, _) = TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(db))
+        .context("opening the database")?;
     let db = Arc::new(db);
-    let zipf = Arc::new(ZipfianGenerator::new(shape.rows, shape.theta).context("the Zipf distribution")?);
     let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(Counters::default());
     let cpu_before = cpu_times();
     let started = Instant::now();
     let handles: Vec<_> = (0..job.workers)
         .map(|w| {
-            let (db, zipf, shape, stop, counters) =
-                (db.clone(), zipf.clone(), shape.clone(), stop.clone(), counters.clone());
-            let round = job.round;
-            std::thread::spawn(move || {
-                worker(&db, WorkerId(w as u32), &shape, &zipf, round, &stop, &counters)
-            })
+            let (db, bench, stop, counters) = (db.clone(), bench.clone(), stop.clone(), counters.clone());
+            let (round, name) = (job.round, job.workload.name());
+            std::thread::spawn(move || worker(&db, WorkerId(w as u32), &bench, name, round, &stop, &counters))
         })
         .collect();
     std::thread::sleep(Duration::from_millis(job.window_ms));
@@ -253,12 +265,16 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     }
     let committed = counters.committed.load(Ordering::Acquire);
     let logged = counters.logged.load(Ordering::Acquire);
+    let new_orders = counters.new_orders.load(Ordering::Acquire);
     let lat = counters.latencies.lock().clone();
     let f = RunFigures {
         committed,
         logged,
         aborts: counters.aborts.load(Ordering::Acquire),
+        rollbacks: counters.rollbacks.load(Ordering::Acquire),
+        new_orders,
         throughput_txn_per_s: committed as f64 / elapsed.as_secs_f64(),
+        new_order_txn_per_s: new_orders as f64 / elapsed.as_secs_f64(),
         latency_us_p50: lat.value_at_quantile(0.5) as f64 / 1e3,
         latency_us_p99: lat.value_at_quantile(0.99) as f64 / 1e3,
         log_bytes_per_txn: log_bytes as f64 / committed.max(1) as f64,
@@ -296,7 +312,9 @@ struct Counters {
     reported: AtomicU64,
     committed: AtomicU64,
     logged: AtomicU64,
+    new_orders: AtomicU64,
     aborts: AtomicU64,
+    rollbacks: AtomicU64,
     latencies: Mutex<Histogram<u64>>,
 }
 
@@ -307,7 +325,9 @@ impl Default for Counters {
             reported: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             logged: AtomicU64::new(0),
+            new_orders: AtomicU64::new(0),
             aborts: AtomicU64::new(0),
+            rollbacks: AtomicU64::new(0),
             latencies: Mutex::new(Histogram::new(3).expect("a histogram")),
         }
     }
@@ -317,31 +337,41 @@ impl Default for Counters {
 struct Local {
     committed: u64,
     logged: u64,
+    new_orders: u64,
     aborts: u64,
+    rollbacks: u64,
     latencies: Histogram<u64>,
 }
 
 fn worker(
     db: &TxnDb,
     id: WorkerId,
-    shape: &YcsbShape,
-    zipf: &ZipfianGenerator,
+    bench: &Bench,
+    workload: &str,
     round: u64,
     stop: &AtomicBool,
     counters: &Counters,
 ) -> anyhow::Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x0_17b0_u64 ^ (round << 16) ^ u64::from(id.0));
-    let mut waiting: VecDeque<(CommitTicket, Instant)> = VecDeque::new();
+    let inputs = bench.inputs(id);
+    // Each transaction waiting for its commit: when it started, whether it is a New-Order.
+    let mut waiting: VecDeque<(CommitTicket, Instant, bool)> = VecDeque::new();
     let mut args = Vec::new();
-    let mut local =
-        Local { committed: 0, logged: 0, aborts: 0, latencies: Histogram::new(3).expect("a histogram") };
+    let mut local = Local {
+        committed: 0,
+        logged: 0,
+        new_orders: 0,
+        aborts: 0,
+        rollbacks: 0,
+        latencies: Histogram::new(3).expect("a histogram"),
+    };
     let mut reported = false;
     // Collects the committed transactions at the front (waiting for the
     // first one when `block`); only commits seen before the window ends
     // count (a worker may report a while after it).
-    let collect = |waiting: &mut VecDeque<(CommitTicket, Instant)>, local: &mut Local, block: bool| {
+    let collect = |waiting: &mut VecDeque<(CommitTicket, Instant, bool)>, local: &mut Local, block: bool| {
         let mut first = true;
-        while let Some((ticket, at)) = waiting.front() {
+        while let Some((ticket, at, new_order)) = waiting.front() {
             if block && first {
                 db.wait_committed(ticket)?;
             } else if !db.is_committed(ticket) {
@@ -352,6 +382,7 @@ fn worker(
                 local.latencies.record(at.elapsed().as_nanos() as u64).ok();
                 local.committed += 1;
                 local.logged += u64::from(ticket.record.is_some());
+                local.new_orders += u64::from(*new_order);
             }
             waiting.pop_front();
         }
@@ -361,24 +392,30 @@ fn worker(
         if !reported && counters.window_over.load(Ordering::Acquire) {
             counters.committed.fetch_add(local.committed, Ordering::AcqRel);
             counters.logged.fetch_add(local.logged, Ordering::AcqRel);
+            counters.new_orders.fetch_add(local.new_orders, Ordering::AcqRel);
             counters.aborts.fetch_add(local.aborts, Ordering::AcqRel);
+            counters.rollbacks.fetch_add(local.rollbacks, Ordering::AcqRel);
             counters.latencies.lock().add(&local.latencies).ok();
             counters.reported.fetch_add(1, Ordering::AcqRel);
             reported = true;
         }
-        ycsb::next_args(shape, zipf, &mut rng, &mut args);
+        let next = inputs.next(&mut rng, &mut args);
         let started = Instant::now();
         loop {
-            match db.run(id, ycsb::YCSB_TXN, &args) {
+            match db.run(id, next.proc, &args) {
                 Ok(ticket) => {
-                    waiting.push_back((ticket, started));
+                    waiting.push_back((ticket, started, next.new_order));
                     break;
                 }
                 Err(TxnError::Conflict { .. }) => {
                     local.aborts += 1;
                     std::thread::yield_now();
                 }
-                Err(e) => return Err(e).context("a YCSB transaction"),
+                Err(e) if bench.is_rollback(&e) => {
+                    local.rollbacks += 1;
+                    break;
+                }
+                Err(e) => return Err(e).with_context(|| format!("a {workload} transaction")),
             }
         }
         let full = waiting.len() >= MAX_IN_FLIGHT;
