@@ -24,7 +24,7 @@ pub struct OltpArgs {
     /// TPC-C warehouses (default: one per worker).
     #[arg(long)]
     warehouses: Option<u32>,
-    /// Variants in round order: none, serial-data, serial-command, taurus-data, taurus-command.
+    /// Variants in round order: none, serial-data, serial-command, taurus-data, taurus-command, silo-r.
     #[arg(long, default_value = DEFAULT_VARIANTS)]
     variants: String,
     /// Worker threads (each maps to log `worker % logs`; may exceed the cores
@@ -58,7 +58,8 @@ pub struct OltpArgs {
     /// Window of each run in milliseconds (default 3000; 1000 with --quick).
     #[arg(long)]
     window_ms: Option<u64>,
-    /// Concurrency control: only `2pl` (NO_WAIT) so far.
+    /// Concurrency control of every variant but silo-r (which runs Silo's
+    /// OCC): `2pl` (NO_WAIT, Algorithm 1) or `occ` (Algorithm 6).
     #[arg(long, default_value = "2pl")]
     cc: String,
     /// Directory for the emulated PMem regions (default /dev/shm).
@@ -84,7 +85,7 @@ pub fn run(a: OltpArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let workload = Workload::parse(&a.workload)?;
-    anyhow::ensure!(a.cc == "2pl", "concurrency control `{}`: only 2pl (NO_WAIT) is built so far", a.cc);
+    let cc = oltp::parse_cc(&a.cc)?;
     let logs = a.logs.unwrap_or(a.workers).max(1);
     let variants = oltp::parse_variants(&a.variants, logs)?;
     let mut o = if a.quick {
@@ -92,6 +93,7 @@ pub fn run(a: OltpArgs) -> anyhow::Result<()> {
     } else {
         OltpOptions::full(variants, a.workers, logs)
     };
+    o.cc = cc;
     o.device = match a.device.as_str() {
         "pmem" => Device::Pmem,
         "ssd" => Device::Ssd,

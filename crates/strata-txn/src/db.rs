@@ -274,9 +274,18 @@ impl TxnDb {
             return Err(TxnError::Options("silo-r logs data only".into()));
         }
         let started = Instant::now();
-        let bytes = devices.iter().map(|d| d.read_log()).collect::<Result<Vec<_>, _>>()?;
-        let found = crate::log::silo::recover(&bytes);
-        drop(bytes);
+        // One reader per log, as for Taurus (Algorithm 3's log threads).
+        let scans = std::thread::scope(|s| {
+            let readers: Vec<_> = devices
+                .iter()
+                .map(|d| s.spawn(move || d.read_log().map(|b| crate::log::silo::scan_log(&b))))
+                .collect();
+            readers
+                .into_iter()
+                .map(|r| r.join().expect("a log reader panicked"))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let found = crate::log::silo::decide(scans);
         let mut report = RecoveryReport {
             decode_time: started.elapsed(),
             anchors: found.marks,

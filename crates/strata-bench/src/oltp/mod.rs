@@ -8,7 +8,7 @@
 //! ([`tpcc`]; warehouses equal to the workers by default).
 //!
 //! Variants: `none`, `serial-data`, `serial-command`, `taurus-data`,
-//! `taurus-command` (Taurus with `--logs` logs, workers mapped `worker %
+//! `taurus-command`, `silo-r` (Silo's epochs and OCC, data only) (Taurus with `--logs` logs, workers mapped `worker %
 //! logs`). `--log-mbps` puts a bandwidth limit on every log device (a token
 //! bucket, reads at recovery included), so a 2-core machine shows what the
 //! paper's many disks show: the device, not the CPU, bounds serial logging.
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
-use strata_txn::{LogMode, LoggingKind};
+use strata_txn::{CcKind, LogMode, LoggingKind};
 
 use crate::machine::Machine;
 use crate::measure::Samples;
@@ -68,13 +68,24 @@ pub fn parse_variants(list: &str, logs: usize) -> anyhow::Result<Vec<Variant>> {
                 "serial-command" => (LoggingKind::Serial, LogMode::Command),
                 "taurus-data" => (LoggingKind::Taurus { logs }, LogMode::Data),
                 "taurus-command" => (LoggingKind::Taurus { logs }, LogMode::Command),
+                // Silo logs data only and runs its own OCC (taurus.txt 5).
+                "silo-r" => (LoggingKind::SiloR { logs }, LogMode::Data),
                 other => anyhow::bail!(
-                    "unknown variant `{other}` (none, serial-data, serial-command, taurus-data, taurus-command)"
+                    "unknown variant `{other}` (none, serial-data, serial-command, taurus-data, taurus-command, silo-r)"
                 ),
             };
             Ok(Variant { name: name.to_string(), kind, mode })
         })
         .collect()
+}
+
+/// `--cc`: `2pl` (NO_WAIT) or `occ`.
+pub fn parse_cc(name: &str) -> anyhow::Result<CcKind> {
+    Ok(match name {
+        "2pl" => CcKind::TwoPlNoWait,
+        "occ" => CcKind::Occ,
+        other => anyhow::bail!("concurrency control `{other}`: 2pl or occ"),
+    })
 }
 
 pub const DEFAULT_VARIANTS: &str = "none,serial-data,serial-command,taurus-data,taurus-command";
@@ -89,6 +100,8 @@ pub struct OltpOptions {
     pub tpcc: TpccShape,
     pub workers: usize,
     pub logs: usize,
+    /// Concurrency control of every variant but `silo-r` (always OCC).
+    pub cc: CcKind,
     pub device: Device,
     pub log_mbps: Option<f64>,
     pub log_capacity_bytes: u64,
@@ -114,6 +127,7 @@ impl OltpOptions {
             workload: Workload::Ycsb,
             shape: YcsbShape { rows: 20_000, theta: 0.6, accesses: 2, read_ratio: 0.5 },
             tpcc: TpccShape::quick(workers as u32),
+            cc: CcKind::TwoPlNoWait,
             workers,
             logs,
             device: Device::Pmem,
@@ -199,7 +213,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "log_mbps": o.log_mbps,
         "window_s": o.window.as_secs_f64(),
         "rounds": o.rounds,
-        "cc": "2pl-no-wait",
+        "cc": o.cc.name(),
     });
     let mut config = serde_json::Map::new();
     config.insert("workload".into(), json!(o.workload.name()));
@@ -310,13 +324,17 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
     .map(String::from)
     .to_vec();
     let window = format!("{:.1} s", o.window.as_secs_f64());
+    let cc = match o.cc {
+        CcKind::TwoPlNoWait => "2PL NO_WAIT (silo-r: OCC)",
+        CcKind::Occ => "OCC",
+    };
     report.notes.push(match o.workload.tpcc_mix() {
         None => format!(
-            "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; 2PL NO_WAIT; {} workers; Taurus with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; {cc}; {} workers; Taurus and Silo-R with {} logs; {window} windows; medians of {} rounds, variants alternating",
             o.shape.rows, ycsb::ROW_BYTES, o.shape.theta, o.shape.accesses, o.shape.read_ratio * 100.0, o.workers, o.logs, o.rounds
         ),
         Some(mix) => format!(
-            "TPC-C {}: {} warehouses (worker w's home warehouse w % {} + 1), {} scale: {} items, per district {} customers and orders ({} new); 2PL NO_WAIT; {} workers; Taurus with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            "TPC-C {}: {} warehouses (worker w's home warehouse w % {} + 1), {} scale: {} items, per district {} customers and orders ({} new); {cc}; {} workers; Taurus and Silo-R with {} logs; {window} windows; medians of {} rounds, variants alternating",
             match mix {
                 tpcc::Mix::Payment => "Payment only",
                 tpcc::Mix::NewOrder => "New-Order only",

@@ -27,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use strata_pmem::{PmemMode, Region, RegionOptions};
 use strata_txn::recovery::parallelism;
-use strata_txn::{CommitTicket, LogDeviceKind, TxnDb, TxnDbOptions, TxnError, WorkerId};
+use strata_txn::{CcKind, CommitTicket, LogDeviceKind, LoggingKind, TxnDb, TxnDbOptions, TxnError, WorkerId};
 
 use super::tpcc::TpccShape;
 use super::workload::{Bench, Workload};
@@ -35,8 +35,11 @@ use super::ycsb::YcsbShape;
 use super::{parse_variants, Device, OltpOptions, Variant};
 use crate::settle::{cpu_times, idle_fraction};
 
-/// Transactions a worker may have waiting for their commit.
-const MAX_IN_FLIGHT: usize = 256;
+/// Transactions a worker may have waiting for their commit: commits are
+/// asynchronous (as in DBx1000), so this only keeps memory bounded; it must
+/// exceed throughput x commit latency, which for Silo-R's epochs (5 ms,
+/// acknowledged a tick after they close) is thousands.
+const MAX_IN_FLIGHT: usize = 16_384;
 /// The child's job, as JSON in this environment variable.
 pub const JOB_ENV: &str = "STRATA_OLTP_JOB";
 /// How long the child runs on after its figures before the SIGKILL.
@@ -87,6 +90,8 @@ pub struct OltpJob {
     pub accesses: usize,
     pub read_ratio: f64,
     pub tpcc: TpccShape,
+    /// OCC instead of 2PL NO_WAIT (Silo-R always).
+    pub occ: bool,
     pub window_ms: u64,
     pub dir: PathBuf,
     pub pmem_dir: PathBuf,
@@ -111,6 +116,7 @@ impl OltpJob {
             accesses: o.shape.accesses,
             read_ratio: o.shape.read_ratio,
             tpcc: o.tpcc.clone(),
+            occ: o.cc == CcKind::Occ,
             window_ms: o.window.as_millis() as u64,
             dir: dir.to_path_buf(),
             pmem_dir: o.pmem_dir_for(dir),
@@ -158,6 +164,11 @@ impl OltpJob {
             }
         };
         let mut opts = TxnDbOptions::new(v.kind, device, self.workers);
+        opts.cc = match v.kind {
+            LoggingKind::SiloR { .. } => CcKind::Occ,
+            _ if self.occ => CcKind::Occ,
+            _ => CcKind::TwoPlNoWait,
+        };
         opts.logging.mode = v.mode;
         opts.logging.log_mbps = self.log_mbps;
         opts.logging.capacity_bytes = self.log_capacity_bytes;
@@ -202,16 +213,23 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
         .with_context(|| format!("the child's figures line {line:?} (it failed: see its output above)"))?;
     if v.kind.logs() > 0 {
         let options = job.db_options(false)?;
-        let logs = TxnDb::committed_logs(&options)?;
-        let p = parallelism(&logs);
-        f.recovery_parallelism = p.lv_ratio();
-        f.recovery_parallelism_true = p.true_ratio();
+        let silo = matches!(v.kind, LoggingKind::SiloR { .. });
+        if !silo {
+            let logs = TxnDb::committed_logs(&options)?;
+            let p = parallelism(&logs);
+            f.recovery_parallelism = p.lv_ratio();
+            f.recovery_parallelism_true = p.true_ratio();
+        }
         // The base load stands in for a checkpoint: only decoding and replay count.
         let bench = job.bench()?;
         let (db, report) =
             TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(db))?;
         f.recovery_s = (report.decode_time + report.replay_time).as_secs_f64();
         f.recovered_txns = report.transactions;
+        if silo {
+            // Silo-R orders nothing at recovery: every record its own chain.
+            f.recovery_parallelism = report.parallelism;
+        }
         f.recovery_threads = report.replay_threads;
         f.recovery_txn_per_s = report.transactions as f64 / f.recovery_s.max(1e-9);
         // Every acknowledged read-write transaction is in the logs.

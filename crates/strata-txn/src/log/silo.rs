@@ -101,43 +101,56 @@ enum Entry {
     Barrier { durable: u64, epoch_before: u64 },
 }
 
-/// Recovery's reading of Silo-R logs (module comment).
-pub fn recover(logs: &[Vec<u8>]) -> SiloRecovery {
-    let mut out = SiloRecovery::default();
-    let mut per_log = Vec::with_capacity(logs.len());
-    let mut durable_per_log = Vec::with_capacity(logs.len());
-    for bytes in logs {
-        let mut entries = Vec::new();
-        let mut at = 0usize;
-        let mut through = 0u64;
-        while at < bytes.len() {
-            let Ok(Some((rec, len))) = decode(&bytes[at..], at as u64) else { break };
-            at += len;
-            let entry = match (rec.anchor, rec.lv_len) {
-                (true, 2) => Entry::Barrier { durable: rec.lv.get(0), epoch_before: rec.lv.get(1) },
-                (true, _) => Entry::Mark(rec.lv.get(0)),
-                (false, _) => Entry::Data(rec),
-            };
-            match &entry {
-                Entry::Mark(p) | Entry::Barrier { epoch_before: p, .. } => {
-                    through = through.max(*p);
-                    out.max_epoch = out.max_epoch.max(*p);
-                    out.marks += 1;
-                }
-                Entry::Data(r) => out.max_epoch = out.max_epoch.max(epoch_of(r.lv.get(0))),
+/// One log as recovery reads it.
+pub struct LogScan {
+    entries: Vec<Entry>,
+    valid_end: u64,
+    /// The largest mark or barrier epoch.
+    through: u64,
+    max_epoch: u64,
+    marks: u64,
+}
+
+/// Decodes one log up to its first invalid record (one per thread).
+pub fn scan_log(bytes: &[u8]) -> LogScan {
+    let mut scan = LogScan { entries: Vec::new(), valid_end: 0, through: 0, max_epoch: 0, marks: 0 };
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let Ok(Some((rec, len))) = decode(&bytes[at..], at as u64) else { break };
+        at += len;
+        let entry = match (rec.anchor, rec.lv_len) {
+            (true, 2) => Entry::Barrier { durable: rec.lv.get(0), epoch_before: rec.lv.get(1) },
+            (true, _) => Entry::Mark(rec.lv.get(0)),
+            (false, _) => Entry::Data(rec),
+        };
+        match &entry {
+            Entry::Mark(p) | Entry::Barrier { epoch_before: p, .. } => {
+                scan.through = scan.through.max(*p);
+                scan.max_epoch = scan.max_epoch.max(*p);
+                scan.marks += 1;
             }
-            entries.push(entry);
+            Entry::Data(r) => scan.max_epoch = scan.max_epoch.max(epoch_of(r.lv.get(0))),
         }
-        out.valid_ends.push(at as u64);
-        durable_per_log.push(through);
-        per_log.push(entries);
+        scan.entries.push(entry);
     }
-    out.durable_epoch = durable_per_log.iter().copied().min().unwrap_or(0);
-    for entries in per_log {
+    scan.valid_end = at as u64;
+    scan
+}
+
+/// What to apply, given every log's scan (module comment).
+pub fn decide(scans: Vec<LogScan>) -> SiloRecovery {
+    let mut out = SiloRecovery {
+        durable_epoch: scans.iter().map(|s| s.through).min().unwrap_or(0),
+        max_epoch: scans.iter().map(|s| s.max_epoch).max().unwrap_or(0),
+        marks: scans.iter().map(|s| s.marks).sum(),
+        ..Default::default()
+    };
+    for scan in scans {
+        out.valid_ends.push(scan.valid_end);
         // Backwards: the nearest barrier after a record decides it.
         let mut bound = out.durable_epoch;
         let mut kept = Vec::new();
-        for e in entries.into_iter().rev() {
+        for e in scan.entries.into_iter().rev() {
             match e {
                 Entry::Barrier { durable, .. } => bound = durable,
                 Entry::Mark(_) => {}
@@ -149,6 +162,11 @@ pub fn recover(logs: &[Vec<u8>]) -> SiloRecovery {
         out.records.push(kept);
     }
     out
+}
+
+/// [`scan_log`] of every log, then [`decide`].
+pub fn recover(logs: &[Vec<u8>]) -> SiloRecovery {
+    decide(logs.iter().map(|b| scan_log(b)).collect())
 }
 
 impl SiloLogging {
@@ -274,6 +292,11 @@ fn run_epochs(
                     }
                     Err(e) => commits.fail(i, e),
                 }
+            }
+            // A round now, so the mark counts at this tick rather than the
+            // next (on PMem it only publishes; on SSD it group-commits).
+            if let Err(e) = m.flush_round(commits) {
+                commits.fail(i, e);
             }
             let flushed = m.flushed();
             while let Some(&(end, p)) = queued[i].front() {
