@@ -35,11 +35,13 @@ use super::ycsb::YcsbShape;
 use super::{parse_variants, Device, OltpOptions, Variant};
 use crate::settle::{cpu_times, idle_fraction};
 
-/// Transactions a worker may have waiting for their commit: commits are
-/// asynchronous (as in DBx1000), so this only keeps memory bounded; it must
-/// exceed throughput x commit latency, which for Silo-R's epochs (5 ms,
-/// acknowledged a tick after they close) is thousands.
-const MAX_IN_FLIGHT: usize = 16_384;
+/// Transactions a worker may have waiting for their commit (commits are
+/// asynchronous, as in DBx1000; the bound keeps a device-bound log from
+/// burying the window under buffered records it never sees commit). It
+/// also bounds a scheme whose acknowledgement waits: Silo-R's epochs (5 ms,
+/// acknowledged up to a tick after they close) cap it at about 256 x
+/// workers / its commit latency.
+const MAX_IN_FLIGHT: usize = 256;
 /// The child's job, as JSON in this environment variable.
 pub const JOB_ENV: &str = "STRATA_OLTP_JOB";
 /// How long the child runs on after its figures before the SIGKILL.
@@ -138,6 +140,12 @@ impl OltpJob {
 
     /// The database options; `fresh` regions are zeroed and touched first,
     /// otherwise opened as they are (recovery after the kill).
+    /// Bytes per log: a scheme with fewer logs than the Taurus variants
+    /// (serial: one) takes all their traffic, so its logs are larger.
+    fn capacity_bytes(&self, v: &Variant) -> u64 {
+        self.log_capacity_bytes * (self.logs / v.kind.logs().max(1)).max(1) as u64
+    }
+
     fn db_options(&self, fresh: bool) -> anyhow::Result<TxnDbOptions> {
         let v = self.variant()?;
         let device = match self.device.as_str() {
@@ -149,11 +157,11 @@ impl OltpJob {
                     .map(|i| {
                         let path = self.pmem_dir.join(format!("log-{i}.pmem"));
                         let region = if fresh {
-                            crate::emulated_region::open_touched(&path, self.log_capacity_bytes)?
+                            crate::emulated_region::open_touched(&path, self.capacity_bytes(&v))?
                         } else {
                             Region::open(
                                 &path,
-                                &RegionOptions::new(PmemMode::Emulated, self.log_capacity_bytes),
+                                &RegionOptions::new(PmemMode::Emulated, self.capacity_bytes(&v)),
                             )
                             .with_context(|| format!("reopening {}", path.display()))?
                         };
@@ -171,7 +179,7 @@ impl OltpJob {
         };
         opts.logging.mode = v.mode;
         opts.logging.log_mbps = self.log_mbps;
-        opts.logging.capacity_bytes = self.log_capacity_bytes;
+        opts.logging.capacity_bytes = self.capacity_bytes(&v);
         opts.recovery_threads = self.workers.max(v.kind.logs());
         Ok(opts)
     }
