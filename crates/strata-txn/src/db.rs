@@ -380,7 +380,9 @@ impl TxnDb {
         let f = self.procedures.get(id)?;
         let mut txn = self.begin(worker);
         txn.log_as_command(id, args);
-        f(&mut txn, args)?;
+        if let Err(e) = f(&mut txn, args) {
+            return Err(txn.cause(e));
+        }
         txn.commit()
     }
 

@@ -202,7 +202,18 @@ impl<'db> Txn<'db> {
         }
     }
 
+    /// The error to report for `e`, which the transaction's own logic
+    /// raised: under OCC, a conflict if a row it read changed since (its
+    /// logic may have run on stale rows).
+    pub fn cause(&self, e: TxnError) -> TxnError {
+        if self.replay || self.state.finished || matches!(e, TxnError::Conflict { .. }) {
+            return e;
+        }
+        self.state.db.cc.cause(&self.state, e)
+    }
+
     fn fail(&mut self, e: TxnError) -> Result<(), TxnError> {
+        let e = self.cause(e);
         self.end_without_writing();
         Err(e)
     }

@@ -56,6 +56,13 @@ pub(crate) trait ConcurrencyControl: Send + Sync {
 
     /// Ends `t` without writing.
     fn abort(&self, t: &mut TxnState<'_>);
+
+    /// The error to report for `e`, which `t`'s own logic raised (a row
+    /// missing or already there): under OCC a transaction may have read
+    /// rows that changed since, and then the real cause is a conflict.
+    fn cause(&self, _t: &TxnState<'_>, e: TxnError) -> TxnError {
+        e
+    }
 }
 
 /// The scheme of `kind`.

@@ -116,6 +116,17 @@ impl ConcurrencyControl for Occ {
     fn abort(&self, t: &mut TxnState<'_>) {
         t.release_all(None);
     }
+
+    /// Unlocked reads may be stale: a "not found" or "already exists"
+    /// drawn from them is a conflict if any read no longer validates.
+    fn cause(&self, t: &TxnState<'_>, e: TxnError) -> TxnError {
+        let own = |table, key| t.writes.iter().any(|w| (w.table, w.key) == (table, key));
+        match t.reads.iter().find(|&&(table, key, v)| !t.db.store.still_valid(table, key, v, own(table, key)))
+        {
+            Some(&(table, key, _)) => TxnError::Conflict { table, key },
+            None => e,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +224,28 @@ mod tests {
         assert_eq!(t2.lv().get(0), 0, "no dependency before the write lock");
         let t2_ticket = t2.commit_durably().unwrap();
         assert!(t2_ticket.lv.get(0) >= lsn, "WAR: {:?} does not cover T1's LSN {lsn}", t2_ticket.lv);
+    }
+
+    #[test]
+    fn an_error_drawn_from_a_stale_read_is_reported_as_a_conflict() {
+        let db = db(LogMode::Data);
+        // T1 reads row 0 (value 0) and will insert key 10 + value.
+        let mut t1 = db.begin(WorkerId(0));
+        let v = t1.get(T, RowKey(0)).unwrap().unwrap()[0];
+        // T2 does the same from the same value, and commits first.
+        let mut t2 = db.begin(WorkerId(1));
+        assert_eq!(t2.get(T, RowKey(0)).unwrap(), Some(vec![v]));
+        t2.put(T, RowKey(0), &[v + 1]).unwrap();
+        t2.insert(T, RowKey(10 + u64::from(v)), &[1]).unwrap();
+        t2.commit_durably().unwrap();
+        // T1's insert finds T2's row: the cause is T1's stale read.
+        assert!(matches!(
+            t1.insert(T, RowKey(10 + u64::from(v)), &[1]),
+            Err(TxnError::Conflict { key: RowKey(0), .. })
+        ));
+        // Without a stale read the error stands.
+        let mut t3 = db.begin(WorkerId(0));
+        assert!(matches!(t3.insert(T, RowKey(1), &[1]), Err(TxnError::Duplicate { .. })));
     }
 
     #[test]
