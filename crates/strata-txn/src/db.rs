@@ -72,6 +72,7 @@ impl TxnDbOptions {
                 buffer_bytes: 50 << 20,
                 capacity_bytes: 1 << 30,
                 flush_interval: Duration::from_micros(50),
+                anchor_every_bytes: crate::log::ANCHOR_EVERY_BYTES,
             },
             cc: crate::cc::CcKind::default(),
             recovery_threads: workers.max(1),

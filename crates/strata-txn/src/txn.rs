@@ -90,6 +90,24 @@ impl TxnState<'_> {
         Ok(record)
     }
 
+    /// The end of every commit once its concurrency control holds what it
+    /// must: the phantom check of its scans, the record, then the writes
+    /// installed and the locks released with `T.LV` (early lock release).
+    /// Any failure ends the transaction without writing.
+    pub(crate) fn log_and_release(&mut self) -> Result<CommitTicket, TxnError> {
+        let record = self.scans_unchanged().and_then(|()| self.append_record());
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                self.release_all(None);
+                return Err(e);
+            }
+        };
+        let lv = self.lv;
+        self.release_all(Some(&lv));
+        Ok(CommitTicket { lv, record })
+    }
+
     /// Releases every lock: with `lv` (a commit) installing the writes
     /// and updating the tuples' LVs (Algorithm 1, lines 13-19), without
     /// (an abort) dropping the writes.

@@ -95,22 +95,9 @@ impl ConcurrencyControl for Occ {
                 return Err(TxnError::Conflict { table, key });
             }
         }
-        // Scans: the same keys again (3.4's scan-twice; their rows are reads).
-        if let Err(e) = t.scans_unchanged() {
-            t.release_all(None);
-            return Err(e);
-        }
-        // Line 14, then lines 15-17 as the locks go.
-        let record = match t.append_record() {
-            Ok(r) => r,
-            Err(e) => {
-                t.release_all(None);
-                return Err(e);
-            }
-        };
-        let lv = t.lv;
-        t.release_all(Some(&lv));
-        Ok(CommitTicket { lv, record })
+        // Scans: the same keys again (3.4's scan-twice; their rows are
+        // reads); line 14, then lines 15-17 as the locks go.
+        t.log_and_release()
     }
 
     fn abort(&self, t: &mut TxnState<'_>) {

@@ -78,20 +78,7 @@ impl ConcurrencyControl for TwoPlNoWait {
     fn commit(&self, t: &mut TxnState<'_>) -> Result<CommitTicket, TxnError> {
         // Scanned rows stay share-locked; a row that entered a scanned range
         // shows in the index (3.4's scan-twice).
-        if let Err(e) = t.scans_unchanged() {
-            t.release_all(None);
-            return Err(e);
-        }
-        let record = match t.append_record() {
-            Ok(r) => r,
-            Err(e) => {
-                t.release_all(None);
-                return Err(e);
-            }
-        };
-        let lv = t.lv;
-        t.release_all(Some(&lv));
-        Ok(CommitTicket { lv, record })
+        t.log_and_release()
     }
 
     fn abort(&self, t: &mut TxnState<'_>) {

@@ -290,6 +290,9 @@ pub struct LoggingOptions {
     pub capacity_bytes: u64,
     /// How long an idle log manager sleeps between rounds.
     pub flush_interval: Duration,
+    /// Taurus: a worker places an LV anchor once its log grew this much
+    /// past the last one ([`ANCHOR_EVERY_BYTES`] by default).
+    pub anchor_every_bytes: u64,
 }
 
 /// Opens the scheme of `options.kind` over devices already recovered to

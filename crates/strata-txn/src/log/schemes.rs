@@ -61,6 +61,7 @@ pub struct ParallelLogging {
     commits: Arc<Commits>,
     /// Records carry T's LV (Taurus) or none (serial: one log, one order).
     record_lv: bool,
+    anchor_every_bytes: u64,
     starts: Vec<u64>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -105,6 +106,7 @@ impl ParallelLogging {
             managers,
             commits,
             record_lv: matches!(options.kind, LoggingKind::Taurus { .. }),
+            anchor_every_bytes: options.anchor_every_bytes,
             starts: starts.to_vec(),
             stop,
             threads: Mutex::new(threads),
@@ -148,7 +150,7 @@ impl TxnLogging for ParallelLogging {
         // The record's end, length and LV mask.
         let (lsn, record_len, mask) = RECORD.with_borrow_mut(|buf| {
             buf.clear();
-            if self.record_lv && m.anchor_due(ANCHOR_EVERY_BYTES) {
+            if self.record_lv && m.anchor_due(self.anchor_every_bytes) {
                 // Anchor = every log's committed end now; the record after it
                 // stores only the elements above it.
                 let anchor = self.commits.committed_lv();
