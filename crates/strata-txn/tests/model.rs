@@ -291,6 +291,8 @@ struct Harness {
     /// Records committed since the files were created (each reopen replays them all).
     records: u64,
     txns: u32,
+    /// Restarts done (crashes and clean closes of the steps).
+    reopens: usize,
 }
 
 impl Harness {
@@ -305,6 +307,7 @@ impl Harness {
             model: Default::default(),
             records: 0,
             txns: 0,
+            reopens: 0,
         };
         let (db, report) = h.open(h.fs.clone());
         assert_eq!(report.transactions, 0);
@@ -341,6 +344,7 @@ impl Harness {
         let (db, report) = self.open(self.fs.clone());
         self.check_reopened(&db, &report, context)?;
         self.db = Some(db);
+        self.reopens += 1;
         Ok(())
     }
 
@@ -400,7 +404,12 @@ impl Harness {
     }
 }
 
-fn run(kind: LoggingKind, cc: CcKind, recovery_threads: usize, steps: &[Step]) -> Result<(), TestCaseError> {
+fn run(
+    kind: LoggingKind,
+    cc: CcKind,
+    recovery_threads: usize,
+    steps: &[Step],
+) -> Result<Outcome, TestCaseError> {
     let mut h = Harness::new(kind, cc, recovery_threads);
     for (i, step) in steps.iter().enumerate() {
         let context = format!("seed {SEED:#x}, {kind:?} {cc:?}, step {i} ({step:?})");
@@ -417,7 +426,45 @@ fn run(kind: LoggingKind, cc: CcKind, recovery_threads: usize, steps: &[Step]) -
     let context = format!("seed {SEED:#x}, {kind:?}, the final clean close");
     drop(h.db.take());
     let (db, report) = h.open(h.fs.clone());
-    h.check_reopened(&db, &report, &context)
+    h.check_reopened(&db, &report, &context)?;
+    Ok(Outcome {
+        reopens: h.reopens + 2,
+        rows: db_rows(&db),
+        model: h.model.clone(),
+        replayed: report.transactions,
+        committed_records: h.records,
+    })
+}
+
+/// What a run ended with, for the test body to judge.
+struct Outcome {
+    /// Opens after the first: every crash and clean close of the steps,
+    /// then the final crash and the final clean close.
+    reopens: usize,
+    /// The rows after the final clean close, and the model's.
+    rows: Rows,
+    model: Rows,
+    /// Transactions the final open replayed, and records committed.
+    replayed: u64,
+    committed_records: u64,
+}
+
+/// The restarts `steps` ask for.
+fn restarts(steps: &[Step]) -> usize {
+    steps.iter().filter(|s| matches!(s, Step::Crash | Step::CleanClose)).count()
+}
+
+/// The restart and replay counts every model test checks on its run's outcome.
+fn check_outcome(o: &Outcome, steps: &[Step], kind: LoggingKind) -> Result<(), TestCaseError> {
+    prop_assert_eq!(o.reopens, restarts(steps) + 2, "seed {:#x}, {:?}: every restart reopened", SEED, kind);
+    prop_assert_eq!(
+        o.replayed,
+        o.committed_records,
+        "seed {:#x}, {:?}: every committed record replayed",
+        SEED,
+        kind
+    );
+    Ok(())
 }
 
 proptest! {
@@ -428,7 +475,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Serial, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        let outcome = run(LoggingKind::Serial, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        check_outcome(&outcome, &steps, LoggingKind::Serial)?;
+        prop_assert_eq!(&outcome.rows, &outcome.model, "seed {:#x}: the final rows are the model's", SEED);
     }
 
     #[test]
@@ -436,7 +485,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        let outcome = run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        check_outcome(&outcome, &steps, LoggingKind::Taurus { logs: 2 })?;
+        prop_assert_eq!(&outcome.rows, &outcome.model, "seed {:#x}: the final rows are the model's", SEED);
     }
 
     #[test]
@@ -444,7 +495,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Taurus { logs: 3 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        let outcome = run(LoggingKind::Taurus { logs: 3 }, CcKind::TwoPlNoWait, recovery_threads, &steps)?;
+        check_outcome(&outcome, &steps, LoggingKind::Taurus { logs: 3 })?;
+        prop_assert_eq!(&outcome.rows, &outcome.model, "seed {:#x}: the final rows are the model's", SEED);
     }
 
     #[test]
@@ -452,7 +505,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
+        let outcome = run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
+        check_outcome(&outcome, &steps, LoggingKind::Taurus { logs: 2 })?;
+        prop_assert_eq!(&outcome.rows, &outcome.model, "seed {:#x}: the final rows are the model's", SEED);
     }
 
     #[test]
@@ -460,7 +515,9 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         recovery_threads in 1..4usize,
     ) {
-        run(LoggingKind::SiloR { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
+        let outcome = run(LoggingKind::SiloR { logs: 2 }, CcKind::Occ, recovery_threads, &steps)?;
+        check_outcome(&outcome, &steps, LoggingKind::SiloR { logs: 2 })?;
+        prop_assert_eq!(&outcome.rows, &outcome.model, "seed {:#x}: the final rows are the model's", SEED);
     }
 }
 
