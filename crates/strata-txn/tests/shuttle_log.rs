@@ -103,7 +103,8 @@ fn increment_two(db: &TxnDb, worker: WorkerId, keys: (u64, u64)) -> strata_txn::
     }
 }
 
-fn scenario(kind: LoggingKind, cc: CcKind) {
+/// Runs one iteration; returns how many recovered images it checked.
+fn scenario(kind: LoggingKind, cc: CcKind) -> usize {
     let logs = kind.logs();
     let regions: Vec<Arc<Region>> = (0..logs).map(|_| Arc::new(Region::sim(REGION_BYTES))).collect();
     let o = options(kind, cc, regions.clone());
@@ -147,6 +148,7 @@ fn scenario(kind: LoggingKind, cc: CcKind) {
         TxnDb::open_over(&options(kind, cc, regions), schemas(), Procedures::new(), load).expect("recovery").0
     };
     let snapshots = std::mem::take(&mut *snapshots.lock().unwrap());
+    let checked = snapshots.len();
     for (n, s) in snapshots.into_iter().enumerate() {
         let db = reopen(s.images);
         let rows = db.rows(T);
@@ -163,44 +165,81 @@ fn scenario(kind: LoggingKind, cc: CcKind) {
     }
     let db = reopen(images(&regions));
     assert_eq!(db.rows(T), live, "{kind:?} {cc:?}: the clean close keeps the final state");
+    checked + 1
 }
 
-fn run(kind: LoggingKind, cc: CcKind, scheduler: impl Scheduler + 'static) {
+/// Images checked per iteration: one per acknowledged transaction, and
+/// the state after the clean close.
+const IMAGES_PER_ITERATION: usize = WORKERS as usize * TXNS_PER_WORKER + 1;
+
+/// Runs `iterations` schedules; the images checked across them.
+fn run(kind: LoggingKind, cc: CcKind, scheduler: impl Scheduler + 'static) -> usize {
+    let checked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut config = Config::new();
     config.max_steps = shuttle::MaxSteps::FailAfter(2_000_000);
-    Runner::new(scheduler, config).run(move || scenario(kind, cc));
+    let total = checked.clone();
+    Runner::new(scheduler, config).run(move || {
+        total.fetch_add(scenario(kind, cc), std::sync::atomic::Ordering::Relaxed);
+    });
+    checked.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[test]
 fn taurus_two_logs_2pl_random() {
-    run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, RandomScheduler::new(ITERATIONS));
+    let images = run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, RandomScheduler::new(ITERATIONS));
+    assert_eq!(
+        images,
+        (ITERATIONS) * IMAGES_PER_ITERATION,
+        "every schedule recovered and checked each image"
+    );
 }
 
 #[test]
 fn taurus_two_logs_2pl_pct() {
-    run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, PctScheduler::new(3, ITERATIONS));
+    let images = run(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait, PctScheduler::new(3, ITERATIONS));
+    assert_eq!(
+        images,
+        (ITERATIONS) * IMAGES_PER_ITERATION,
+        "every schedule recovered and checked each image"
+    );
 }
 
 #[test]
 fn taurus_two_logs_occ_random() {
-    run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, RandomScheduler::new(ITERATIONS));
+    let images = run(LoggingKind::Taurus { logs: 2 }, CcKind::Occ, RandomScheduler::new(ITERATIONS));
+    assert_eq!(
+        images,
+        (ITERATIONS) * IMAGES_PER_ITERATION,
+        "every schedule recovered and checked each image"
+    );
 }
 
 #[test]
 fn serial_random() {
-    run(LoggingKind::Serial, CcKind::TwoPlNoWait, RandomScheduler::new(ITERATIONS));
+    let images = run(LoggingKind::Serial, CcKind::TwoPlNoWait, RandomScheduler::new(ITERATIONS));
+    assert_eq!(
+        images,
+        (ITERATIONS) * IMAGES_PER_ITERATION,
+        "every schedule recovered and checked each image"
+    );
 }
 
 #[test]
 fn silo_r_two_logs_random() {
-    run(LoggingKind::SiloR { logs: 2 }, CcKind::Occ, RandomScheduler::new(ITERATIONS / 3));
+    let images = run(LoggingKind::SiloR { logs: 2 }, CcKind::Occ, RandomScheduler::new(ITERATIONS / 3));
+    assert_eq!(
+        images,
+        (ITERATIONS / 3) * IMAGES_PER_ITERATION,
+        "every schedule recovered and checked each image"
+    );
 }
 
 /// Algorithm 4's pool under shuttle: three replay threads over three logs
 /// of records whose LVs name random earlier records of the other logs.
 /// Checked: no deadlock (the pool's waits are untimed, so a lost wakeup is
 /// one), every record applied once, each after every record its LV names.
-fn recovery_pool_scenario() {
+/// One iteration; the records it checked the order of.
+fn recovery_pool_scenario() -> usize {
     use strata_txn::record::{encode, RowWrite, WriteOp};
     use strata_txn::recovery::{decode_log, replay};
     use strata_txn::Lv;
@@ -249,16 +288,29 @@ fn recovery_pool_scenario() {
             }
         }
     }
+    order.len()
+}
+
+/// Runs the pool scenario under `scheduler`; the records checked in all.
+fn run_pool(scheduler: impl Scheduler + 'static) -> usize {
+    let checked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let total = checked.clone();
+    Runner::new(scheduler, Config::new()).run(move || {
+        total.fetch_add(recovery_pool_scenario(), std::sync::atomic::Ordering::Relaxed);
+    });
+    checked.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[test]
 fn recovery_pool_random() {
-    Runner::new(RandomScheduler::new(ITERATIONS * 4), Config::new()).run(recovery_pool_scenario);
+    let records = run_pool(RandomScheduler::new(ITERATIONS * 4));
+    assert_eq!(records, ITERATIONS * 4 * 12, "every schedule applied and checked all 12 records");
 }
 
 #[test]
 fn recovery_pool_pct() {
-    Runner::new(PctScheduler::new(3, ITERATIONS * 4), Config::new()).run(recovery_pool_scenario);
+    let records = run_pool(PctScheduler::new(3, ITERATIONS * 4));
+    assert_eq!(records, ITERATIONS * 4 * 12, "every schedule applied and checked all 12 records");
 }
 
 /// The planted bugs of the crash lines must fail these checks too
@@ -273,7 +325,7 @@ mod planted {
         config.max_steps = shuttle::MaxSteps::FailAfter(2_000_000);
         Runner::new(RandomScheduler::new(ITERATIONS), config).run(move || {
             PLANTED.with(|p| p.set(bug));
-            scenario(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait)
+            scenario(LoggingKind::Taurus { logs: 2 }, CcKind::TwoPlNoWait);
         });
     }
 
