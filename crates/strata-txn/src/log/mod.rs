@@ -175,6 +175,16 @@ impl std::ops::Deref for PerLog {
     }
 }
 
+/// The LV of one element per log (SeqCst loads: the committed vector's
+/// waiters rely on it, see `Commits::set_committed`).
+fn vector(elems: &[PerLog]) -> Lv {
+    let mut lv = Lv::ZERO;
+    for (j, a) in elems.iter().enumerate() {
+        lv.set(j, a.load(SeqCst));
+    }
+    lv
+}
+
 /// A committed-vector waiter re-checks at least this often.
 pub(crate) const WAIT_POLL: Duration = Duration::from_millis(2);
 
@@ -198,20 +208,12 @@ impl Commits {
 
     /// `PLV`.
     pub fn persistent_lv(&self) -> Lv {
-        let mut lv = Lv::ZERO;
-        for (j, a) in self.flushed[..self.logs].iter().enumerate() {
-            lv.set(j, a.load(Acquire));
-        }
-        lv
+        vector(&self.flushed[..self.logs])
     }
 
     /// `CLV`: each log's committed end.
     pub fn committed_lv(&self) -> Lv {
-        let mut lv = Lv::ZERO;
-        for (j, a) in self.committed[..self.logs].iter().enumerate() {
-            lv.set(j, a.load(SeqCst));
-        }
-        lv
+        vector(&self.committed[..self.logs])
     }
 
     fn set_flushed(&self, log: usize, end: u64) {
