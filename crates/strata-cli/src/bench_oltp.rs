@@ -58,6 +58,10 @@ pub struct OltpArgs {
     /// Window of each run in milliseconds (default 3000; 1000 with --quick).
     #[arg(long)]
     window_ms: Option<u64>,
+    /// Warm-up before each run's window in milliseconds, not counted
+    /// (default 1000; 500 with --quick).
+    #[arg(long)]
+    warmup_ms: Option<u64>,
     /// Concurrency control of every variant but silo-r (which runs Silo's
     /// OCC): `2pl` (NO_WAIT, Algorithm 1) or `occ` (Algorithm 6).
     #[arg(long, default_value = "2pl")]
@@ -115,6 +119,9 @@ pub fn run(a: OltpArgs) -> anyhow::Result<()> {
     }
     if let Some(ms) = a.window_ms {
         o.window = Duration::from_millis(ms);
+    }
+    if let Some(ms) = a.warmup_ms {
+        o.warmup = Duration::from_millis(ms);
     }
     o.pmem_dir = a.pmem_dir;
     o.dir = a.dir;

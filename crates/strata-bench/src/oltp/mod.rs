@@ -105,6 +105,8 @@ pub struct OltpOptions {
     pub device: Device,
     pub log_mbps: Option<f64>,
     pub log_capacity_bytes: u64,
+    /// How long each run goes before its window (uncounted).
+    pub warmup: Duration,
     pub window: Duration,
     pub rounds: usize,
     /// Emulated PMem regions go here (default /dev/shm).
@@ -133,6 +135,7 @@ impl OltpOptions {
             device: Device::Pmem,
             log_mbps: None,
             log_capacity_bytes: 1 << 30,
+            warmup: Duration::from_millis(500),
             window: Duration::from_secs(1),
             rounds: 3,
             pmem_dir: None,
@@ -154,6 +157,7 @@ impl OltpOptions {
         o.shape.rows = 200_000;
         o.tpcc = TpccShape::spec(workers as u32);
         o.window = Duration::from_secs(3);
+        o.warmup = Duration::from_secs(1);
         o.log_capacity_bytes = 2 << 30;
         o
     }
@@ -212,6 +216,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "device": format!("{:?}", o.device).to_lowercase(),
         "log_mbps": o.log_mbps,
         "window_s": o.window.as_secs_f64(),
+        "warmup_s": o.warmup.as_secs_f64(),
         "rounds": o.rounds,
         "cc": o.cc.name(),
     });
@@ -324,17 +329,18 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
     .map(String::from)
     .to_vec();
     let window = format!("{:.1} s", o.window.as_secs_f64());
+    let window = format!("{window} windows after {:.1} s warm-ups", o.warmup.as_secs_f64());
     let cc = match o.cc {
         CcKind::TwoPlNoWait => "2PL NO_WAIT (silo-r: OCC)",
         CcKind::Occ => "OCC",
     };
     report.notes.push(match o.workload.tpcc_mix() {
         None => format!(
-            "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; {cc}; {} workers; Taurus and Silo-R with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            "YCSB: {} rows of {} B, Zipf theta {}, {} accesses per transaction, {:.0} % reads; {cc}; {} workers; Taurus and Silo-R with {} logs; {window}; medians of {} rounds, variants alternating",
             o.shape.rows, ycsb::ROW_BYTES, o.shape.theta, o.shape.accesses, o.shape.read_ratio * 100.0, o.workers, o.logs, o.rounds
         ),
         Some(mix) => format!(
-            "TPC-C {}: {} warehouses (worker w's home warehouse w % {} + 1), {} scale: {} items, per district {} customers and orders ({} new); {cc}; {} workers; Taurus and Silo-R with {} logs; {window} windows; medians of {} rounds, variants alternating",
+            "TPC-C {}: {} warehouses (worker w's home warehouse w % {} + 1), {} scale: {} items, per district {} customers and orders ({} new); {cc}; {} workers; Taurus and Silo-R with {} logs; {window}; medians of {} rounds, variants alternating",
             match mix {
                 tpcc::Mix::Payment => "Payment only",
                 tpcc::Mix::NewOrder => "New-Order only",
@@ -389,6 +395,7 @@ mod tests {
         };
         o.shape.rows = 500;
         o.window = Duration::from_millis(150);
+        o.warmup = Duration::from_millis(50);
         o.rounds = 1;
         // Files on disk grow as needed (PMem regions would be touched whole).
         o.device = Device::Ssd;
@@ -434,6 +441,7 @@ mod tests {
         o.workload = Workload::TpccMix;
         o.tpcc = TpccShape { warehouses: 2, items: 1_000, customers: 60, new_orders: 18 };
         o.window = Duration::from_millis(200);
+        o.warmup = Duration::from_millis(50);
         o.rounds = 1;
         o.device = Device::Ssd;
         o.print = false;

@@ -94,6 +94,9 @@ pub struct OltpJob {
     pub tpcc: TpccShape,
     /// OCC instead of 2PL NO_WAIT (Silo-R always).
     pub occ: bool,
+    /// Runs before the window opens (its commits are not counted).
+    #[serde(default)]
+    pub warmup_ms: u64,
     pub window_ms: u64,
     pub dir: PathBuf,
     pub pmem_dir: PathBuf,
@@ -119,6 +122,7 @@ impl OltpJob {
             read_ratio: o.shape.read_ratio,
             tpcc: o.tpcc.clone(),
             occ: o.cc == CcKind::Occ,
+            warmup_ms: o.warmup.as_millis() as u64,
             window_ms: o.window.as_millis() as u64,
             dir: dir.to_path_buf(),
             pmem_dir: o.pmem_dir_for(dir),
@@ -265,8 +269,6 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     let db = Arc::new(db);
     let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(Counters::default());
-    let cpu_before = cpu_times();
-    let started = Instant::now();
     let handles: Vec<_> = (0..job.workers)
         .map(|w| {
             let (db, bench, stop, counters) = (db.clone(), bench.clone(), stop.clone(), counters.clone());
@@ -274,10 +276,18 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
             std::thread::spawn(move || worker(&db, WorkerId(w as u32), &bench, name, round, &stop, &counters))
         })
         .collect();
+    // The warm-up fills the workers' in-flight queues and, on a slow
+    // device, lets the first long flushes pass: the window then sees the
+    // steady state, not the start-up burst.
+    std::thread::sleep(Duration::from_millis(job.warmup_ms));
+    let cpu_before = cpu_times();
+    let log_bytes_before = db.log_bytes();
+    let started = Instant::now();
+    counters.window_open.store(true, Ordering::Release);
     std::thread::sleep(Duration::from_millis(job.window_ms));
     let elapsed = started.elapsed();
     let cpu_after = cpu_times();
-    let log_bytes = db.log_bytes();
+    let log_bytes = db.log_bytes() - log_bytes_before;
     counters.window_over.store(true, Ordering::Release);
     // Each worker adds its counts at its next transaction (a worker blocked
     // on a full in-flight queue adds them once it moves on).
@@ -332,6 +342,8 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
 /// own (no shared counter on the path of a transaction) and adds its
 /// counts here once, when the window ends.
 struct Counters {
+    /// Set when the warm-up ends and the window opens.
+    window_open: AtomicBool,
     /// Set when the window ends.
     window_over: AtomicBool,
     /// Workers that added their counts.
@@ -347,6 +359,7 @@ struct Counters {
 impl Default for Counters {
     fn default() -> Self {
         Counters {
+            window_open: AtomicBool::new(false),
             window_over: AtomicBool::new(false),
             reported: AtomicU64::new(0),
             committed: AtomicU64::new(0),
@@ -356,6 +369,13 @@ impl Default for Counters {
             rollbacks: AtomicU64::new(0),
             latencies: Mutex::new(Histogram::new(3).expect("a histogram")),
         }
+    }
+}
+
+impl Counters {
+    /// Whether the window is open (an event now is counted).
+    fn in_window(&self) -> bool {
+        self.window_open.load(Ordering::Acquire) && !self.window_over.load(Ordering::Acquire)
     }
 }
 
@@ -393,7 +413,7 @@ fn worker(
     };
     let mut reported = false;
     // Collects the committed transactions at the front (waiting for the
-    // first one when `block`); only commits seen before the window ends
+    // first one when `block`); only commits seen while the window is open
     // count (a worker may report a while after it).
     let collect = |waiting: &mut VecDeque<(CommitTicket, Instant, bool)>, local: &mut Local, block: bool| {
         let mut first = true;
@@ -404,7 +424,7 @@ fn worker(
                 break;
             }
             first = false;
-            if !counters.window_over.load(Ordering::Acquire) {
+            if counters.in_window() {
                 local.latencies.record(at.elapsed().as_nanos() as u64).ok();
                 local.committed += 1;
                 local.logged += u64::from(ticket.record.is_some());
@@ -434,11 +454,11 @@ fn worker(
                     break;
                 }
                 Err(TxnError::Conflict { .. }) => {
-                    local.aborts += 1;
+                    local.aborts += u64::from(counters.in_window());
                     std::thread::yield_now();
                 }
                 Err(e) if bench.is_rollback(&e) => {
-                    local.rollbacks += 1;
+                    local.rollbacks += u64::from(counters.in_window());
                     break;
                 }
                 Err(e) => return Err(e).with_context(|| format!("a {workload} transaction")),
