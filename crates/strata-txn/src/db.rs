@@ -73,6 +73,7 @@ impl TxnDbOptions {
                 capacity_bytes: 1 << 30,
                 flush_interval: Duration::from_micros(50),
                 anchor_every_bytes: crate::log::ANCHOR_EVERY_BYTES,
+                tuple_lv_delta: Some(crate::log::TUPLE_LV_DELTA_BYTES),
             },
             cc: crate::cc::CcKind::default(),
             recovery_threads: workers.max(1),
@@ -111,6 +112,8 @@ pub struct TxnDb {
     /// Each log's kept end at open: the LV every transaction starts from,
     /// since the recovered rows carry no LVs of their own.
     pub(crate) base_lv: crate::lv::Lv,
+    /// δ of tuple LV compression (None: no eviction).
+    tuple_lv_delta: Option<u64>,
     #[cfg(any(test, feature = "crashtest"))]
     planted_bug: crate::planted::PlantedBug,
 }
@@ -258,6 +261,7 @@ impl TxnDb {
             mode: options.logging.mode,
             procedures,
             base_lv: crate::lv::Lv::ZERO,
+            tuple_lv_delta: options.logging.tuple_lv_delta,
             #[cfg(any(test, feature = "crashtest"))]
             planted_bug: options.planted_bug,
         }
@@ -429,6 +433,51 @@ impl TxnDb {
             return Err(TxnError::RowSize { table, got: row.len(), want });
         }
         Ok(())
+    }
+}
+
+/// Commits a thread makes between two evictions of the lock table's LVs.
+const EVICT_EVERY_COMMITS: u32 = 1 << 14;
+
+std::thread_local! {
+    /// This thread's commits since it last evicted.
+    static COMMITS_SINCE_EVICTION: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+impl TxnDb {
+    /// After each commit: every [`EVICT_EVERY_COMMITS`] of a thread, the
+    /// lock table evicts the LVs `δ` below the committed ends.
+    pub(crate) fn after_commit(&self) {
+        if self.tuple_lv_delta.is_none() {
+            return;
+        }
+        let due = COMMITS_SINCE_EVICTION.with(|c| {
+            let n = c.get() + 1;
+            c.set(n % EVICT_EVERY_COMMITS);
+            n == EVICT_EVERY_COMMITS
+        });
+        if due {
+            self.evict_tuple_lvs();
+        }
+    }
+
+    /// Tuple LV compression (taurus.txt 4.1): evicts from the lock table
+    /// every tuple whose `readLV` and `writeLV` are `δ` or more below the
+    /// committed ends in every element. Returns the tuples still holding
+    /// LVs, or None where the scheme keeps no LSN vectors or δ is off.
+    pub fn evict_tuple_lvs(&self) -> Option<usize> {
+        let delta = self.tuple_lv_delta?;
+        let committed = self.logging.evictable_below()?;
+        let mut below = crate::lv::Lv::ZERO;
+        for j in 0..self.store.lv_len {
+            below.set(j, committed.get(j).saturating_sub(delta));
+        }
+        Some(self.store.evict_lvs(&below))
+    }
+
+    /// Tuples whose LVs the lock table holds (above the eviction floor).
+    pub fn tuples_with_lvs(&self) -> usize {
+        self.store.lv_entries()
     }
 }
 

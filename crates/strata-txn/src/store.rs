@@ -1,9 +1,17 @@
 //! Rows of every table by primary key (the hash index), each tuple with its
-//! 2PL NO_WAIT lock and its `readLV`/`writeLV` (taurus.txt 3.2: kept in the
-//! lock table, updated atomically with the lock release under the shard
-//! latch). A deleted or never-written key keeps its tuple while locked or
-//! while its LVs carry dependencies, so a later insert of the key orders
-//! after the delete (3.4).
+//! 2PL NO_WAIT lock, and the lock table's `readLV`/`writeLV` (taurus.txt
+//! 3.2: updated atomically with the lock release under the shard latch).
+//!
+//! Tuple LV compression (taurus.txt 4.1): only tuples with recent LVs keep
+//! an entry. [`Store::evict_lvs`] raises each shard's *floor* to `PLV - δ`
+//! and drops every entry at or below it; a tuple without an entry has the
+//! floor as both LVs, so a transaction touching it again depends on at
+//! most what was already durable (never less than its true LVs: the floor
+//! only rises, and an entry goes only once the floor covers it). The lock
+//! state stays with the row, so an entry may go while its tuple is locked
+//! (the release puts it back). A deleted or never-written key's LVs stay
+//! in the lock table after its tuple goes, so a later insert of the key
+//! orders after the delete (3.4).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -40,12 +48,11 @@ struct Tuple {
     /// the shard's counter, so a key deleted, dropped and inserted again
     /// never shows a version a reader saw before. 0: never written.
     version: u64,
-    lvs: TupleLvs,
 }
 
 /// A tuple's `readLV` and `writeLV`, element j of both side by side: the
-/// used elements (one per log) sit next to the lock, on its cache line for
-/// up to 3 logs, instead of two 128-byte vectors spread over five lines.
+/// used elements (one per log) share a cache line for up to 4 logs,
+/// instead of two 128-byte vectors spread over four lines.
 #[derive(Copy, Clone, Default)]
 struct TupleLvs {
     /// `[readLV[j], writeLV[j]]`.
@@ -77,8 +84,9 @@ impl TupleLvs {
         }
     }
 
-    fn is_zero(&self, n: usize) -> bool {
-        self.elems[..n].iter().all(|e| *e == [0, 0])
+    /// Both LVs at or below `floor` (taurus.txt 4.1's eviction test).
+    fn within(&self, floor: &TupleLvs, n: usize) -> bool {
+        self.elems[..n].iter().zip(&floor.elems[..n]).all(|(e, f)| e[READ] <= f[READ] && e[WRITE] <= f[WRITE])
     }
 }
 
@@ -97,6 +105,10 @@ type Shard = Mutex<ShardMap>;
 #[derive(Default)]
 struct ShardMap {
     tuples: HashMap<(TableId, RowKey), Tuple>,
+    /// The lock table's LVs: tuples whose LVs are above the floor.
+    lvs: HashMap<(TableId, RowKey), TupleLvs>,
+    /// The LVs of a tuple without an entry (`PLV - δ` at the last eviction).
+    floor: TupleLvs,
     /// The last version handed out.
     versions: u64,
 }
@@ -105,6 +117,17 @@ impl ShardMap {
     fn next_version(&mut self) -> u64 {
         self.versions += 1;
         self.versions
+    }
+
+    /// A tuple's LVs: its entry, else the floor.
+    fn lvs(&self, table: TableId, key: RowKey) -> &TupleLvs {
+        self.lvs.get(&(table, key)).unwrap_or(&self.floor)
+    }
+
+    /// A tuple's LVs to update: its entry, created at the floor.
+    fn lvs_mut(&mut self, table: TableId, key: RowKey) -> &mut TupleLvs {
+        let floor = self.floor;
+        self.lvs.entry((table, key)).or_insert(floor)
     }
 }
 
@@ -173,15 +196,17 @@ impl Store {
         if !granted {
             return Err(TxnError::Conflict { table, key });
         }
+        let row = t.row.as_deref().map(<[u8]>::to_vec);
         if track {
+            let lvs = shard.lvs(table, key);
             if mode.exclusive() || self.fold_write_lv_on_read {
-                t.lvs.fold_into(WRITE, lv, self.lv_len);
+                lvs.fold_into(WRITE, lv, self.lv_len);
             }
             if mode == LockMode::Exclusive {
-                t.lvs.fold_into(READ, lv, self.lv_len);
+                lvs.fold_into(READ, lv, self.lv_len);
             }
         }
-        Ok(t.row.as_deref().map(<[u8]>::to_vec))
+        Ok(row)
     }
 
     /// Upgrades the caller's shared lock to exclusive (NO_WAIT: fails if
@@ -202,7 +227,7 @@ impl Store {
         t.readers = 0;
         t.writer = true;
         if war {
-            t.lvs.fold_into(READ, lv, self.lv_len);
+            shard.lvs(table, key).fold_into(READ, lv, self.lv_len);
         }
         Ok(())
     }
@@ -219,19 +244,19 @@ impl Store {
     pub(crate) fn release(&self, r: &Release<'_>, lv: Option<&Lv>) {
         let mut shard = self.shard(r.table, r.key).lock();
         let version = if lv.is_some() && r.write.is_some() { shard.next_version() } else { 0 };
-        let t = shard.tuples.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
-        if let Some(lv) = lv {
+        if let Some(lv) = lv.filter(|_| self.lv_len > 0) {
             match r.write {
-                Some(row) => {
-                    if t.row.is_some() != row.is_some() {
-                        self.index_set(r.table, r.key, row.is_some());
-                    }
-                    t.row = row.map(Box::from);
-                    t.version = version;
-                    t.lvs.set_write(lv, self.lv_len);
-                }
-                None => t.lvs.max_read(lv, self.lv_len),
+                Some(_) => shard.lvs_mut(r.table, r.key).set_write(lv, self.lv_len),
+                None => shard.lvs_mut(r.table, r.key).max_read(lv, self.lv_len),
             }
+        }
+        let t = shard.tuples.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
+        if let (Some(_), Some(row)) = (lv, r.write) {
+            if t.row.is_some() != row.is_some() {
+                self.index_set(r.table, r.key, row.is_some());
+            }
+            t.row = row.map(Box::from);
+            t.version = version;
         }
         match r.mode {
             LockMode::Shared => {
@@ -243,8 +268,9 @@ impl Store {
                 t.writer = false;
             }
         }
-        // An untouched placeholder (a read or an aborted insert of a missing key) goes.
-        if t.row.is_none() && !t.writer && t.readers == 0 && t.lvs.is_zero(self.lv_len) {
+        // A placeholder (a missing key read, an insert aborted, a row
+        // deleted) goes once unlocked; its LVs stay in the lock table.
+        if t.row.is_none() && !t.writer && t.readers == 0 {
             shard.tuples.remove(&(r.table, r.key));
         }
     }
@@ -261,13 +287,11 @@ impl Store {
         track: bool,
     ) -> (Option<Vec<u8>>, u64) {
         let shard = self.shard(table, key).lock();
+        if track && self.fold_write_lv_on_read {
+            shard.lvs(table, key).fold_into(WRITE, lv, self.lv_len);
+        }
         match shard.tuples.get(&(table, key)) {
-            Some(t) => {
-                if track && self.fold_write_lv_on_read {
-                    t.lvs.fold_into(WRITE, lv, self.lv_len);
-                }
-                (t.row.as_deref().map(<[u8]>::to_vec), t.version)
-            }
+            Some(t) => (t.row.as_deref().map(<[u8]>::to_vec), t.version),
             None => (None, 0),
         }
     }
@@ -290,14 +314,15 @@ impl Store {
         assert_eq!(self.lv_len, 1, "Silo-R tuples carry one LV element, the TID");
         let mut shard = self.shard(table, key).lock();
         let version = shard.next_version();
-        let t = shard.tuples.entry((table, key)).or_default();
-        if t.lvs.elems[0][WRITE] < tid {
+        let lvs = shard.lvs_mut(table, key);
+        if lvs.elems[0][WRITE] < tid {
+            lvs.elems[0][WRITE] = tid;
+            let t = shard.tuples.entry((table, key)).or_default();
             if t.row.is_some() != row.is_some() {
                 self.index_set(table, key, row.is_some());
             }
             t.row = row.map(Box::from);
             t.version = version;
-            t.lvs.elems[0][WRITE] = tid;
         }
     }
 
@@ -317,6 +342,32 @@ impl Store {
                 self.index_set(table, key, false);
             }
         }
+    }
+
+    /// Tuple LV compression (taurus.txt 4.1): raises every shard's floor
+    /// to `below` (`PLV - δ`; never lowers it) and evicts each lock-table
+    /// entry whose `readLV` and `writeLV` are both at or below it.
+    /// Returns the entries left. Not for Silo-R, whose one element is a
+    /// TID and no LSN.
+    pub(crate) fn evict_lvs(&self, below: &Lv) -> usize {
+        let n = self.lv_len;
+        let mut left = 0;
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            for (j, f) in shard.floor.elems[..n].iter_mut().enumerate() {
+                let to = f[READ].max(below.get(j));
+                *f = [to, to];
+            }
+            let floor = shard.floor;
+            shard.lvs.retain(|_, lvs| !lvs.within(&floor, n));
+            left += shard.lvs.len();
+        }
+        left
+    }
+
+    /// Entries in the lock table (tuples with LVs above the floor).
+    pub(crate) fn lv_entries(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().lvs.len()).sum()
     }
 
     fn index_set(&self, table: TableId, key: RowKey, present: bool) {
@@ -382,5 +433,70 @@ mod tests {
         let mut lv5 = Lv::ZERO;
         s.lock(t, k, LockMode::Exclusive, &mut lv5, true).unwrap();
         assert_eq!(lv5, Lv::from_slice(&[16, 21]), "a writer picks up the readers' LVs");
+    }
+}
+
+#[cfg(test)]
+mod eviction_tests {
+    use super::*;
+
+    fn commit_write(s: &Store, key: u64, lv: &[u64]) {
+        let (t, k) = (TableId(0), RowKey(key));
+        let mut seen = Lv::ZERO;
+        s.lock(t, k, LockMode::Exclusive, &mut seen, true).unwrap();
+        let lv = Lv::from_slice(lv);
+        s.release(
+            &Release { table: t, key: k, mode: LockMode::Exclusive, write: Some(Some(&[1])) },
+            Some(&lv),
+        );
+    }
+
+    fn read_lv(s: &Store, key: u64) -> Lv {
+        let (t, k) = (TableId(0), RowKey(key));
+        let mut lv = Lv::ZERO;
+        s.lock(t, k, LockMode::Exclusive, &mut lv, true).unwrap();
+        s.release(&Release { table: t, key: k, mode: LockMode::Exclusive, write: None }, None);
+        lv
+    }
+
+    #[test]
+    fn eviction_drops_lvs_below_the_floor_and_evicted_tuples_read_as_the_floor() {
+        let s = Store::new(2);
+        commit_write(&s, 1, &[10, 20]);
+        commit_write(&s, 2, &[100, 5]);
+        commit_write(&s, 3, &[300, 300]);
+        assert_eq!(s.lv_entries(), 3);
+        // Floor (150, 50): tuples 1 and 2 are at or under it in every
+        // element, tuple 3 is not.
+        assert_eq!(s.evict_lvs(&Lv::from_slice(&[150, 50])), 1, "only tuple 3 stays");
+        assert_eq!(read_lv(&s, 1), Lv::from_slice(&[150, 50]), "an evicted tuple has the floor");
+        assert_eq!(read_lv(&s, 2), Lv::from_slice(&[150, 50]));
+        assert_eq!(read_lv(&s, 3), Lv::from_slice(&[300, 300]), "a recent tuple keeps its LVs");
+        // The floor never falls.
+        assert_eq!(s.evict_lvs(&Lv::from_slice(&[0, 0])), 1);
+        assert_eq!(read_lv(&s, 9), Lv::from_slice(&[150, 50]), "a new key starts at the floor");
+        // An entry created after an eviction starts at the floor and
+        // takes the write's LV.
+        commit_write(&s, 1, &[160, 40]);
+        assert_eq!(read_lv(&s, 1), Lv::from_slice(&[160, 50]), "readLV stays at the floor");
+        assert_eq!(s.lv_entries(), 2);
+    }
+
+    #[test]
+    fn a_deleted_key_keeps_its_lvs_until_evicted_so_an_insert_orders_after_the_delete() {
+        let s = Store::new(1);
+        let (t, k) = (TableId(0), RowKey(7));
+        commit_write(&s, 7, &[40]);
+        let mut lv = Lv::ZERO;
+        s.lock(t, k, LockMode::Exclusive, &mut lv, true).unwrap();
+        s.release(
+            &Release { table: t, key: k, mode: LockMode::Exclusive, write: Some(None) },
+            Some(&Lv::from_slice(&[90])),
+        );
+        assert!(s.rows(t).is_empty(), "the row is gone");
+        assert_eq!(read_lv(&s, 7), Lv::from_slice(&[90]), "the delete's LV is still there");
+        s.evict_lvs(&Lv::from_slice(&[95]));
+        assert_eq!(read_lv(&s, 7), Lv::from_slice(&[95]), "evicted: the floor, still after the delete");
+        assert_eq!(s.lv_entries(), 0);
     }
 }

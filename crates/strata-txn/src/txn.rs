@@ -105,6 +105,7 @@ impl TxnState<'_> {
         };
         let lv = self.lv;
         self.release_all(Some(&lv));
+        self.db.after_commit();
         Ok(CommitTicket { lv, record })
     }
 

@@ -52,6 +52,9 @@ struct Setup {
     kind: LoggingKind,
     mode: LogMode,
     workers: usize,
+    /// Tuple LV compression at δ = 0, every worker evicting after each
+    /// transaction (taurus.txt 4.1 at its most aggressive).
+    evict: bool,
 }
 
 fn open(fs: Arc<dyn FileSystem>, setup: Setup) -> (TxnDb, RecoveryReport) {
@@ -60,6 +63,9 @@ fn open(fs: Arc<dyn FileSystem>, setup: Setup) -> (TxnDb, RecoveryReport) {
     o.logging.mode = setup.mode;
     // Anchors every 4 KiB, so even a slow run (a busy machine) places some.
     o.logging.anchor_every_bytes = 4 << 10;
+    if setup.evict {
+        o.logging.tuple_lv_delta = Some(0);
+    }
     let mut procedures = Procedures::new();
     procedures.register(BUMP_TWO, |txn, args| {
         let a = u64::from_le_bytes(args[..8].try_into().expect("16 bytes of arguments"));
@@ -113,7 +119,8 @@ fn load_counters(db: &TxnDb) {
 
 /// Runs `workers` threads of the workload until `stop`; every receipt
 /// acknowledged goes into `acked` once its commit is durable.
-fn run(db: &TxnDb, workers: usize, seed: u64, stop: &AtomicBool, acked: &Mutex<BTreeSet<u64>>) {
+fn run(db: &TxnDb, setup: Setup, seed: u64, stop: &AtomicBool, acked: &Mutex<BTreeSet<u64>>) {
+    let workers = setup.workers;
     std::thread::scope(|s| {
         for w in 0..workers {
             s.spawn(move || {
@@ -121,6 +128,9 @@ fn run(db: &TxnDb, workers: usize, seed: u64, stop: &AtomicBool, acked: &Mutex<B
                 while !stop.load(Ordering::Acquire) {
                     match bump_two(db, WorkerId(w as u32), &mut rng) {
                         Ok((receipts, ticket)) => {
+                            if setup.evict {
+                                db.evict_tuple_lvs().expect("Taurus evicts tuple LVs");
+                            }
                             db.wait_committed(&ticket).unwrap();
                             acked.lock().extend(receipts);
                         }
@@ -159,14 +169,13 @@ fn check_oracle(db: &TxnDb, acked: &BTreeSet<u64>, seed: u64) {
 
 /// Runs the line; the recovery's report.
 fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) -> RecoveryReport {
-    let workers = setup.workers;
     let fs = Arc::new(FaultFs::with_tear_seed(seed));
     let (db, _) = open(fs.clone(), setup);
     load_counters(&db);
     let stop = AtomicBool::new(false);
     let acked = Mutex::new(BTreeSet::new());
     let image = std::thread::scope(|s| {
-        s.spawn(|| run(&db, workers, seed, &stop, &acked));
+        s.spawn(|| run(&db, setup, seed, &stop, &acked));
         std::thread::sleep(std::time::Duration::from_millis(60 + seed % 50));
         // Acknowledged before the crash: durable in the image.
         let before = acked.lock().clone();
@@ -184,7 +193,7 @@ fn crash_and_recover(setup: Setup, seed: u64, tear: Tear) -> RecoveryReport {
     let stop = AtomicBool::new(false);
     let acked = Mutex::new(acked_before);
     std::thread::scope(|s| {
-        s.spawn(|| run(&recovered, workers, seed + 1, &stop, &acked));
+        s.spawn(|| run(&recovered, setup, seed + 1, &stop, &acked));
         std::thread::sleep(std::time::Duration::from_millis(30));
         stop.store(true, Ordering::Release);
     });
@@ -198,7 +207,7 @@ fn taurus_with_four_logs_recovers_every_acknowledged_transaction_after_a_crash()
     for seed in 0..6u64 {
         let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
         let report = crash_and_recover(
-            Setup { kind: LoggingKind::Taurus { logs: 4 }, mode: LogMode::Data, workers: 4 },
+            Setup { kind: LoggingKind::Taurus { logs: 4 }, mode: LogMode::Data, workers: 4, evict: false },
             seed,
             tear,
         );
@@ -209,9 +218,21 @@ fn taurus_with_four_logs_recovers_every_acknowledged_transaction_after_a_crash()
 }
 
 #[test]
+fn taurus_with_tuple_lvs_evicted_at_delta_zero_recovers_after_a_crash() {
+    for (seed, mode) in
+        [(40u64, LogMode::Data), (41, LogMode::Command), (42, LogMode::Data), (43, LogMode::Command)]
+    {
+        let setup = Setup { kind: LoggingKind::Taurus { logs: 3 }, mode, workers: 3, evict: true };
+        let report = crash_and_recover(setup, seed, Tear::LastSector { seed });
+        assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
+    }
+}
+
+#[test]
 fn taurus_with_two_logs_and_three_workers_recovers_after_a_crash() {
     for seed in 10..14u64 {
-        let setup = Setup { kind: LoggingKind::Taurus { logs: 2 }, mode: LogMode::Data, workers: 3 };
+        let setup =
+            Setup { kind: LoggingKind::Taurus { logs: 2 }, mode: LogMode::Data, workers: 3, evict: false };
         let report = crash_and_recover(setup, seed, Tear::LastSector { seed });
         assert!(report.transactions > 0, "seed {seed}: recovery replayed the acknowledged transactions");
     }
@@ -221,7 +242,7 @@ fn taurus_with_two_logs_and_three_workers_recovers_after_a_crash() {
 fn serial_logging_recovers_every_acknowledged_transaction_after_a_crash() {
     for seed in 20..24u64 {
         let report = crash_and_recover(
-            Setup { kind: LoggingKind::Serial, mode: LogMode::Data, workers: 3 },
+            Setup { kind: LoggingKind::Serial, mode: LogMode::Data, workers: 3, evict: false },
             seed,
             Tear::LastSector { seed },
         );
@@ -234,7 +255,7 @@ fn taurus_command_logging_recovers_by_re_running_the_procedures() {
     for seed in 30..34u64 {
         let tear = if seed % 2 == 0 { Tear::None } else { Tear::LastSector { seed } };
         let report = crash_and_recover(
-            Setup { kind: LoggingKind::Taurus { logs: 3 }, mode: LogMode::Command, workers: 3 },
+            Setup { kind: LoggingKind::Taurus { logs: 3 }, mode: LogMode::Command, workers: 3, evict: false },
             seed,
             tear,
         );
@@ -246,7 +267,7 @@ fn taurus_command_logging_recovers_by_re_running_the_procedures() {
 fn serial_command_logging_recovers_by_re_running_the_procedures() {
     for seed in 40..42u64 {
         let report = crash_and_recover(
-            Setup { kind: LoggingKind::Serial, mode: LogMode::Command, workers: 2 },
+            Setup { kind: LoggingKind::Serial, mode: LogMode::Command, workers: 2, evict: false },
             seed,
             Tear::LastSector { seed },
         );
@@ -261,14 +282,14 @@ fn a_clean_close_keeps_every_committed_transaction() {
         (LoggingKind::Taurus { logs: 3 }, LogMode::Data),
         (LoggingKind::Taurus { logs: 3 }, LogMode::Command),
     ] {
-        let setup = Setup { kind, mode, workers: 3 };
+        let setup = Setup { kind, mode, workers: 3, evict: false };
         let fs: Arc<dyn FileSystem> = Arc::new(FaultFs::new());
         let (db, _) = open(fs.clone(), setup);
         load_counters(&db);
         let stop = AtomicBool::new(false);
         let acked = Mutex::new(BTreeSet::new());
         std::thread::scope(|s| {
-            s.spawn(|| run(&db, 3, 99, &stop, &acked));
+            s.spawn(|| run(&db, setup, 99, &stop, &acked));
             std::thread::sleep(std::time::Duration::from_millis(40));
             stop.store(true, Ordering::Release);
         });
@@ -282,4 +303,31 @@ fn a_clean_close_keeps_every_committed_transaction() {
         assert_eq!(report.dropped_records, 0);
         check_oracle(&db, &acked.lock(), 99);
     }
+}
+
+#[test]
+fn eviction_at_delta_zero_empties_the_lock_table_once_everything_committed() {
+    let setup = Setup { kind: LoggingKind::Taurus { logs: 3 }, mode: LogMode::Data, workers: 3, evict: true };
+    let (db, _) = open(Arc::new(FaultFs::new()), setup);
+    load_counters(&db);
+    let mut rng = ChaCha8Rng::seed_from_u64(50);
+    let mut tickets = Vec::new();
+    for i in 0..60u32 {
+        let (_, ticket) =
+            bump_two(&db, WorkerId(i % 3), &mut rng).expect("one worker at a time: no conflict");
+        tickets.push(ticket);
+    }
+    assert!(db.tuples_with_lvs() > 100, "every counter and receipt written holds LVs before an eviction");
+    for t in &tickets {
+        db.wait_committed(t).unwrap();
+    }
+    // Every log's records are committed: each tuple's LVs are at or below
+    // the committed ends, δ = 0 below them.
+    assert_eq!(db.evict_tuple_lvs(), Some(0), "the lock table is empty");
+    assert_eq!(db.tuples_with_lvs(), 0);
+    // The evicted rows are still there and go on being written.
+    let (receipts, ticket) = bump_two(&db, WorkerId(0), &mut rng).unwrap();
+    db.wait_committed(&ticket).unwrap();
+    assert_eq!(receipts.len(), 2);
+    assert!(db.tuples_with_lvs() >= 4, "the new writes' LVs are back in the lock table");
 }

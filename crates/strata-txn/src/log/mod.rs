@@ -143,6 +143,13 @@ pub trait TxnLogging: Send + Sync {
     fn is_committed(&self, ticket: &CommitTicket) -> bool;
     /// Blocks until the ticket's transaction committed (or the log failed).
     fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError>;
+    /// Tuple LV compression (taurus.txt 4.1): the LV at or below which
+    /// every dependency is durable (the logs' committed ends), from which
+    /// the lock table evicts `δ` below; None where the tuples' LVs are
+    /// no LSNs (Silo-R's TIDs) or nothing is logged.
+    fn evictable_below(&self) -> Option<Lv> {
+        None
+    }
     /// Flushes and commits what can be, then stops the log manager threads.
     fn shutdown(&self);
     /// Bytes written to the devices.
@@ -295,7 +302,17 @@ pub struct LoggingOptions {
     /// Taurus: a worker places an LV anchor once its log grew this much
     /// past the last one ([`ANCHOR_EVERY_BYTES`] by default).
     pub anchor_every_bytes: u64,
+    /// Taurus's δ of tuple LV compression (taurus.txt 4.1), in log bytes:
+    /// the lock table evicts a tuple's LVs once both are this far below
+    /// the committed ends ([`TUPLE_LV_DELTA_BYTES`] by default; None keeps
+    /// every tuple's LVs).
+    pub tuple_lv_delta: Option<u64>,
 }
+
+/// The default δ: 1 MiB of each log. Larger keeps more tuples in the lock
+/// table and adds fewer artificial dependencies (each one on a record
+/// already committed, so it costs recovery order, never commit latency).
+pub const TUPLE_LV_DELTA_BYTES: u64 = 1 << 20;
 
 /// Opens the scheme of `options.kind` over devices already recovered to
 /// `starts` (each log's kept prefix).

@@ -132,6 +132,10 @@ impl TxnLogging for ParallelLogging {
         true
     }
 
+    fn evictable_below(&self) -> Option<Lv> {
+        Some(self.commits.committed_lv())
+    }
+
     fn append(
         &self,
         worker: WorkerId,
