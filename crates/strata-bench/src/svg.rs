@@ -1,6 +1,8 @@
-//! The SVG drawing every benchmark's figures share (`ycsb_ts`, `events`):
-//! hand-written SVG with no dependency, a bar chart, a line chart (linear or
-//! log10 x axis) and a table, as strings, and [`write_files`] to put a
+//! The SVG drawing every benchmark's figures share (`ycsb_ts`, `events`,
+//! `oltp`): hand-written SVG with no dependency, a bar chart, a line chart
+//! (linear or log10 x axis; [`line_chart_with`] adds ticks at given x values,
+//! point markers and a second title line) and a table, as strings, and
+//! [`write_files`] to put a
 //! benchmark's figures into a directory. Every text is escaped, so a figure
 //! is well formed whatever the labels; [`check_well_formed`] verifies the tag
 //! structure without an XML parser. What each figure shows stays with its
@@ -89,6 +91,11 @@ impl Doc {
         );
     }
 
+    fn circle(&mut self, x: f64, y: f64, r: f64, fill: &str) {
+        let _ =
+            writeln!(self.body, r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r:.1}" fill="{}"/>"#, escape(fill));
+    }
+
     fn finish(self) -> String {
         format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">\n{}</svg>\n",
@@ -150,64 +157,161 @@ pub fn line_chart(
     series: &[(String, Vec<(f64, f64)>)],
     log_x: bool,
 ) -> String {
+    line_chart_with(title, x_label, y_label, series, &LineOptions { log_x, ..LineOptions::default() })
+}
+
+/// How [`line_chart_with`] draws beyond [`line_chart`]'s defaults.
+#[derive(Clone, Debug, Default)]
+pub struct LineOptions {
+    /// A log10 x axis (non-positive x are dropped).
+    pub log_x: bool,
+    /// Ticks of the x axis at exactly these values (a sweep's x values),
+    /// the axis spanning them; otherwise round ticks from 0 (decades on a
+    /// log axis).
+    pub x_ticks: Option<Vec<f64>>,
+    /// A log10 y axis (non-positive y are dropped): series an order of
+    /// magnitude apart stay readable.
+    pub log_y: bool,
+    /// A dot at every point (sweeps of a few points).
+    pub markers: bool,
+    /// A second, smaller title line (the machine, the setup).
+    pub subtitle: Option<String>,
+}
+
+/// [`line_chart`] with [`LineOptions`].
+pub fn line_chart_with(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    o: &LineOptions,
+) -> String {
+    let (log_x, log_y) = (o.log_x, o.log_y);
     let mut d = Doc::new(WIDTH, HEIGHT, title);
-    let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let top = match &o.subtitle {
+        Some(sub) => {
+            d.text(WIDTH / 2.0, 46.0, "middle", 12.0, sub);
+            TOP + 20.0
+        }
+        None => TOP,
+    };
+    let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - top - BOTTOM);
     let tx = |x: f64| if log_x { x.log10() } else { x };
-    let xs: Vec<f64> = series
+    let usable = |x: &f64| x.is_finite() && (!log_x || *x > 0.0);
+    let xs: Vec<f64> = series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)).filter(usable).collect();
+    let given: Option<Vec<f64>> = o
+        .x_ticks
+        .as_ref()
+        .map(|t| t.iter().copied().filter(usable).collect())
+        .filter(|t: &Vec<f64>| !t.is_empty());
+    let (mut x_min, mut x_max) = xs
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
-        .filter(|x| !log_x || *x > 0.0)
-        .map(tx)
-        .collect();
-    let (mut x_min, mut x_max) =
-        xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(*x), b.max(*x)));
+        .chain(given.iter().flatten())
+        .map(|x| tx(*x))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
     if !x_min.is_finite() {
         (x_min, x_max) = (0.0, 1.0);
     }
-    if log_x {
+    if given.is_some() {
+        // The ticks are the points: a margin so the first and last are off the axes.
+        let margin = if x_max > x_min { (x_max - x_min) * 0.05 } else { 0.5 };
+        (x_min, x_max) = (x_min - margin, x_max + margin);
+    } else if log_x {
         (x_min, x_max) = (x_min.floor(), x_max.ceil().max(x_min.floor() + 1.0));
     } else {
         (x_min, x_max) = (0.0, nice_max(x_max));
     }
-    let y_max = nice_max(series.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)).fold(0.0, f64::max));
-    axes(&mut d, LEFT, TOP, plot_w, plot_h, y_max, y_label);
-    let px = |x: f64| LEFT + plot_w * (tx(x) - x_min) / (x_max - x_min);
-    let py = |y: f64| TOP + plot_h - plot_h * y / y_max;
-    let ticks: Vec<f64> = if log_x {
-        (x_min as i32..=x_max as i32).map(|e| 10f64.powi(e)).collect()
+    let usable_y = |y: &f64| y.is_finite() && (!log_y || *y > 0.0);
+    let ys = || series.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)).filter(usable_y);
+    // The y axis as (bottom, top) in drawn units (log10 of y on a log axis).
+    let (y_lo, y_hi, y_ticks) = if log_y {
+        let lo = ys().map(f64::log10).fold(f64::INFINITY, f64::min);
+        let hi = ys().map(f64::log10).fold(f64::NEG_INFINITY, f64::max);
+        let (lo, hi) =
+            if lo.is_finite() { (lo.floor(), hi.ceil().max(lo.floor() + 1.0)) } else { (0.0, 1.0) };
+        // Decades; 2 and 5 between them too when there are few.
+        let steps: &[f64] = if hi - lo <= 3.0 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+        let ticks: Vec<f64> = (lo as i32..=hi as i32)
+            .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|t| t.log10() <= hi + 1e-9)
+            .collect();
+        (lo, hi, ticks)
     } else {
-        (0..=4).map(|i| x_max * i as f64 / 4.0).collect()
+        let max = nice_max(ys().fold(0.0, f64::max));
+        (0.0, max, (0..=4).map(|i| max * i as f64 / 4.0).collect())
     };
-    for t in ticks {
+    let ty = |y: f64| if log_y { y.log10() } else { y };
+    let label = |t: f64| if log_y { tick_label(t) } else { short(t) };
+    let y_ticks: Vec<(f64, String)> =
+        y_ticks.into_iter().map(|t| ((ty(t) - y_lo) / (y_hi - y_lo), label(t))).collect();
+    axes_at(&mut d, LEFT, top, plot_w, plot_h, &y_ticks, y_label);
+    let px = |x: f64| LEFT + plot_w * (tx(x) - x_min) / (x_max - x_min);
+    let py = |y: f64| top + plot_h - plot_h * (ty(y) - y_lo) / (y_hi - y_lo);
+    let ticks: Vec<(f64, String)> = match &given {
+        Some(t) => t.iter().map(|x| (*x, tick_label(*x))).collect(),
+        None if log_x => {
+            (x_min as i32..=x_max as i32).map(|e| 10f64.powi(e)).map(|t| (t, short(t))).collect()
+        }
+        None => (0..=4).map(|i| x_max * i as f64 / 4.0).map(|t| (t, short(t))).collect(),
+    };
+    for (t, label) in ticks {
         let x = px(t);
-        d.line(x, TOP + plot_h, x, TOP + plot_h + 5.0, "#000000");
-        d.text(x, TOP + plot_h + 18.0, "middle", 11.0, &short(t));
+        d.line(x, top + plot_h, x, top + plot_h + 5.0, "#000000");
+        d.text(x, top + plot_h + 18.0, "middle", 11.0, &label);
     }
     d.text(LEFT + plot_w / 2.0, HEIGHT - 30.0, "middle", 12.0, x_label);
     for (i, (name, points)) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let pts: Vec<(f64, f64)> =
-            points.iter().filter(|(x, _)| !log_x || *x > 0.0).map(|(x, y)| (px(*x), py(*y))).collect();
+            points.iter().filter(|(x, y)| usable(x) && usable_y(y)).map(|(x, y)| (px(*x), py(*y))).collect();
         d.polyline(&pts, color);
-        let ly = TOP + 14.0 + 20.0 * i as f64;
+        if o.markers {
+            for (x, y) in &pts {
+                d.circle(*x, *y, 3.5, color);
+            }
+        }
+        let ly = top + 14.0 + 20.0 * i as f64;
         d.rect(WIDTH - RIGHT + 15.0, ly - 9.0, 14.0, 10.0, color);
         d.text(WIDTH - RIGHT + 35.0, ly, "start", 12.0, name);
     }
     d.finish()
 }
 
+/// A label for a tick at a given value: integers as integers, others with
+/// [`short`]'s digits less trailing zeros (`0.3`, `50k`, `2.5M`; not
+/// `0.30`, `50.0k`, `2.50M`).
+pub fn tick_label(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e4 {
+        return format!("{v:.0}");
+    }
+    let s = short(v);
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &s[digits.len()..];
+    if digits.contains('.') {
+        format!("{}{suffix}", digits.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        s
+    }
+}
+
 /// Y axis with five ticks from 0 to `max`, and the x axis line.
 fn axes(d: &mut Doc, left: f64, top: f64, w: f64, h: f64, max: f64, y_label: &str) {
+    let ticks: Vec<(f64, String)> = (0..=4).map(|i| (i as f64 / 4.0, short(max * i as f64 / 4.0))).collect();
+    axes_at(d, left, top, w, h, &ticks, y_label);
+}
+
+/// Y axis with ticks at `(fraction of the height, label)`, grid lines
+/// above the bottom, and the x axis line.
+fn axes_at(d: &mut Doc, left: f64, top: f64, w: f64, h: f64, ticks: &[(f64, String)], y_label: &str) {
     d.line(left, top, left, top + h, "#000000");
     d.line(left, top + h, left + w, top + h, "#000000");
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let y = top + h - h * i as f64 / 4.0;
+    for (f, label) in ticks {
+        let y = top + h - h * f;
         d.line(left - 5.0, y, left, y, "#000000");
-        if i > 0 {
+        if *f > 1e-9 {
             d.line(left, y, left + w, y, "#e0e0e0");
         }
-        d.text(left - 8.0, y + 4.0, "end", 11.0, &short(v));
+        d.text(left - 8.0, y + 4.0, "end", 11.0, label);
     }
     d.text(18.0, top - 12.0, "start", 12.0, y_label);
 }
@@ -336,6 +440,59 @@ mod tests {
         assert!(b.contains("a&lt;b &amp; &quot;c&quot;") && b.contains("Throughput &lt;B&gt;"));
         assert!(t.contains("a&lt;b"));
         assert_eq!(l.matches("<polyline").count(), 2);
+    }
+
+    #[test]
+    fn a_sweep_chart_has_ticks_at_its_points_markers_and_a_subtitle() {
+        let series = vec![
+            ("serial-data (1 log)".to_string(), vec![(1.0, 9e3), (2.0, 9.1e3), (4.0, 9e3), (8.0, f64::NAN)]),
+            ("taurus-data".to_string(), vec![(1.0, 9e3), (2.0, 18e3), (4.0, 35e3), (8.0, 70e3)]),
+        ];
+        let o = LineOptions {
+            log_x: true,
+            log_y: false,
+            x_ticks: Some(vec![1.0, 2.0, 4.0, 8.0]),
+            markers: true,
+            subtitle: Some("2 cores, CPU <x>".into()),
+        };
+        let svg = line_chart_with("Fig. 5", "logs", "throughput (txn/s)", &series, &o);
+        check_well_formed(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        for text in ["Fig. 5", "2 cores, CPU &lt;x&gt;", "logs", "throughput (txn/s)", "serial-data (1 log)"]
+        {
+            assert!(svg.contains(&format!(">{text}</text>")), "{text}");
+        }
+        for tick in ["1", "2", "4", "8", "100k"] {
+            assert!(svg.contains(&format!(">{tick}</text>")), "tick {tick}");
+        }
+        assert!(!svg.contains(">10</text>"), "no decade ticks when the ticks are given");
+        // The NaN point is skipped, not drawn.
+        assert_eq!(svg.matches("<circle").count(), 3 + 4);
+        assert!(!svg.contains("NaN"));
+        assert_eq!(tick_label(0.3), "0.3");
+        assert_eq!(tick_label(1.2), "1.2");
+        assert_eq!(tick_label(16.0), "16");
+        assert_eq!(tick_label(25_000.0), "25k");
+        assert_eq!(tick_label(2.5e6), "2.5M");
+        assert_eq!(tick_label(123_000.0), "123k");
+        assert_eq!(tick_label(0.125), "0.125");
+    }
+
+    #[test]
+    fn a_log_y_axis_has_decades_and_drops_what_it_cannot_place() {
+        let series = vec![
+            ("data".to_string(), vec![(1.0, 8e3), (2.0, 0.0), (4.0, 30e3)]),
+            ("command".to_string(), vec![(1.0, 130e3), (2.0, 220e3), (4.0, 300e3)]),
+        ];
+        let o = LineOptions { log_y: true, markers: true, ..LineOptions::default() };
+        let svg = line_chart_with("t", "x", "txn/s (log scale)", &series, &o);
+        check_well_formed(&svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        // 8k to 300k: 1k to 1M, with 2 and 5 between the decades.
+        for tick in [">1000<", ">2000<", ">5000<", ">10k<", ">100k<", ">500k<", ">1M<"] {
+            assert!(svg.contains(tick), "tick {tick}");
+        }
+        assert!(!svg.contains(">2M<"), "nothing above the top decade");
+        assert_eq!(svg.matches("<circle").count(), 2 + 3, "y = 0 has no place on a log axis");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
     }
 
     #[test]

@@ -48,8 +48,10 @@ enum Benchmark {
     /// Transactional tables per logging scheme (none, serial and Taurus,
     /// data and command logging; taurus.txt section 5) on YCSB or TPC-C: throughput,
     /// commit latency, log bytes per transaction, recovery time and speed,
-    /// recovery parallelism; optional bandwidth limit per log device.
-    Oltp(crate::bench_oltp::OltpArgs),
+    /// recovery parallelism; optional bandwidth limit per log device. With
+    /// --figures DIR: sweeps drawn as SVG in the shapes of the paper's Fig. 5,
+    /// 7, 13 and 14.
+    Oltp(Box<crate::bench_oltp::OltpArgs>),
     /// Internal: the child process of `bench oltp` (job in $STRATA_OLTP_JOB).
     #[command(hide = true)]
     OltpChild,
@@ -329,7 +331,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Benchmark::Events(a) => crate::bench_events::run(a),
         Benchmark::Logging(a) => crate::bench_logging::run(a),
-        Benchmark::Oltp(a) => crate::bench_oltp::run(a),
+        Benchmark::Oltp(a) => crate::bench_oltp::run(*a),
         Benchmark::OltpChild => strata_bench::oltp::run_child_from_env(),
         Benchmark::YcsbTsChild => ycsb_ts::run_child_from_env(),
     }

@@ -17,10 +17,16 @@
 //! 100 ms after its window, transactions in flight; recovery is timed on
 //! its logs over the same unlogged base table (the stand-in for a
 //! checkpoint): decoding and replay.
+//!
+//! `--figures DIR` ([`sweep`]) runs [`run`] at every point of the sweeps
+//! behind the paper's Fig. 5, 7, 13 and 14 and draws them ([`figures`]).
 
+pub mod figures;
 pub mod lv_micro;
 mod run;
 pub use run::run_child_from_env;
+pub mod sweep;
+pub use sweep::{run_sweeps, Fig, SweepOptions};
 pub mod tpcc;
 pub mod workload;
 pub mod ycsb;
