@@ -30,6 +30,7 @@ use strata_sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use strata_sync::{Condvar, Mutex};
 
 pub use schemes::{NoLogging, ParallelLogging, ANCHOR_EVERY_BYTES};
+pub use silo::EpochClock;
 
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
@@ -143,6 +144,11 @@ pub trait TxnLogging: Send + Sync {
     fn is_committed(&self, ticket: &CommitTicket) -> bool;
     /// Blocks until the ticket's transaction committed (or the log failed).
     fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError>;
+    /// Advances the global epoch once, marking the logs; the durable epoch
+    /// after it (schemes with epochs: Silo-R).
+    fn advance_epoch(&self) -> Result<u64, TxnError> {
+        Err(TxnError::Unsupported("advancing the epoch: only silo-r logging has epochs"))
+    }
     /// Flushes and commits what can be, then stops the log manager threads.
     fn shutdown(&self);
     /// Bytes written to the devices.
@@ -295,6 +301,8 @@ pub struct LoggingOptions {
     /// Taurus: a worker places an LV anchor once its log grew this much
     /// past the last one ([`ANCHOR_EVERY_BYTES`] by default).
     pub anchor_every_bytes: u64,
+    /// Silo-R: what advances the global epoch (every 5 ms by default).
+    pub epoch_clock: EpochClock,
 }
 
 /// Opens the scheme of `options.kind` over devices already recovered to
