@@ -71,7 +71,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 29] = [
+    pub const ALL: [SuiteTarget; 35] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -101,6 +101,12 @@ impl SuiteTarget {
         SuiteTarget::TxnSsd(TxnLine::Taurus2),
         SuiteTarget::TxnSsd(TxnLine::Taurus4),
         SuiteTarget::TxnSsd(TxnLine::Taurus2Occ),
+        SuiteTarget::TxnPmem(TxnLine::SerialCmd),
+        SuiteTarget::TxnPmem(TxnLine::Taurus2Cmd),
+        SuiteTarget::TxnPmem(TxnLine::Silo2),
+        SuiteTarget::TxnSsd(TxnLine::SerialCmd),
+        SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd),
+        SuiteTarget::TxnSsd(TxnLine::Silo2),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -137,6 +143,12 @@ impl SuiteTarget {
             SuiteTarget::TxnSsd(TxnLine::Taurus2) => "txn-taurus2/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus4) => "txn-taurus4/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus2Occ) => "txn-taurus2-occ/ssd",
+            SuiteTarget::TxnPmem(TxnLine::SerialCmd) => "txn-serial-cmd/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Taurus2Cmd) => "txn-taurus2-cmd/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Silo2) => "txn-silo2/pmem",
+            SuiteTarget::TxnSsd(TxnLine::SerialCmd) => "txn-serial-cmd/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd) => "txn-taurus2-cmd/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Silo2) => "txn-silo2/ssd",
         }
     }
 
