@@ -3,9 +3,9 @@
 //!
 //! Budgets: the default run checks well over 100,000 images in total (at
 //! least 150,000 more on the nine series-over-DecLog lines, two to three
-//! minutes of it, and about 240,000 on the six transactional-table lines,
-//! two to three minutes more) and takes a few minutes on two cores; `quick`
-//! is sized for CI.
+//! minutes of it, and about 535,000 on the fourteen transactional-table
+//! lines, five to six minutes more) and takes several minutes on two cores;
+//! `quick` is sized for CI.
 
 use crate::fs_harness::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
 use crate::oracle::{CrashReport, OracleCounts};
