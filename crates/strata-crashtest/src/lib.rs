@@ -14,9 +14,10 @@
 //! - one module per protocol and medium, the structures' ones using their
 //!   public API plus the planted bugs of their `crashtest` feature
 //!   (`declog_stream`, `events_*`, `halloc_pmem`);
-//! - `txn_*`: transactional tables (`strata-txn`, serial and Taurus
-//!   logging) on simulated PMem, one region per log, and on the
-//!   fault-injecting file system ([`txn_lines`] lists them);
+//! - `txn_*`: transactional tables (`strata-txn`: serial, Taurus and
+//!   Silo-R logging, rows or commands, 2PL or OCC) on simulated PMem, one
+//!   region per log, and on the fault-injecting file system ([`txn_lines`]
+//!   lists them);
 //! - [`suite`]: runs them all with a budget; what `strata crashtest` and the
 //!   test suite call.
 

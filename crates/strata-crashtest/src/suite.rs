@@ -3,9 +3,9 @@
 //!
 //! Budgets: the default run checks well over 100,000 images in total (at
 //! least 150,000 more on the nine series-over-DecLog lines, two to three
-//! minutes of it, and about 240,000 on the six transactional-table lines,
-//! two to three minutes more) and takes a few minutes on two cores; `quick`
-//! is sized for CI.
+//! minutes of it, and about 535,000 on the fourteen transactional-table
+//! lines, five to six minutes more) and takes several minutes on two cores;
+//! `quick` is sized for CI.
 
 use crate::fs_harness::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
 use crate::oracle::{CrashReport, OracleCounts};
@@ -71,7 +71,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 29] = [
+    pub const ALL: [SuiteTarget; 35] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -101,6 +101,12 @@ impl SuiteTarget {
         SuiteTarget::TxnSsd(TxnLine::Taurus2),
         SuiteTarget::TxnSsd(TxnLine::Taurus4),
         SuiteTarget::TxnSsd(TxnLine::Taurus2Occ),
+        SuiteTarget::TxnPmem(TxnLine::SerialCmd),
+        SuiteTarget::TxnPmem(TxnLine::Taurus2Cmd),
+        SuiteTarget::TxnPmem(TxnLine::Silo2),
+        SuiteTarget::TxnSsd(TxnLine::SerialCmd),
+        SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd),
+        SuiteTarget::TxnSsd(TxnLine::Silo2),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -137,6 +143,12 @@ impl SuiteTarget {
             SuiteTarget::TxnSsd(TxnLine::Taurus2) => "txn-taurus2/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus4) => "txn-taurus4/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus2Occ) => "txn-taurus2-occ/ssd",
+            SuiteTarget::TxnPmem(TxnLine::SerialCmd) => "txn-serial-cmd/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Taurus2Cmd) => "txn-taurus2-cmd/pmem",
+            SuiteTarget::TxnPmem(TxnLine::Silo2) => "txn-silo2/pmem",
+            SuiteTarget::TxnSsd(TxnLine::SerialCmd) => "txn-serial-cmd/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd) => "txn-taurus2-cmd/ssd",
+            SuiteTarget::TxnSsd(TxnLine::Silo2) => "txn-silo2/ssd",
         }
     }
 

@@ -6,10 +6,15 @@
 //! whose receipt a present transaction deleted (only a later transaction
 //! deletes a receipt, and it depends on the receipt's writer). Then
 //! (1) `lost`: acknowledged, not present; (3) `order_violations`: present
-//! while a dependency (the last writer of a row it read or wrote) is not;
-//! (2) `partial`: a row that differs from what the present transactions
-//! leave when applied in commit order (a transaction half there, a write
-//! lost or replayed out of order, a row nobody wrote), one per row.
+//! while a dependency is not: the last writer of a row it read or wrote,
+//! and under command logging also a transaction that read a row it wrote
+//! since that row's last write (write-after-read: Taurus orders the
+//! overwriter after the reader, so recovery keeps it only with the
+//! reader); (2) `partial`: a row that differs from what the present
+//! transactions leave when applied in commit order (a transaction half
+//! there, a write lost or replayed out of order, a row nobody wrote, a
+//! command re-run against other rows than it first read, which changes
+//! what it writes), one per row.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,6 +69,13 @@ pub(crate) fn check(
             counts.order_violations += 1;
             first.get_or_insert_with(|| {
                 format!("T{id} present without T{d}, whose write it read or overwrote")
+            });
+        }
+        let war = spec.war.iter().filter(|_| plan.counts_war);
+        for d in war.filter(|d| !present.contains(d) && !spec.deps.contains(d)) {
+            counts.order_violations += 1;
+            first.get_or_insert_with(|| {
+                format!("T{id} present without T{d}, which read a row T{id} overwrote (commands)")
             });
         }
     }
@@ -133,5 +145,28 @@ mod tests {
         rows[RECEIPTS.0 as usize].insert(RowKey(last.id), last.writes().last().unwrap().1.unwrap().to_vec());
         let (c, why) = check(&plan, &rows, &BTreeSet::new());
         assert!(c.partial > 0 || last.writes().count() == 1, "{c:?} {why:?}");
+    }
+
+    /// A transaction present without one that read a row it overwrote (and
+    /// that it does not depend on otherwise): an order violation under
+    /// command logging, nothing under data logging.
+    #[test]
+    fn a_missing_reader_counts_only_under_command_logging() {
+        for (logging, violations) in
+            [(TxnLogging::TaurusCommand { logs: 2 }, true), (TxnLogging::Taurus { logs: 2 }, false)]
+        {
+            let plan = SessionPlan::generate(3, logging, 0, 1, 60);
+            // A reader that nobody depends on by RAW or WAW and whose
+            // receipt stays; everything else present.
+            let reader = plan.txns.iter().find(|r| {
+                plan.txns.iter().all(|u| u.deletes_receipt != Some(r.id) && !u.deps.contains(&r.id))
+                    && plan.txns.iter().any(|u| u.war.contains(&r.id))
+            });
+            let reader = reader.expect("a reader only overwritten after").id;
+            let present: BTreeSet<u64> = plan.ids().filter(|t| *t != reader).collect();
+            let (c, why) = check(&plan, &rows_of(&plan, &present), &BTreeSet::new());
+            assert_eq!(c.partial, 0, "{why:?}");
+            assert_eq!(c.order_violations > 0, violations, "{logging:?}: {c:?} {why:?}");
+        }
     }
 }

@@ -1,7 +1,10 @@
-//! The PMem crash lines of transactional tables (`txn-serial/pmem`,
-//! `txn-taurus2/pmem`, `txn-taurus4/pmem`): one simulated region per log,
-//! captured by `crate::txn_pmem_capture`, every wave's crash images
-//! recovered and checked by the oracle of `crate::txn_oracle`.
+//! The PMem crash lines of transactional tables (`txn-*/pmem`, listed in
+//! `crate::txn_lines`: serial, Taurus, Taurus under OCC, serial and Taurus
+//! command logging, Silo-R): one simulated region per log, captured by
+//! `crate::txn_pmem_capture`, every wave's crash images recovered and
+//! checked by the oracle of `crate::txn_oracle`. Below, a "wave" is one
+//! segment of the capture (a Silo-R wave is two: its records, then its
+//! epoch marks; a Silo-R open one: its barriers).
 //!
 //! Why not `crate::pmem_harness`: it crashes one region, and here each log
 //! has its own region and manager thread. Within a wave the managers run
@@ -34,7 +37,7 @@ use rand_chacha::ChaCha8Rng;
 use strata_pmem::crash::image_seed;
 use strata_pmem::{Region, CACHE_LINE_BYTES};
 use strata_txn::planted::PlantedBug;
-use strata_txn::record::{HEADER_BYTES, WRITE_HEADER_BYTES};
+use strata_txn::record::{COMMAND_HEADER_BYTES, HEADER_BYTES, LV_MASK_BYTES, WRITE_HEADER_BYTES};
 use strata_txn::LogDeviceKind;
 
 use crate::oracle::{CrashReport, OracleCounts};
@@ -108,16 +111,22 @@ impl TxnPmemCrash {
     }
 }
 
-/// The most bytes one log of `plan` takes: records with every LV element.
+/// The most bytes one log of `plan` takes: records with every LV element
+/// (as rows or as commands, whichever is longer), and an anchor-sized
+/// record per wave and a few more (Taurus anchors, Silo-R epoch marks and
+/// barriers: a wave's marks are one per log).
 fn log_bytes_bound(plan: &SessionPlan, logging: TxnLogging) -> u64 {
     let logs = logging.logs();
+    let lv_bytes = LV_MASK_BYTES + 8 * logs.max(2);
     let mut per_log = vec![0u64; logs];
     for (k, t) in plan.txns.iter().enumerate() {
-        let body: usize = t.writes().map(|(_, row)| WRITE_HEADER_BYTES + row.map_or(0, <[u8]>::len)).sum();
+        let data: usize = t.writes().map(|(_, row)| WRITE_HEADER_BYTES + row.map_or(0, <[u8]>::len)).sum();
+        let command = COMMAND_HEADER_BYTES + crate::txn_workload::command_args(t.id, &t.steps).len();
         per_log[(k % logging.workers()) % logs] +=
-            (HEADER_BYTES + 8 * logs + body).next_multiple_of(8) as u64;
+            (HEADER_BYTES + lv_bytes + data.max(command)).next_multiple_of(8) as u64;
     }
-    per_log.into_iter().max().unwrap_or(0)
+    let anchors = (plan.waves.len() + 8) * (HEADER_BYTES + lv_bytes);
+    per_log.into_iter().max().unwrap_or(0) + anchors as u64
 }
 
 /// How many images a wave gets: all-old (only a session's first wave),
@@ -299,4 +308,31 @@ pub fn reproduce_txn_pmem_failure(
         return (counts, Some(why));
     };
     check_image(line, &captured, cfg, point, *wp, image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Silo-R session on PMem is the same every time (its epochs advance
+    /// only when a wait asks): the same segments, each region's append
+    /// words and acknowledgements; a wave is two segments (records, then
+    /// marks) and an open one (barriers).
+    #[test]
+    fn a_silo_run_captures_the_same_segments_every_time() {
+        let line = TxnPmemCrash::new(9, TxnLogging::SiloR { logs: 2 }, 1, 30);
+        let (a, b) = (line.capture(), line.capture());
+        assert_eq!(a.failure, None);
+        let shape = |c: &Capture| -> Vec<Vec<(Option<u64>, usize)>> {
+            c.waves.iter().map(|w| w.regions.iter().map(|r| (r.flush_op, r.words.len())).collect()).collect()
+        };
+        assert_eq!(shape(&a), shape(&b));
+        let stamps = |c: &Capture| -> Vec<(u64, Vec<u64>)> {
+            c.acks.iter().map(|k| (k.txn.0, k.stamps.clone())).collect()
+        };
+        assert_eq!(stamps(&a), stamps(&b));
+        let waves = line.plans[0].waves.len();
+        // Two opens (barriers), and per wave its records and its marks.
+        assert_eq!(a.waves.len(), 2 + 2 * waves, "{} segments for {waves} waves", a.waves.len());
+    }
 }

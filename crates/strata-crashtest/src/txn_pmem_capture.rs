@@ -4,13 +4,23 @@
 //! and for every wave what each region's crash points show.
 //!
 //! A log's append is one write, one flush and one fence (`PmemLogDevice`),
-//! and between waves every log manager is idle, so a region a wave touches
-//! shows exactly three points (after the flush, before the fence, after
-//! it): its image before the wave, and the record's words uncertain (old or
-//! new each) until the fence. The capture checks that shape, so the images
-//! of `crate::txn_pmem` (every combination of the regions' states) are
-//! exactly the states a schedule of the managers can reach. Acknowledgements
-//! are stamped with every region's operation count.
+//! and between waves every log manager is idle. The capture cuts the run
+//! into *segments*, each a [`CapturedWave`] (the images of `crate::txn_pmem`
+//! go by segment): what the regions show between two calls of the driver
+//! that find every log idle (`flush`, once a wave's records are written,
+//! and `quiet`, after a wave or an open). In a segment each region is
+//! appended to at most once, so it shows exactly three points (after the
+//! flush, before the fence, after it): its image before the segment, and
+//! the append's words uncertain (old or new each) until the fence. Fences
+//! that change nothing (an open's truncation of an empty tail) are left
+//! out, and a segment where no region changed is none. Taurus and serial
+//! waves are one segment (their records); a Silo-R wave is two, its
+//! records and then the epoch marks the first wait wrote; a Silo-R open is
+//! one, the barrier it writes to every log. The capture checks that shape,
+//! so the images of `crate::txn_pmem` (every combination of the regions'
+//! states within a segment) are exactly the states a schedule of the
+//! managers can reach. Acknowledgements are stamped with every region's
+//! operation count.
 
 use crate::error::CrashCheckError;
 use std::sync::Arc;
@@ -47,10 +57,11 @@ pub(crate) struct RegionWave {
     pub next_flush_op: u64,
 }
 
+/// One segment of a session (module comment).
 #[derive(Clone, Debug)]
 pub(crate) struct CapturedWave {
     pub session: usize,
-    /// The session's first wave (its all-old image is the empty database).
+    /// The session's first segment (its all-old image is the empty database).
     pub first: bool,
     pub regions: Vec<RegionWave>,
 }
@@ -75,6 +86,8 @@ pub(crate) struct Capture {
 
 struct MediumState {
     current: Vec<Arc<Vec<u8>>>,
+    /// No segment captured yet in this session.
+    none_yet: bool,
     waves: Vec<CapturedWave>,
     acks: Vec<PmemAck>,
     sim_points: u64,
@@ -90,12 +103,24 @@ fn sim(region: &Region) -> &strata_pmem::SimRegion {
     region.as_sim().expect("the txn PMem lines run on simulator regions")
 }
 
-/// The crash points since the last call (the medium is quiet).
-fn drain(region: &Region) -> Vec<CrashPoint> {
+/// The crash points since the last call (the medium is quiet) that change
+/// something: a point with no uncertain word and the persistent image of
+/// the point before it (a fence with nothing pending) is left out.
+fn drain(region: &Region, before: &Arc<Vec<u8>>) -> (Vec<CrashPoint>, u64) {
     sim(region).set_capture(false);
     let points = sim(region).take_crash_points();
     sim(region).set_capture(true);
-    points
+    let taken = points.len() as u64;
+    let mut last = before.clone();
+    let mut kept = Vec::with_capacity(points.len());
+    for p in points {
+        let idle = p.uncertain.is_empty() && *p.persistent == *last;
+        last = p.persistent.clone();
+        if !idle {
+            kept.push(p);
+        }
+    }
+    (kept, taken)
 }
 
 /// What a wave did to log `log`'s region, from its crash points.
@@ -145,12 +170,38 @@ fn region_wave(
     Ok(RegionWave { words, flush_op: Some(flush.op), ..untouched })
 }
 
+impl PmemMedium {
+    /// Captures what each region shows since the last call as one segment,
+    /// unless no region changed.
+    fn segment(&self) -> Result<(), CrashCheckError> {
+        let mut st = self.state.lock();
+        let mut regions = Vec::with_capacity(self.regions.len());
+        for (log, region) in self.regions.iter().enumerate() {
+            let before = st.current[log].clone();
+            let (points, taken) = drain(region, &before);
+            st.sim_points += taken;
+            let rw = region_wave(log, before, &points)?;
+            if let Some(last) = points.last() {
+                st.current[log] = last.persistent.clone();
+            }
+            regions.push(rw);
+        }
+        if regions.iter().any(|r| r.flush_op.is_some()) {
+            let first = std::mem::replace(&mut st.none_yet, false);
+            st.waves.push(CapturedWave { session: self.session, first, regions });
+        }
+        Ok(())
+    }
+}
+
 impl WaveMedium for PmemMedium {
     fn begin_wave(&self, _: bool) {}
 
     fn flush(&self, _: &[(usize, u64)]) -> Result<(), CrashCheckError> {
-        // The managers append by themselves; the images take every order.
-        Ok(())
+        // The workers appended in place, every log's record its own
+        // region's; the images take every order. The wave's records are one
+        // segment (a Silo-R wave's epoch marks follow in the next).
+        self.segment()
     }
 
     fn ack(&self, txn: TxnId) {
@@ -158,32 +209,8 @@ impl WaveMedium for PmemMedium {
         self.state.lock().acks.push(PmemAck { txn, session: self.session, stamps });
     }
 
-    fn quiet(&self, wave: Option<usize>) -> Result<(), CrashCheckError> {
-        let mut st = self.state.lock();
-        let mut regions = Vec::with_capacity(self.regions.len());
-        for (log, region) in self.regions.iter().enumerate() {
-            let points = drain(region);
-            st.sim_points += points.len() as u64;
-            let before = st.current[log].clone();
-            if wave.is_none() {
-                // Opening only fences (its truncation finds nothing to cut).
-                if points.iter().any(|p| !p.uncertain.is_empty() || *p.persistent != *before) {
-                    return Err(CrashCheckError::inconsistent(format!(
-                        "log {log}: opening changed the region"
-                    )));
-                }
-                continue;
-            }
-            let rw = region_wave(log, before, &points)?;
-            if let Some(last) = points.last() {
-                st.current[log] = last.persistent.clone();
-            }
-            regions.push(rw);
-        }
-        if let Some(w) = wave {
-            st.waves.push(CapturedWave { session: self.session, first: w == 0, regions });
-        }
-        Ok(())
+    fn quiet(&self) -> Result<(), CrashCheckError> {
+        self.segment()
     }
 
     fn abort(&self) {}
@@ -206,6 +233,7 @@ pub(crate) fn capture(
             regions: regions.clone(),
             state: Mutex::new(MediumState {
                 current: regions.iter().map(|r| Arc::new(sim(r).persistent_image())).collect(),
+                none_yet: true,
                 waves: Vec::new(),
                 acks: Vec::new(),
                 sim_points: 0,

@@ -1,13 +1,15 @@
-//! The SSD crash lines of transactional tables (`txn-serial/ssd`,
-//! `txn-taurus2/ssd`, `txn-taurus4/ssd`): the workload of
+//! The SSD crash lines of transactional tables (`txn-*/ssd`, listed in
+//! `crate::txn_lines`): the workload of
 //! `crate::txn_workload`, driven by `crate::txn_driver`, on log files of the
 //! fault-injecting file system, crashed at every mutating file operation by
 //! `crate::fs_harness` (acknowledgements stamped with the file system's
 //! last mutation, so an image must hold what was acknowledged before it).
 //!
-//! The log managers' appends of a wave of several transactions pass the
-//! gate of `crate::txn_gate_fs` one log at a time, in a seeded order, so
-//! the run, and each crash point, is the same every time.
+//! The log managers' appends of a wave of several transactions (every wave
+//! of a Silo-R line) pass the gate of `crate::txn_gate_fs` one log at a
+//! time, in a seeded order, so the run, and each crash point, is the same
+//! every time; a Silo-R wave's epoch marks follow, appended by the wait
+//! itself (on demand), one log after the other.
 //!
 //! Each session is a fresh database in its own directory `/db/s<n>`
 //! (logs grow without checkpoints; short sessions keep an image's recovery
@@ -101,7 +103,7 @@ impl WaveMedium for SsdMedium<'_> {
         self.acks.ack(txn);
     }
 
-    fn quiet(&self, _: Option<usize>) -> Result<(), CrashCheckError> {
+    fn quiet(&self) -> Result<(), CrashCheckError> {
         Ok(())
     }
 
@@ -185,6 +187,49 @@ mod tests {
                 report.anchors >= want && (want > 0 || report.anchors == 0),
                 "session {session}: {report:?}"
             );
+        }
+    }
+
+    /// The command lines' small anchor interval takes every log of every
+    /// session past anchors (their records are commands, a tenth of a KiB).
+    #[test]
+    fn command_sessions_pass_anchors_in_every_log() {
+        let logging = TxnLogging::TaurusCommand { logs: 2 };
+        let line = TxnSsdCrash::new(3, logging, 2, 60);
+        let fs: Arc<dyn FileSystem> = Arc::new(FaultFs::new());
+        line.run(fs.clone(), &AckLog::new(|| 0));
+        assert_eq!(*line.failure.lock(), None);
+        for session in 0..2 {
+            let device = LogDeviceKind::Ssd { fs: fs.clone(), dir: session_dir(session) };
+            let (_, report) =
+                crate::txn_driver::open_db(&db_options(logging, device, PlantedBug::None)).unwrap();
+            assert!(report.anchors >= 2 * logging.logs() as u64, "session {session}: {report:?}");
+        }
+    }
+
+    /// The run is the same every time: the same file-system operations,
+    /// crash points and acknowledgements (what reproducing a failure from
+    /// its seed needs), for the lines whose waves the driver orders itself:
+    /// Silo-R's epochs advance only when its waits ask (on demand).
+    #[test]
+    fn a_run_is_the_same_every_time() {
+        for logging in [TxnLogging::SiloR { logs: 2 }, TxnLogging::TaurusCommand { logs: 2 }] {
+            let run = || {
+                let line = TxnSsdCrash::new(5, logging, 2, 30);
+                let fault = FaultFs::with_tear_seed(5);
+                let clock = fault.clone();
+                let acks = AckLog::new(move || clock.last_mutation_op());
+                fault.capture_crash_points(true);
+                line.run(Arc::new(fault.clone()), &acks);
+                assert_eq!(*line.failure.lock(), None, "{logging:?}");
+                let points: Vec<(u64, u64)> =
+                    fault.crash_points().iter().map(|p| (p.op(), p.image_count())).collect();
+                let acked: Vec<usize> = points.iter().map(|(op, _)| acks.acked_by(*op).len()).collect();
+                (points, acked)
+            };
+            let (first, again) = (run(), run());
+            assert!(first.0.len() > 100, "{logging:?}: {} crash points", first.0.len());
+            assert_eq!(first, again, "{logging:?}");
         }
     }
 

@@ -74,6 +74,7 @@ impl TxnDbOptions {
                 flush_interval: Duration::from_micros(50),
                 anchor_every_bytes: crate::log::ANCHOR_EVERY_BYTES,
                 tuple_lv_delta: Some(crate::log::TUPLE_LV_DELTA_BYTES),
+                epoch_clock: Default::default(),
             },
             cc: crate::cc::CcKind::default(),
             recovery_threads: workers.max(1),
@@ -251,7 +252,9 @@ impl TxnDb {
         let mut store = Store::new(options.logging.kind.lv_len());
         #[cfg(any(test, feature = "crashtest"))]
         {
-            store.fold_write_lv_on_read = options.planted_bug != crate::planted::PlantedBug::ReadSkipsWriteLv;
+            use crate::planted::PlantedBug;
+            store.fold_write_lv_on_read = options.planted_bug != PlantedBug::ReadSkipsWriteLv;
+            store.fold_read_lv_on_write = options.planted_bug != PlantedBug::WriteSkipsReadLv;
         }
         TxnDb {
             schemas,
@@ -393,6 +396,14 @@ impl TxnDb {
 
     pub fn begin(&self, worker: WorkerId) -> Txn<'_> {
         Txn::new(self, worker)
+    }
+
+    /// Silo-R: advances the global epoch now and marks every log (under
+    /// [`crate::EpochClock::OnDemand`], with waiting commits, the only
+    /// advances); the durable epoch after it. Other schemes have no epochs
+    /// ([`TxnError::Unsupported`]).
+    pub fn advance_epoch(&self) -> Result<u64, TxnError> {
+        self.logging.advance_epoch()
     }
 
     /// Blocks until the ticket's transaction is durable (committed).

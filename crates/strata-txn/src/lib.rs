@@ -13,7 +13,7 @@
 //!   becomes its LSN, the tuples' LVs are updated and the locks released
 //!   before the record is durable: early lock release) or `abort`;
 //! - [`log`]: the logging schemes behind [`log::TxnLogging`] (`none`,
-//!   `serial`, `taurus`), the log manager of Algorithm 2 and the log
+//!   `serial`, `taurus`, `silo-r`), the log manager of Algorithm 2 and the log
 //!   devices (emulated PMem, SSD file, optional bandwidth limit);
 //! - [`procedures`]: stored procedures by id, for command logging;
 //! - [`record`]: the log record (format: `docs/format/taurus-log.md`);
@@ -43,7 +43,7 @@ pub use cc::CcKind;
 pub use db::{TableSchema, TxnDb, TxnDbOptions};
 pub use error::TxnError;
 pub use ids::{LogId, RowKey, TableId, WorkerId};
-pub use log::{CommitTicket, LogDeviceKind, LogMode, LoggingKind};
+pub use log::{CommitTicket, EpochClock, LogDeviceKind, LogMode, LoggingKind};
 pub use lv::{Lv, MAX_LOGS};
 pub use procedures::{ProcId, Procedures};
 pub use txn::Txn;

@@ -140,6 +140,8 @@ pub struct Store {
     index: RwLock<BTreeSet<(TableId, RowKey)>>,
     /// False only with the planted bug `ReadSkipsWriteLv`.
     pub(crate) fold_write_lv_on_read: bool,
+    /// False only with the planted bug `WriteSkipsReadLv`.
+    pub(crate) fold_read_lv_on_write: bool,
     /// Elements of the LVs in use: the number of logs.
     pub(crate) lv_len: usize,
 }
@@ -158,6 +160,7 @@ impl Store {
             shards: (0..SHARDS).map(|_| Mutex::new(ShardMap::default())).collect(),
             index: RwLock::new(BTreeSet::new()),
             fold_write_lv_on_read: true,
+            fold_read_lv_on_write: true,
             lv_len,
         }
     }
@@ -202,7 +205,7 @@ impl Store {
             if mode.exclusive() || self.fold_write_lv_on_read {
                 lvs.fold_into(WRITE, lv, self.lv_len);
             }
-            if mode == LockMode::Exclusive {
+            if mode == LockMode::Exclusive && self.fold_read_lv_on_write {
                 lvs.fold_into(READ, lv, self.lv_len);
             }
         }
@@ -226,7 +229,7 @@ impl Store {
         }
         t.readers = 0;
         t.writer = true;
-        if war {
+        if war && self.fold_read_lv_on_write {
             shard.lvs(table, key).fold_into(READ, lv, self.lv_len);
         }
         Ok(())

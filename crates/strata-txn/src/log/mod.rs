@@ -30,6 +30,7 @@ use strata_sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use strata_sync::{Condvar, Mutex};
 
 pub use schemes::{NoLogging, ParallelLogging, ANCHOR_EVERY_BYTES};
+pub use silo::EpochClock;
 
 use crate::error::TxnError;
 use crate::ids::{LogId, WorkerId};
@@ -149,6 +150,11 @@ pub trait TxnLogging: Send + Sync {
     /// no LSNs (Silo-R's TIDs) or nothing is logged.
     fn evictable_below(&self) -> Option<Lv> {
         None
+    }
+    /// Advances the global epoch once, marking the logs; the durable epoch
+    /// after it (schemes with epochs: Silo-R).
+    fn advance_epoch(&self) -> Result<u64, TxnError> {
+        Err(TxnError::Unsupported("advancing the epoch: only silo-r logging has epochs"))
     }
     /// Flushes and commits what can be, then stops the log manager threads.
     fn shutdown(&self);
@@ -307,6 +313,8 @@ pub struct LoggingOptions {
     /// the committed ends ([`TUPLE_LV_DELTA_BYTES`] by default; None keeps
     /// every tuple's LVs).
     pub tuple_lv_delta: Option<u64>,
+    /// Silo-R: what advances the global epoch (every 5 ms by default).
+    pub epoch_clock: EpochClock,
 }
 
 /// The default δ: 1 MiB of each log. Larger keeps more tuples in the lock

@@ -3,7 +3,8 @@
 //! workers, no dependency tracking.
 //!
 //! - A global epoch advances every [`EPOCH_INTERVAL`] (the authors' Silo-R
-//!   setting in DBx1000 is 5 ms).
+//!   setting in DBx1000 is 5 ms), or, with [`EpochClock::OnDemand`], only
+//!   when asked (see there).
 //! - A committing transaction announces the epoch it reads, takes a TID
 //!   `epoch << 32 | n` above the TIDs of every row it read or wrote (kept in
 //!   the tuples' one-element LVs: `writeLV[0]` is the TID of the row's last
@@ -44,8 +45,29 @@ use crate::ids::{LogId, WorkerId};
 use crate::lv::Lv;
 use crate::record::{decode, encode_masked, full_mask, Record, RecordBody};
 
-/// How often the global epoch advances.
+/// How often the global epoch advances (the default [`EpochClock`]).
 pub const EPOCH_INTERVAL: Duration = Duration::from_millis(5);
+
+/// What advances Silo-R's global epoch (`LoggingOptions::epoch_clock`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EpochClock {
+    /// The epoch thread, every interval ([`EPOCH_INTERVAL`] by default).
+    Timer(Duration),
+    /// No epoch thread: the epoch advances (and every log gets its mark)
+    /// only when [`crate::TxnDb::advance_epoch`] is called or a commit
+    /// waits for an epoch that is not durable yet (the wait advances it
+    /// until its own is). Epochs, marks and acknowledgements are then a
+    /// function of the calls, not of a timer: what a run that must perform
+    /// the same medium operations every time needs (the crash lines of
+    /// `strata-crashtest`), and a group commit for a client that waits.
+    OnDemand,
+}
+
+impl Default for EpochClock {
+    fn default() -> Self {
+        EpochClock::Timer(EPOCH_INTERVAL)
+    }
+}
 
 /// A worker that is not committing.
 const IDLE: u64 = u64::MAX;
@@ -70,6 +92,9 @@ pub struct SiloLogging {
     managers: Arc<Vec<LogManager>>,
     commits: Arc<Commits>,
     epochs: Arc<Epochs>,
+    /// The epoch advances: the epoch thread's, or on demand.
+    ticker: Arc<Mutex<Ticker>>,
+    clock: EpochClock,
     starts: Vec<u64>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -221,14 +246,23 @@ impl SiloLogging {
                 run_managers(m, vec![i], c, s, interval)
             })?);
         }
-        let (m, c, e, s) = (managers.clone(), commits.clone(), epochs.clone(), stop.clone());
-        threads.push(spawn_named("silo-epochs".into(), move || {
-            run_epochs(&m, &c, &e, &s, slots, first_epoch - 1)
-        })?);
+        let ticker = Arc::new(Mutex::new(Ticker::new(logs, slots, first_epoch - 1)));
+        if let EpochClock::Timer(interval) = options.epoch_clock {
+            let (m, c, e, t, s) =
+                (managers.clone(), commits.clone(), epochs.clone(), ticker.clone(), stop.clone());
+            threads.push(spawn_named("silo-epochs".into(), move || {
+                while !s.load(Acquire) {
+                    strata_sync::thread::sleep(interval);
+                    t.lock().tick(&m, &c, &e);
+                }
+            })?);
+        }
         Ok(SiloLogging {
             managers,
             commits,
             epochs,
+            ticker,
+            clock: options.epoch_clock,
             starts: starts.to_vec(),
             stop,
             threads: Mutex::new(threads),
@@ -254,23 +288,36 @@ impl SiloLogging {
     }
 }
 
-/// The epoch thread: advances the epoch, marks every log, publishes `D`.
-fn run_epochs(
-    managers: &[LogManager],
-    commits: &Commits,
-    epochs: &Epochs,
-    stop: &AtomicBool,
+/// What advancing the epoch keeps between advances (the epoch thread's
+/// state, or the on-demand clock's).
+struct Ticker {
+    /// The manager slot the marks are written from.
     slot: usize,
-    start_mark: u64,
-) {
-    let logs = managers.len();
-    let mut marked = vec![start_mark; logs];
-    // Per log: marks written, not yet known flushed: (end, p).
-    let mut queued: Vec<std::collections::VecDeque<(u64, u64)>> = vec![Default::default(); logs];
-    let mut through = vec![start_mark; logs];
-    let mut buf = Vec::new();
-    while !stop.load(Acquire) {
-        strata_sync::thread::sleep(EPOCH_INTERVAL);
+    /// Per log: the last mark written.
+    marked: Vec<u64>,
+    /// Per log: marks written, not yet known flushed: (end, p).
+    queued: Vec<std::collections::VecDeque<(u64, u64)>>,
+    /// Per log: the epoch it is durable through (its last flushed mark).
+    through: Vec<u64>,
+    buf: Vec<u8>,
+}
+
+impl Ticker {
+    fn new(logs: usize, slot: usize, start_mark: u64) -> Ticker {
+        Ticker {
+            slot,
+            marked: vec![start_mark; logs],
+            queued: vec![Default::default(); logs],
+            through: vec![start_mark; logs],
+            buf: Vec::new(),
+        }
+    }
+
+    /// One advance: the epoch moves on, every log gets a mark (if its
+    /// workers' announcements allow a later one) and a round, and `D`
+    /// becomes the least epoch every log is durable through; returns `D`.
+    fn tick(&mut self, managers: &[LogManager], commits: &Commits, epochs: &Epochs) -> u64 {
+        let logs = managers.len();
         let now = epochs.current.fetch_add(1, SeqCst) + 1;
         for (i, m) in managers.iter().enumerate() {
             let announced = epochs
@@ -282,13 +329,13 @@ fn run_epochs(
                 .min()
                 .unwrap_or(IDLE);
             let p = now.min(announced) - 1;
-            if p > marked[i] {
-                buf.clear();
-                encode_masked(&Lv::from_slice(&[p]), 1, full_mask(1), RecordBody::Anchor, &mut buf);
-                match m.write(slot, &buf) {
+            if p > self.marked[i] {
+                self.buf.clear();
+                encode_masked(&Lv::from_slice(&[p]), 1, full_mask(1), RecordBody::Anchor, &mut self.buf);
+                match m.write(self.slot, &self.buf) {
                     Ok(end) => {
-                        queued[i].push_back((end, p));
-                        marked[i] = p;
+                        self.queued[i].push_back((end, p));
+                        self.marked[i] = p;
                     }
                     Err(e) => commits.fail(i, e),
                 }
@@ -299,16 +346,31 @@ fn run_epochs(
                 commits.fail(i, e);
             }
             let flushed = m.flushed();
-            while let Some(&(end, p)) = queued[i].front() {
+            while let Some(&(end, p)) = self.queued[i].front() {
                 if end > flushed {
                     break;
                 }
-                through[i] = p;
-                queued[i].pop_front();
+                self.through[i] = p;
+                self.queued[i].pop_front();
             }
         }
-        let d = through.iter().copied().min().unwrap_or(0);
+        let d = self.through.iter().copied().min().unwrap_or(0);
         epochs.durable.fetch_max(d, Release);
+        epochs.durable.load(Acquire)
+    }
+}
+
+impl SiloLogging {
+    /// Advances the epoch once, marking every log (module comment); the
+    /// durable epoch `D` after it. Besides the epoch thread's advances
+    /// under [`EpochClock::Timer`]; the only ones under
+    /// [`EpochClock::OnDemand`] apart from waiting commits.
+    pub fn advance_epoch(&self) -> Result<u64, TxnError> {
+        let d = self.ticker.lock().tick(&self.managers, &self.commits, &self.epochs);
+        match self.commits.failed() {
+            Some(log) => Err(TxnError::LogFailed { log }),
+            None => Ok(d),
+        }
     }
 }
 
@@ -370,6 +432,9 @@ impl TxnLogging for SiloLogging {
         epoch_of(ticket.lv.get(0)) <= self.durable_epoch()
     }
 
+    /// Under [`EpochClock::OnDemand`] the wait advances the epoch itself
+    /// until the ticket's is durable (more than once only while another
+    /// worker's commit in progress holds a log's mark back).
     fn wait_committed(&self, ticket: &CommitTicket) -> Result<(), TxnError> {
         loop {
             if self.is_committed(ticket) {
@@ -378,8 +443,18 @@ impl TxnLogging for SiloLogging {
             if let Some(log) = self.commits.failed() {
                 return Err(TxnError::LogFailed { log });
             }
+            if self.clock == EpochClock::OnDemand {
+                self.advance_epoch()?;
+                if self.is_committed(ticket) {
+                    return Ok(());
+                }
+            }
             strata_sync::thread::sleep(EPOCH_INTERVAL / 20);
         }
+    }
+
+    fn advance_epoch(&self) -> Result<u64, TxnError> {
+        SiloLogging::advance_epoch(self)
     }
 
     fn shutdown(&self) {
@@ -433,6 +508,48 @@ mod tests {
             &mut b,
         );
         b
+    }
+
+    /// `EpochClock::OnDemand`: no epoch passes and no mark is written
+    /// until asked; a waiting commit advances the epoch until it is
+    /// durable, and `advance_epoch` marks every log.
+    #[test]
+    fn an_on_demand_clock_advances_only_when_asked() {
+        use crate::{LogDeviceKind, LoggingKind, TableSchema, TxnDb, TxnDbOptions};
+        use strata_pmem::Region;
+
+        let regions: Vec<Arc<Region>> = (0..2).map(|_| Arc::new(Region::sim(1 << 16))).collect();
+        let mut o =
+            TxnDbOptions::new(LoggingKind::SiloR { logs: 2 }, LogDeviceKind::Regions(regions.clone()), 2);
+        o.cc = crate::CcKind::Occ;
+        o.logging.capacity_bytes = 1 << 16;
+        o.logging.epoch_clock = EpochClock::OnDemand;
+        let schemas = vec![TableSchema { name: "t".into(), row_bytes: 8 }];
+        let (db, _) = TxnDb::open(&o, schemas.clone()).unwrap();
+        let images =
+            || -> Vec<Vec<u8>> { regions.iter().map(|r| r.as_sim().unwrap().persistent_image()).collect() };
+        let mut txn = db.begin(WorkerId(1));
+        txn.insert(TableId(0), RowKey(1), &7u64.to_le_bytes()).unwrap();
+        let ticket = txn.commit().unwrap();
+        let written = images();
+        std::thread::sleep(EPOCH_INTERVAL * 4);
+        assert!(!db.is_committed(&ticket), "no epoch passed by itself");
+        assert_eq!(images(), written, "no mark written by itself");
+        db.wait_committed(&ticket).unwrap();
+        assert!(db.is_committed(&ticket));
+        let marked = images();
+        assert_ne!(marked, written, "the wait marked the logs");
+        let d = db.advance_epoch().unwrap();
+        assert!(d > epoch_of(ticket.lv.get(0)), "an advance with nothing in flight makes its epoch durable");
+        assert_ne!(images(), marked, "an advance marks the logs");
+        drop(db);
+        let (db, report) = TxnDb::open(&o, schemas).unwrap();
+        assert_eq!(report.transactions, 1);
+        assert_eq!(db.rows(TableId(0))[&RowKey(1)], 7u64.to_le_bytes());
+        // Other schemes have no epochs.
+        let data = TxnDbOptions::new(LoggingKind::None, LogDeviceKind::Regions(Vec::new()), 1);
+        let (none, _) = TxnDb::open(&data, vec![]).unwrap();
+        assert!(matches!(none.advance_epoch(), Err(TxnError::Unsupported(_))));
     }
 
     #[test]
