@@ -283,14 +283,16 @@ impl SweepOptions {
         }
         o.variants = parse_variants(&self.variants.join(","), o.logs)?;
         if let Some(m) = o.log_mbps {
-            o.log_capacity_bytes = o.log_capacity_bytes.min(capacity_under_limit(m, o.window.as_secs_f64()));
+            let run_s = (o.warmup + o.window).as_secs_f64();
+            o.log_capacity_bytes = o.log_capacity_bytes.min(capacity_under_limit(m, run_s));
         }
         Ok(o)
     }
 }
 
 /// Bytes per log a device limited to `mbps` can need in one run: what it
-/// can write in the window and the time after it, twice over, at least
+/// can write in the warm-up and window (`window_s`) and the time after
+/// it, twice over, at least
 /// 16 MiB, in whole MiB. (Regions are touched whole before a run: 1 GiB
 /// per log would cost more than the run.)
 pub fn capacity_under_limit(mbps: f64, window_s: f64) -> u64 {
@@ -508,12 +510,13 @@ mod tests {
             let n = p.x as usize;
             assert_eq!((p.options.workers, p.options.logs, p.options.log_mbps), (n, n, Some(10.0)));
             // Limited logs need little room: no 1 GiB region touched per log.
-            assert_eq!(p.options.log_capacity_bytes, capacity_under_limit(10.0, 1.0));
+            let run_s = (o.base.warmup + o.base.window).as_secs_f64();
+            assert_eq!(p.options.log_capacity_bytes, capacity_under_limit(10.0, run_s));
             assert_eq!(p.options.variants.len(), 4);
         }
         for p in &points[4..] {
             assert_eq!((p.options.workers, p.options.logs, p.options.log_mbps), (2, 2, None));
-            assert_eq!(p.options.log_capacity_bytes, 1 << 30);
+            assert_eq!(p.options.log_capacity_bytes, o.base.log_capacity_bytes);
         }
         o.figures = vec![Fig::RecoveryVsLogs, Fig::ThroughputVsLogs];
         assert_eq!(o.sweeps(), [Sweep::Logs]);
