@@ -445,13 +445,34 @@ pub(crate) fn command_args(id: u64, steps: &[Step]) -> Vec<u8> {
     words(&w)
 }
 
-fn decode_command(args: &[u8]) -> Result<(u64, Vec<Step>), String> {
+/// Why [`decode_command`] refused the arguments of [`WORKLOAD`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CommandArgsError {
+    /// Not a whole number of words, or shorter than the id and the count.
+    Length { bytes: usize },
+    /// The step count does not match the length.
+    StepCount { steps: u64, bytes: usize },
+    /// A step of no known kind.
+    StepKind { step: usize, kind: u64 },
+}
+
+impl std::fmt::Display for CommandArgsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandArgsError::Length { bytes } => write!(f, "{bytes} bytes of arguments"),
+            CommandArgsError::StepCount { steps, bytes } => write!(f, "{steps} steps in {bytes} bytes"),
+            CommandArgsError::StepKind { step, kind } => write!(f, "step {step} of kind {kind}"),
+        }
+    }
+}
+
+fn decode_command(args: &[u8]) -> Result<(u64, Vec<Step>), CommandArgsError> {
     if args.len() < 16 || !args.len().is_multiple_of(8) {
-        return Err(format!("{} bytes of arguments", args.len()));
+        return Err(CommandArgsError::Length { bytes: args.len() });
     }
     let (id, n) = (word(args, 0), word(args, 1));
     if u64::try_from(args.len() / 16 - 1).ok() != Some(n) {
-        return Err(format!("{n} steps in {} bytes", args.len()));
+        return Err(CommandArgsError::StepCount { steps: n, bytes: args.len() });
     }
     (0..n as usize)
         .map(|i| {
@@ -462,7 +483,7 @@ fn decode_command(args: &[u8]) -> Result<(u64, Vec<Step>), String> {
                 STEP_BUMP => Ok(Step::Bump(k)),
                 STEP_INSERT => Ok(Step::Insert(k)),
                 STEP_DELETE => Ok(Step::Delete(k)),
-                other => Err(format!("step {i} of kind {other}")),
+                kind => Err(CommandArgsError::StepKind { step: i, kind }),
             }
         })
         .collect::<Result<_, _>>()
@@ -700,7 +721,10 @@ mod tests {
             let got: BTreeMap<u64, Vec<u8>> = db.rows(*table).into_iter().map(|(k, v)| (k.0, v)).collect();
             assert_eq!(got, want[i], "table {i}");
         }
-        assert!(decode_command(&args_with_kind(9)).is_err(), "an unknown step kind is refused");
+        assert!(
+            matches!(decode_command(&args_with_kind(9)), Err(CommandArgsError::StepKind { kind: 9, .. })),
+            "an unknown step kind is refused"
+        );
     }
 
     fn args_with_kind(kind: u64) -> Vec<u8> {
