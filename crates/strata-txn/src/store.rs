@@ -276,8 +276,8 @@ impl Store {
                 t.writer = false;
             }
         }
-        // A placeholder (a missing key read, an insert aborted, a row
-        // deleted) goes once unlocked; its LVs stay in the lock table.
+        // A tuple without a row (a missing key read, an insert aborted, a
+        // row deleted) goes once unlocked; its LVs stay in the lock table.
         if t.row.is_none() && !t.writer && t.readers == 0 {
             shard.tuples.remove(&(r.table, r.key));
         }
