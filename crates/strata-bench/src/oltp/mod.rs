@@ -392,26 +392,34 @@ mod tests {
 
     /// Real child processes (this test binary re-executed on this test with
     /// the job in the environment), killed by SIGKILL, and real recoveries.
-    #[test]
-    fn a_tiny_run_reports_every_variant() {
+    /// Options of a tiny run whose children re-execute `this_test` (in a
+    /// child, runs the job instead and never returns): one round, short
+    /// windows, logs in files (they grow as needed; PMem regions would be
+    /// touched whole), no settling, nothing printed.
+    fn tiny_run(variants: &str, this_test: &str, window_ms: u64) -> OltpOptions {
         if std::env::var_os(run::JOB_ENV).is_some() {
             let outcome = run_child_from_env();
             panic!("the child returned instead of waiting to be killed: {outcome:?}");
         }
-        let mut o = OltpOptions::quick(parse_variants(DEFAULT_VARIANTS, 2).unwrap(), 2, 2);
+        let mut o = OltpOptions::quick(parse_variants(variants, 2).unwrap(), 2, 2);
         o.child = crate::ycsb_ts::ChildCommand {
             program: std::env::current_exe().unwrap(),
-            args: vec!["--exact".into(), THIS_TEST.into(), "--nocapture".into(), "--test-threads=1".into()],
+            args: vec!["--exact".into(), this_test.into(), "--nocapture".into(), "--test-threads=1".into()],
             env: Vec::new(),
         };
-        o.shape.rows = 500;
-        o.window = Duration::from_millis(150);
+        o.window = Duration::from_millis(window_ms);
         o.warmup = Duration::from_millis(50);
         o.rounds = 1;
-        // Files on disk grow as needed (PMem regions would be touched whole).
         o.device = Device::Ssd;
         o.print = false;
         o.settle = false;
+        o
+    }
+
+    #[test]
+    fn a_tiny_run_reports_every_variant() {
+        let mut o = tiny_run(DEFAULT_VARIANTS, THIS_TEST, 150);
+        o.shape.rows = 500;
         let report = run(&o).unwrap();
         assert_eq!(report.results.len(), 5);
         for r in &report.results {
@@ -434,29 +442,9 @@ mod tests {
     /// and runs TPC-C, the parent recovers it over the same load.
     #[test]
     fn a_tiny_tpcc_mix_run_reports_new_orders_rollbacks_and_recovery() {
-        if std::env::var_os(run::JOB_ENV).is_some() {
-            let outcome = run_child_from_env();
-            panic!("the child returned instead of waiting to be killed: {outcome:?}");
-        }
-        let mut o = OltpOptions::quick(parse_variants("none,taurus-data,taurus-command", 2).unwrap(), 2, 2);
-        o.child = crate::ycsb_ts::ChildCommand {
-            program: std::env::current_exe().unwrap(),
-            args: vec![
-                "--exact".into(),
-                THIS_TPCC_TEST.into(),
-                "--nocapture".into(),
-                "--test-threads=1".into(),
-            ],
-            env: Vec::new(),
-        };
+        let mut o = tiny_run("none,taurus-data,taurus-command", THIS_TPCC_TEST, 200);
         o.workload = Workload::TpccMix;
         o.tpcc = TpccShape { warehouses: 2, items: 1_000, customers: 60, new_orders: 18 };
-        o.window = Duration::from_millis(200);
-        o.warmup = Duration::from_millis(50);
-        o.rounds = 1;
-        o.device = Device::Ssd;
-        o.print = false;
-        o.settle = false;
         let report = run(&o).unwrap();
         assert_eq!(report.config["workload"], "tpcc-mix");
         assert_eq!(report.config["warehouses"], 2);
