@@ -39,6 +39,11 @@ mod imp {
         pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
     }
 
+    /// Thread-locals, from `std` (access them with `with`, the one method
+    /// both keys have).
+    #[allow(unused_imports)]
+    pub use std::thread_local;
+
     /// Threads, from `std`. `DecLog` still spawns its logging threads with
     /// `std::thread` directly; Taurus's log managers use these.
     #[allow(dead_code)]
@@ -77,6 +82,11 @@ mod imp {
         #[allow(unused_imports)]
         pub use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
     }
+
+    /// Thread-locals, from `shuttle` (one per shuttle thread: its threads
+    /// share an OS thread, so `std`'s would be shared between them).
+    #[allow(unused_imports)]
+    pub use shuttle::thread_local;
 
     /// Threads, from `shuttle`.
     #[allow(dead_code)]

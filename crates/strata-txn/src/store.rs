@@ -3,15 +3,18 @@
 //! 3.2: updated atomically with the lock release under the shard latch).
 //!
 //! Tuple LV compression (taurus.txt 4.1): only tuples with recent LVs keep
-//! an entry. [`Store::evict_lvs`] raises each shard's *floor* to `PLV - δ`
-//! and drops every entry at or below it; a tuple without an entry has the
-//! floor as both LVs, so a transaction touching it again depends on at
-//! most what was already durable (never less than its true LVs: the floor
-//! only rises, and an entry goes only once the floor covers it). The lock
-//! state stays with the row, so an entry may go while its tuple is locked
-//! (the release puts it back). A deleted or never-written key's LVs stay
-//! in the lock table after its tuple goes, so a later insert of the key
-//! orders after the delete (3.4).
+//! an entry, its LVs beside the tuple's lock (one hash lookup per access
+//! finds both; up to two logs inline, more boxed, so a tuple without
+//! recent LVs holds no vectors). [`Store::evict_lvs`] raises each shard's
+//! *floor* to `PLV - δ` and drops every entry at or below it; a tuple
+//! without an entry has the floor as both LVs, so a transaction touching
+//! it again depends on at most what was already durable (never less than
+//! its true LVs: the floor only rises, and an entry goes only once the
+//! floor covers it). An entry may go while its tuple is locked (the
+//! release puts it back). A deleted or never-written key keeps its tuple,
+//! without a row, while it has an entry, so a later insert of the key
+//! orders after the delete (3.4); eviction drops such tuples with their
+//! entries.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -53,46 +56,49 @@ struct Tuple {
     /// the shard's counter, so a key deleted, dropped and inserted again
     /// never shows a version a reader saw before. 0: never written.
     version: u64,
+    /// Its lock-table entry: LVs above the shard's floor.
+    lvs: LvEntry,
 }
 
-/// A tuple's `readLV` and `writeLV`, element j of both side by side: the
-/// used elements (one per log) share a cache line for up to 4 logs,
-/// instead of two 128-byte vectors spread over four lines.
-#[derive(Copy, Clone, Default)]
-struct TupleLvs {
-    /// `[readLV[j], writeLV[j]]`.
-    elems: [[u64; 2]; MAX_LOGS],
+impl Tuple {
+    /// Kept in the map: it has a row, a lock holder or a lock-table entry.
+    fn in_use(&self) -> bool {
+        self.row.is_some() || self.writer || self.readers > 0 || self.lvs.is_some()
+    }
 }
+
+/// A tuple's `readLV` and `writeLV`, element j of both side by side
+/// (`[readLV[j], writeLV[j]]`), one pair per log: an entry is 16 bytes a
+/// log, so up to 4 logs share one cache line.
+type LvPairs = [[u64; 2]];
 
 const READ: usize = 0;
 const WRITE: usize = 1;
 
-impl TupleLvs {
-    /// `lv = ElemWiseMax(lv, this tuple's readLV or writeLV)` over `n` logs.
-    fn fold_into(&self, which: usize, lv: &mut Lv, n: usize) {
-        for (j, e) in self.elems[..n].iter().enumerate() {
-            if e[which] > lv.get(j) {
-                lv.set(j, e[which]);
-            }
+/// `lv = ElemWiseMax(lv, the tuple's readLV or writeLV)`.
+fn fold_into(pairs: &LvPairs, which: usize, lv: &mut Lv) {
+    for (j, e) in pairs.iter().enumerate() {
+        if e[which] > lv.get(j) {
+            lv.set(j, e[which]);
         }
     }
+}
 
-    fn set_write(&mut self, lv: &Lv, n: usize) {
-        for (j, e) in self.elems[..n].iter_mut().enumerate() {
-            e[WRITE] = lv.get(j);
-        }
+fn set_write(pairs: &mut LvPairs, lv: &Lv) {
+    for (j, e) in pairs.iter_mut().enumerate() {
+        e[WRITE] = lv.get(j);
     }
+}
 
-    fn max_read(&mut self, lv: &Lv, n: usize) {
-        for (j, e) in self.elems[..n].iter_mut().enumerate() {
-            e[READ] = e[READ].max(lv.get(j));
-        }
+fn max_read(pairs: &mut LvPairs, lv: &Lv) {
+    for (j, e) in pairs.iter_mut().enumerate() {
+        e[READ] = e[READ].max(lv.get(j));
     }
+}
 
-    /// Both LVs at or below `floor` (taurus.txt 4.1's eviction test).
-    fn within(&self, floor: &TupleLvs, n: usize) -> bool {
-        self.elems[..n].iter().zip(&floor.elems[..n]).all(|(e, f)| e[READ] <= f[READ] && e[WRITE] <= f[WRITE])
-    }
+/// Both LVs at or below `floor` (taurus.txt 4.1's eviction test).
+fn within(pairs: &LvPairs, floor: &LvPairs) -> bool {
+    pairs.iter().zip(floor).all(|(e, f)| e[READ] <= f[READ] && e[WRITE] <= f[WRITE])
 }
 
 /// What a committing transaction does to one tuple it locked.
@@ -110,10 +116,8 @@ type Shard = Mutex<ShardMap>;
 #[derive(Default)]
 struct ShardMap {
     tuples: HashMap<(TableId, RowKey), Tuple>,
-    /// The lock table's LVs: tuples whose LVs are above the floor.
-    lvs: HashMap<(TableId, RowKey), TupleLvs>,
     /// The LVs of a tuple without an entry (`PLV - δ` at the last eviction).
-    floor: TupleLvs,
+    floor: [[u64; 2]; MAX_LOGS],
     /// The last version handed out.
     versions: u64,
 }
@@ -123,16 +127,57 @@ impl ShardMap {
         self.versions += 1;
         self.versions
     }
+}
 
-    /// A tuple's LVs: its entry, else the floor.
-    fn lvs(&self, table: TableId, key: RowKey) -> &TupleLvs {
-        self.lvs.get(&(table, key)).unwrap_or(&self.floor)
+/// Logs whose LV pairs an entry holds inline, in the tuple: 32 bytes, no
+/// more than a pointer and its allocation, and no pointer for a lookup to
+/// chase (a dependent cache miss per access). More logs: boxed, sized to
+/// the log count.
+const INLINE_LOGS: usize = 2;
+
+/// A tuple's lock-table entry.
+#[derive(Default)]
+enum LvEntry {
+    /// None: the tuple's LVs are the shard's floor.
+    #[default]
+    Floor,
+    Inline([[u64; 2]; INLINE_LOGS]),
+    Boxed(Box<LvPairs>),
+}
+
+impl LvEntry {
+    fn is_some(&self) -> bool {
+        !matches!(self, LvEntry::Floor)
     }
 
-    /// A tuple's LVs to update: its entry, created at the floor.
-    fn lvs_mut(&mut self, table: TableId, key: RowKey) -> &mut TupleLvs {
-        let floor = self.floor;
-        self.lvs.entry((table, key)).or_insert(floor)
+    /// The entry's `n` pairs, if it has them.
+    fn pairs(&self, n: usize) -> Option<&LvPairs> {
+        match self {
+            LvEntry::Floor => None,
+            LvEntry::Inline(p) => Some(&p[..n]),
+            LvEntry::Boxed(p) => Some(p),
+        }
+    }
+}
+
+/// A tuple's LVs (`n` pairs): its entry, else the floor.
+fn lvs_of<'a>(t: &'a Tuple, floor: &'a [[u64; 2]; MAX_LOGS], n: usize) -> &'a LvPairs {
+    t.lvs.pairs(n).unwrap_or(&floor[..n])
+}
+
+/// A tuple's LVs (`n` pairs) to update: its entry, created at the floor.
+fn lvs_mut<'a>(t: &'a mut Tuple, floor: &[[u64; 2]; MAX_LOGS], n: usize) -> &'a mut LvPairs {
+    if !t.lvs.is_some() {
+        t.lvs = if n <= INLINE_LOGS {
+            LvEntry::Inline(std::array::from_fn(|j| floor[j]))
+        } else {
+            LvEntry::Boxed(Box::from(&floor[..n]))
+        };
+    }
+    match &mut t.lvs {
+        LvEntry::Inline(p) => &mut p[..n],
+        LvEntry::Boxed(p) => p,
+        LvEntry::Floor => unreachable!("the entry was just created"),
     }
 }
 
@@ -189,7 +234,8 @@ impl Store {
         track: bool,
     ) -> Result<Option<Vec<u8>>, TxnError> {
         let mut shard = self.shard(table, key).lock();
-        let t = shard.tuples.entry((table, key)).or_default();
+        let ShardMap { tuples, floor, .. } = &mut *shard;
+        let t = tuples.entry((table, key)).or_default();
         let granted = match mode {
             LockMode::Shared if !t.writer => {
                 t.readers += 1;
@@ -206,12 +252,12 @@ impl Store {
         }
         let row = t.row.as_deref().map(<[u8]>::to_vec);
         if track {
-            let lvs = shard.lvs(table, key);
+            let lvs = lvs_of(t, floor, self.lv_len);
             if mode.exclusive() || self.fold_write_lv_on_read {
-                lvs.fold_into(WRITE, lv, self.lv_len);
+                fold_into(lvs, WRITE, lv);
             }
             if mode == LockMode::Exclusive && self.fold_read_lv_on_write {
-                lvs.fold_into(READ, lv, self.lv_len);
+                fold_into(lvs, READ, lv);
             }
         }
         Ok(row)
@@ -227,7 +273,8 @@ impl Store {
         war: bool,
     ) -> Result<(), TxnError> {
         let mut shard = self.shard(table, key).lock();
-        let t = shard.tuples.get_mut(&(table, key)).expect("the caller holds a shared lock");
+        let ShardMap { tuples, floor, .. } = &mut *shard;
+        let t = tuples.get_mut(&(table, key)).expect("the caller holds a shared lock");
         assert!(t.readers >= 1 && !t.writer, "upgrade without a shared lock");
         if t.readers > 1 {
             return Err(TxnError::Conflict { table, key });
@@ -235,7 +282,7 @@ impl Store {
         t.readers = 0;
         t.writer = true;
         if war && self.fold_read_lv_on_write {
-            shard.lvs(table, key).fold_into(READ, lv, self.lv_len);
+            fold_into(lvs_of(t, floor, self.lv_len), READ, lv);
         }
         Ok(())
     }
@@ -252,13 +299,14 @@ impl Store {
     pub(crate) fn release(&self, r: &Release<'_>, lv: Option<&Lv>) {
         let mut shard = self.shard(r.table, r.key).lock();
         let version = if lv.is_some() && r.write.is_some() { shard.next_version() } else { 0 };
+        let ShardMap { tuples, floor, .. } = &mut *shard;
+        let t = tuples.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
         if let Some(lv) = lv.filter(|_| self.lv_len > 0) {
             match r.write {
-                Some(_) => shard.lvs_mut(r.table, r.key).set_write(lv, self.lv_len),
-                None => shard.lvs_mut(r.table, r.key).max_read(lv, self.lv_len),
+                Some(_) => set_write(lvs_mut(t, floor, self.lv_len), lv),
+                None => max_read(lvs_mut(t, floor, self.lv_len), lv),
             }
         }
-        let t = shard.tuples.get_mut(&(r.table, r.key)).expect("a locked tuple exists");
         if let (Some(_), Some(row)) = (lv, r.write) {
             if t.row.is_some() != row.is_some() {
                 self.index_set(r.table, r.key, row.is_some());
@@ -277,9 +325,9 @@ impl Store {
             }
         }
         // A tuple without a row (a missing key read, an insert aborted, a
-        // row deleted) goes once unlocked; its LVs stay in the lock table.
-        if t.row.is_none() && !t.writer && t.readers == 0 {
-            shard.tuples.remove(&(r.table, r.key));
+        // row deleted) goes once unlocked, unless it keeps LVs (until evicted).
+        if !t.in_use() {
+            tuples.remove(&(r.table, r.key));
         }
     }
 
@@ -295,10 +343,12 @@ impl Store {
         track: bool,
     ) -> (Option<Vec<u8>>, u64) {
         let shard = self.shard(table, key).lock();
+        let t = shard.tuples.get(&(table, key));
         if track && self.fold_write_lv_on_read {
-            shard.lvs(table, key).fold_into(WRITE, lv, self.lv_len);
+            let lvs = t.and_then(|t| t.lvs.pairs(self.lv_len)).unwrap_or(&shard.floor[..self.lv_len]);
+            fold_into(lvs, WRITE, lv);
         }
-        match shard.tuples.get(&(table, key)) {
+        match t {
             Some(t) => (t.row.as_deref().map(<[u8]>::to_vec), t.version),
             None => (None, 0),
         }
@@ -322,10 +372,11 @@ impl Store {
         assert_eq!(self.lv_len, 1, "Silo-R tuples carry one LV element, the TID");
         let mut shard = self.shard(table, key).lock();
         let version = shard.next_version();
-        let lvs = shard.lvs_mut(table, key);
-        if lvs.elems[0][WRITE] < tid {
-            lvs.elems[0][WRITE] = tid;
-            let t = shard.tuples.entry((table, key)).or_default();
+        let ShardMap { tuples, floor, .. } = &mut *shard;
+        let t = tuples.entry((table, key)).or_default();
+        let lvs = lvs_mut(t, floor, 1);
+        if lvs[0][WRITE] < tid {
+            lvs[0][WRITE] = tid;
             if t.row.is_some() != row.is_some() {
                 self.index_set(table, key, row.is_some());
             }
@@ -346,7 +397,12 @@ impl Store {
                 self.index_set(table, key, true);
             }
             None => {
-                shard.tuples.remove(&(table, key));
+                if let Some(t) = shard.tuples.get_mut(&(table, key)) {
+                    t.row = None;
+                    if !t.in_use() {
+                        shard.tuples.remove(&(table, key));
+                    }
+                }
                 self.index_set(table, key, false);
             }
         }
@@ -362,20 +418,25 @@ impl Store {
         let mut left = 0;
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
-            for (j, f) in shard.floor.elems[..n].iter_mut().enumerate() {
+            for (j, f) in shard.floor[..n].iter_mut().enumerate() {
                 let to = f[READ].max(below.get(j));
                 *f = [to, to];
             }
             let floor = shard.floor;
-            shard.lvs.retain(|_, lvs| !lvs.within(&floor, n));
-            left += shard.lvs.len();
+            shard.tuples.retain(|_, t| {
+                if t.lvs.pairs(n).is_some_and(|lvs| within(lvs, &floor[..n])) {
+                    t.lvs = LvEntry::Floor;
+                }
+                left += usize::from(t.lvs.is_some());
+                t.in_use()
+            });
         }
         left
     }
 
     /// Entries in the lock table (tuples with LVs above the floor).
     pub(crate) fn lv_entries(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().lvs.len()).sum()
+        self.shards.iter().map(|s| s.lock().tuples.values().filter(|t| t.lvs.is_some()).count()).sum()
     }
 
     fn index_set(&self, table: TableId, key: RowKey, present: bool) {
@@ -488,6 +549,27 @@ mod eviction_tests {
         commit_write(&s, 1, &[160, 40]);
         assert_eq!(read_lv(&s, 1), Lv::from_slice(&[160, 50]), "readLV stays at the floor");
         assert_eq!(s.lv_entries(), 2);
+    }
+
+    #[test]
+    fn entries_beyond_the_inline_log_count_are_boxed_and_evict_alike() {
+        let s = Store::new(4);
+        commit_write(&s, 1, &[10, 20, 30, 40]);
+        commit_write(&s, 2, &[100, 100, 100, 100]);
+        for (key, boxed) in [(1, true), (2, true)] {
+            let shard = s.shard(TableId(0), RowKey(key)).lock();
+            let t = &shard.tuples[&(TableId(0), RowKey(key))];
+            assert_eq!(matches!(t.lvs, LvEntry::Boxed(_)), boxed, "4 logs: a boxed entry");
+            assert_eq!(t.lvs.pairs(4).map(<[_]>::len), Some(4), "sized to the log count");
+        }
+        assert_eq!(read_lv(&s, 1), Lv::from_slice(&[10, 20, 30, 40]));
+        assert_eq!(s.evict_lvs(&Lv::from_slice(&[50, 50, 50, 50])), 1, "tuple 2 is above the floor");
+        assert_eq!(read_lv(&s, 1), Lv::from_slice(&[50, 50, 50, 50]), "evicted: the floor");
+        assert_eq!(read_lv(&s, 2), Lv::from_slice(&[100, 100, 100, 100]));
+        let small = Store::new(2);
+        commit_write(&small, 1, &[7, 8]);
+        let shard = small.shard(TableId(0), RowKey(1)).lock();
+        assert!(matches!(shard.tuples[&(TableId(0), RowKey(1))].lvs, LvEntry::Inline(_)), "2 logs: inline");
     }
 
     #[test]

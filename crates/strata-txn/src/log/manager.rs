@@ -31,10 +31,16 @@ pub(crate) const MAX_FLUSH_BYTES: u64 = 256 << 10;
 /// How long an idle manager of logs that workers round themselves sleeps.
 const HELPED_BACKSTOP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// The next [`LogManager::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A slot whose worker is not filling the buffer.
 const IDLE: u64 = u64::MAX;
 
 pub(crate) struct LogManager {
+    /// Unique in the process (a worker's list of its own records names
+    /// the log it wrote them to by it).
+    id: u64,
     index: usize,
     /// `logLSN`: the next position to allocate.
     log_lsn: AtomicU64,
@@ -105,6 +111,7 @@ impl LogManager {
         // In place on PMem the ring is not used.
         let words = if direct.is_some() { 1 } else { (ring_bytes / 8).max(1) };
         LogManager {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             index,
             log_lsn: AtomicU64::new(start),
             slots: (0..workers.max(1)).map(|_| AtomicU64::new(IDLE)).collect(),
@@ -172,6 +179,10 @@ impl LogManager {
         Some(r)
     }
 
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     fn ring_bytes(&self) -> u64 {
         self.ring.len() as u64 * 8
     }
@@ -192,15 +203,19 @@ impl LogManager {
         let capacity_bytes = self.capacity_bytes;
         let slot = &self.slots[slot];
         // allocatedLSN[j] = logLSN, then the fetch-and-add (a CAS, so a full
-        // log refuses the record without leaving a hole).
+        // log refuses the record without leaving a hole). Release/acquire
+        // suffices, no full barrier: the slot's store precedes the CAS, so
+        // a round whose (acquire) load of `logLSN` sees the CAS, or a later
+        // allocation, sees this slot's value or a later one; a round that
+        // sees an older `logLSN` stops at or before this record anyway.
         let lsn = loop {
-            let current = self.log_lsn.load(SeqCst);
-            slot.store(current, SeqCst);
+            let current = self.log_lsn.load(Acquire);
+            slot.store(current, Release);
             if current + len > capacity_bytes {
-                slot.store(IDLE, SeqCst);
+                slot.store(IDLE, Release);
                 return Err(TxnError::LogFull { log, capacity_bytes });
             }
-            if self.log_lsn.compare_exchange(current, current + len, SeqCst, SeqCst).is_ok() {
+            if self.log_lsn.compare_exchange(current, current + len, AcqRel, Acquire).is_ok() {
                 break current;
             }
         };
@@ -209,13 +224,13 @@ impl LogManager {
             // below `readyLSN` is durable when the manager reads it.
             region.write_flush(RegionOffset(lsn), record);
             region.fence();
-            slot.store(IDLE, SeqCst);
+            slot.store(IDLE, Release);
             return Ok(lsn + len);
         }
         // Room in the ring: the manager must have flushed what this overwrites.
         while lsn + len - self.flushed.load(Acquire) > self.ring_bytes() {
             if self.failed.load(Acquire) {
-                slot.store(IDLE, SeqCst);
+                slot.store(IDLE, Release);
                 return Err(TxnError::LogFailed { log });
             }
             strata_sync::thread::yield_now();
@@ -226,7 +241,7 @@ impl LogManager {
             self.ring[((lsn / 8 + k as u64) % words) as usize].store(w, Relaxed);
         }
         // filledLSN[j] = lsn + size.
-        slot.store(IDLE, SeqCst);
+        slot.store(IDLE, Release);
         Ok(lsn + len)
     }
 
@@ -252,7 +267,7 @@ impl LogManager {
     /// Algorithm 2, then the commit step: flush up to `readyLSN`, publish
     /// it, commit the flushed records whose LVs `commits` covers.
     pub(crate) fn flush_round(&self, commits: &Commits) -> Result<RoundOutcome, TxnError> {
-        self.round(&mut self.pending.lock(), commits, None)
+        self.round(&mut self.pending.lock(), commits, &[])
     }
 
     /// Whether workers run rounds themselves ([`Self::help_round`]): on a
@@ -266,12 +281,13 @@ impl LogManager {
     /// the next, covers what this one would have done). Only where
     /// [`Self::workers_help`]: on 2 cores, a manager thread woken for every
     /// record costs the workers more than the round itself.
-    /// `written` describes the helper's own record, which the round then
-    /// need not read back from the region (a cache miss: it was streamed).
+    /// `written` describes the helper's own records, in log order, which
+    /// the round then need not read back from the region (a cache miss
+    /// each: they were streamed past the cache).
     pub(crate) fn help_round(
         &self,
         commits: &Commits,
-        written: Option<&Written>,
+        written: &[Written],
     ) -> Option<Result<RoundOutcome, TxnError>> {
         debug_assert!(self.workers_help());
         let mut pending = self.pending.try_lock()?;
@@ -282,12 +298,12 @@ impl LogManager {
         &self,
         pending: &mut Pending,
         commits: &Commits,
-        written: Option<&Written>,
+        written: &[Written],
     ) -> Result<RoundOutcome, TxnError> {
         let mut outcome = RoundOutcome::default();
-        let mut ready = self.log_lsn.load(SeqCst);
+        let mut ready = self.log_lsn.load(Acquire);
         for s in self.slots.iter() {
-            let allocated = s.load(SeqCst);
+            let allocated = s.load(Acquire);
             if allocated != IDLE {
                 ready = ready.min(allocated);
             }
@@ -302,8 +318,11 @@ impl LogManager {
                 // Already durable: read each record's header and LV only.
                 let mut at = from;
                 let mut head_buf = [0u8; HEADER_BYTES + LV_MASK_BYTES + 8 * MAX_LOGS];
+                // The helper's records before `from` were published already.
+                let mut own = written.iter().skip_while(|w| w.start < from).peekable();
                 while at < ready {
-                    if let Some(w) = written.filter(|w| w.start == at && w.end <= ready) {
+                    while own.next_if(|w| w.start < at).is_some() {}
+                    if let Some(w) = own.next_if(|w| w.start == at && w.end <= ready) {
                         // As the header would read: the stored LV and its mask.
                         #[cfg(debug_assertions)]
                         {

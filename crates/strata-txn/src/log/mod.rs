@@ -229,14 +229,19 @@ impl Commits {
         vector(&self.committed[..self.logs])
     }
 
+    /// Only a round of `log` sets it (under the log's round lock), so a
+    /// plain store, no read-modify-write.
     fn set_flushed(&self, log: usize, end: u64) {
-        self.flushed[log].fetch_max(end, Release);
+        debug_assert!(self.flushed[log].load(Relaxed) <= end, "log {log}: PLV only rises");
+        self.flushed[log].store(end, Release);
     }
 
+    /// Only a round of `log` sets it (under the log's round lock).
     fn set_committed(&self, log: usize, end: u64) {
+        debug_assert!(self.committed[log].load(Relaxed) <= end, "log {log}: CLV only rises");
         // SeqCst with the waiter's count and check: either it sees this
         // end, or this sees it waiting.
-        self.committed[log].fetch_max(end, SeqCst);
+        self.committed[log].store(end, SeqCst);
         if self.waiters.load(SeqCst) > 0 {
             let _g = self.changed_lock.lock();
             self.changed.notify_all();

@@ -67,8 +67,29 @@ pub struct ParallelLogging {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-thread_local! {
+/// A worker writing a PMem log in place runs a round (publishes and
+/// commits) after this many of its records, not after each: a round's
+/// fixed cost (the round lock, the other logs' committed ends, the commit
+/// bookkeeping) spread over a batch, as the paper's log manager flushes
+/// in batches. A waiter runs one at once; an idle log's manager thread
+/// within a millisecond.
+const HELP_EVERY_RECORDS: usize = 8;
+
+/// Most records a worker's list keeps (see [`OwnRecords`]).
+const MAX_OWN_RECORDS: usize = 256;
+
+/// The records this thread wrote to one log since its last round, which
+/// that round need not read back from the region.
+struct OwnRecords {
+    /// [`LogManager::id`] of the log they are in.
+    log: Option<u64>,
+    records: Vec<Written>,
+}
+
+strata_sync::thread_local! {
     static RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static OWN_RECORDS: std::cell::RefCell<OwnRecords> =
+        const { std::cell::RefCell::new(OwnRecords { log: None, records: Vec::new() }) };
 }
 
 impl ParallelLogging {
@@ -152,7 +173,8 @@ impl TxnLogging for ParallelLogging {
         };
         let m = &self.managers[log];
         // The record's end, length and LV mask.
-        let (lsn, record_len, mask) = RECORD.with_borrow_mut(|buf| {
+        let (lsn, record_len, mask) = RECORD.with(|buf| {
+            let buf = &mut *buf.borrow_mut();
             buf.clear();
             if self.record_lv && m.anchor_due(self.anchor_every_bytes) {
                 // Anchor = every log's committed end now; the record after it
@@ -178,9 +200,26 @@ impl TxnLogging for ParallelLogging {
                 lv: if self.record_lv { *lv } else { Lv::ZERO },
                 mask,
             };
-            if let Some(Err(e)) = m.help_round(&self.commits, Some(&written)) {
-                self.commits.fail(log, e);
-            }
+            OWN_RECORDS.with(|own| {
+                let own = &mut *own.borrow_mut();
+                if own.log != Some(m.id()) {
+                    own.log = Some(m.id());
+                    own.records.clear();
+                }
+                own.records.push(written);
+                if own.records.len() < HELP_EVERY_RECORDS {
+                    return;
+                }
+                if let Some(Err(e)) = m.help_round(&self.commits, &own.records) {
+                    self.commits.fail(log, e);
+                }
+                // Published records are done with; a list a busy round kept
+                // growing keeps its newest (older ones are read back).
+                let flushed = m.flushed();
+                own.records.retain(|w| w.end > flushed);
+                let excess = own.records.len().saturating_sub(MAX_OWN_RECORDS);
+                own.records.drain(..excess);
+            });
         }
         Ok(Some((LogId(log as u32), lsn)))
     }
@@ -196,7 +235,11 @@ impl TxnLogging for ParallelLogging {
         self.commits.wait(ticket, HELPING_WAIT_POLL, || {
             let mut progress = false;
             for (i, m) in self.managers.iter().enumerate() {
-                match m.help_round(&self.commits, None) {
+                let round = OWN_RECORDS.with(|own| {
+                    let own = own.borrow();
+                    m.help_round(&self.commits, if own.log == Some(m.id()) { &own.records } else { &[] })
+                });
+                match round {
                     Some(Ok(o)) => progress |= o.flushed_bytes > 0 || o.committed,
                     Some(Err(e)) => self.commits.fail(i, e),
                     None => {}
@@ -234,5 +277,64 @@ impl TxnLogging for ParallelLogging {
 impl Drop for ParallelLogging {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use strata_pmem::Region;
+
+    use super::HELP_EVERY_RECORDS;
+    use crate::{LogDeviceKind, LoggingKind, RowKey, TableId, TableSchema, TxnDb, TxnDbOptions, WorkerId};
+
+    const T: TableId = TableId(0);
+
+    fn db() -> TxnDb {
+        let regions = vec![Arc::new(Region::sim(1 << 20))];
+        let mut o = TxnDbOptions::new(LoggingKind::Taurus { logs: 1 }, LogDeviceKind::Regions(regions), 1);
+        o.logging.capacity_bytes = 1 << 20;
+        let db = TxnDb::open(&o, vec![TableSchema { name: "t".into(), row_bytes: 8 }]).unwrap().0;
+        for k in 0..64u64 {
+            db.bulk_load(T, RowKey(k), &[0; 8]).unwrap();
+        }
+        db
+    }
+
+    /// Commits `n` one-row updates without waiting; their tickets.
+    fn commit(db: &TxnDb, n: u64) -> Vec<crate::CommitTicket> {
+        (0..n)
+            .map(|k| {
+                let mut t = db.begin(WorkerId(0));
+                t.put(T, RowKey(k), &k.to_le_bytes()).unwrap();
+                t.commit().unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_short_of_a_batch_commit_through_the_backstop_without_a_waiter() {
+        let db = db();
+        let tickets = commit(&db, HELP_EVERY_RECORDS as u64 - 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !tickets.iter().all(|t| db.is_committed(t)) {
+            assert!(Instant::now() < deadline, "no round committed a partial batch within 5 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_waiter_commits_its_record_at_once_and_batches_of_own_records_commit_in_log_order() {
+        let db = db();
+        let lone = commit(&db, 1).pop().unwrap();
+        db.wait_committed(&lone).unwrap();
+        assert!(db.is_committed(&lone));
+        let tickets = commit(&db, 3 * HELP_EVERY_RECORDS as u64 + 1);
+        db.wait_committed(tickets.last().unwrap()).unwrap();
+        assert!(tickets.iter().all(|t| db.is_committed(t)), "a later record committed before an earlier one");
+        let ends: Vec<u64> = tickets.iter().map(|t| t.record.unwrap().1).collect();
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "one worker's records in LSN order: {ends:?}");
     }
 }

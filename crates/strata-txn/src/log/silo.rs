@@ -415,7 +415,7 @@ impl TxnLogging for SiloLogging {
         self.epochs.announced[w].store(IDLE, SeqCst);
         let end = written?;
         if m.workers_help() {
-            if let Some(Err(e)) = m.help_round(&self.commits, None) {
+            if let Some(Err(e)) = m.help_round(&self.commits, &[]) {
                 self.commits.fail(log, e);
             }
         }
