@@ -85,15 +85,16 @@ pub struct OltpArgs {
     lv_micro: bool,
     /// Instead: sweeps in the shapes of the paper's figures, one whole run per
     /// point, written to DIR as SVG (fig5_throughput_vs_logs.svg,
-    /// fig7_recovery_vs_logs.svg, fig13_theta.svg, fig14_accesses.svg) and
-    /// all points as oltp_figures.json. Fig. 13 and 14 use --workers, --logs
+    /// fig7_recovery_vs_logs.svg, fig13_theta.svg, fig13b_theta_recovery.svg,
+    /// fig14_accesses.svg) and all points as oltp_figures.json. Fig. 13 and 14 use --workers, --logs
     /// and --log-mbps; Fig. 5 and 7 their own (below).
     #[arg(long, value_name = "DIR")]
     figures: Option<PathBuf>,
     /// With --figures: which to draw, of 5 (throughput by logs), 7 (recovery
-    /// by logs; one sweep serves 5 and 7), 13 (by Zipf theta), 14 (by accesses
+    /// by logs; one sweep serves 5 and 7), 13 (throughput by Zipf theta), 13b
+    /// (recovery by Zipf theta; one sweep serves 13 and 13b), 14 (by accesses
     /// per transaction).
-    #[arg(long, default_value = "5,7,13,14")]
+    #[arg(long, default_value = "5,7,13,13b,14")]
     draw: String,
     /// With --figures: Fig. 5/7's log counts, one worker per log (serial
     /// variants keep one log).

@@ -1,5 +1,5 @@
 //! The sweeps' figures in the shapes of taurus.txt section 5 (Fig. 5, 7,
-//! 13, 14) as SVG line charts ([`crate::svg::line_chart_with`]): one line
+//! 13(a) and (b), 14) as SVG line charts ([`crate::svg::line_chart_with`]): one line
 //! per variant, a dot per point, the x ticks at the sweep's values, the
 //! bandwidth limit in the title and the machine under it.
 
@@ -57,7 +57,7 @@ pub fn draw(o: &SweepOptions, report: &BenchReport) -> Vec<(String, String)> {
                     (
                         format!(
                             "Fig. {} shape: {workload} {what} by logs, {}",
-                            f.number(),
+                            f.label(),
                             limit(o.logs_mbps)
                         ),
                         "logs = worker threads (serial: 1 log)",
@@ -72,6 +72,14 @@ pub fn draw(o: &SweepOptions, report: &BenchReport) -> Vec<(String, String)> {
                     "Zipf θ (contention)",
                     "throughput (txn/s)",
                     "throughput_txn_per_s",
+                    false,
+                    format!("{} workers, {} logs; {}; {setup}", b.workers, b.logs, ycsb_shape(Sweep::Theta)),
+                ),
+                Fig::ThetaRecovery => (
+                    format!("Fig. 13(b) shape: YCSB recovery throughput by Zipf θ, {}", limit(b.log_mbps)),
+                    "Zipf θ (contention)",
+                    "recovery (recovered txn/s)",
+                    "recovery_txn_per_s",
                     false,
                     format!("{} workers, {} logs; {}; {setup}", b.workers, b.logs, ycsb_shape(Sweep::Theta)),
                 ),
@@ -191,7 +199,9 @@ mod tests {
                 assert!(svg.contains(&format!(">{v}</text>")), "{name} lacks {v}");
             }
         }
-        let [(_, fig5), (_, fig7), (_, fig13), (_, fig14)] = &figs[..] else { panic!("four figures") };
+        let [(_, fig5), (_, fig7), (_, fig13), (_, fig13b), (_, fig14)] = &figs[..] else {
+            panic!("five figures")
+        };
         // Fig. 5: five lines (none included), serial marked as one log, the bandwidth limit in the title.
         assert!(fig5.contains("Fig. 5 shape: YCSB throughput by logs, 10 MB/s per log"));
         assert!(fig5.contains(">serial-data (1 log)</text>"));
@@ -216,6 +226,13 @@ mod tests {
         for tick in ["0.1", "0.3", "0.6", "0.9", "1.2"] {
             assert!(fig13.contains(&format!(">{tick}</text>")), "θ tick {tick}");
         }
+        // Fig. 13(b): recovery by θ, linear, without `none`, a dot per logged variant and θ.
+        assert!(fig13b.contains("Fig. 13(b) shape: YCSB recovery throughput by Zipf θ, no bandwidth limit"));
+        assert!(fig13b.contains(">recovery (recovered txn/s)</text>"));
+        assert!(!fig13b.contains(">none</text>"));
+        let logged = o.variants.iter().filter(|v| *v != "none").count();
+        assert_eq!(fig13b.matches("<polyline").count(), logged);
+        assert_eq!(fig13b.matches("<circle").count(), logged * 5);
         assert!(fig14.contains("Fig. 14 shape: YCSB throughput by accesses per transaction"));
         assert!(fig14.contains(">accesses per transaction</text>"));
         assert!(fig14.contains(">16</text>"));

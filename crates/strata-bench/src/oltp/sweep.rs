@@ -56,22 +56,26 @@ pub enum Fig {
     ThroughputVsLogs,
     /// Fig. 7: recovery throughput by logs (workers).
     RecoveryVsLogs,
-    /// Fig. 13: throughput by Zipf θ.
+    /// Fig. 13(a): throughput by Zipf θ.
     Theta,
+    /// Fig. 13(b): recovery throughput by Zipf θ.
+    ThetaRecovery,
     /// Fig. 14: throughput by accesses per transaction.
     Accesses,
 }
 
 impl Fig {
-    pub const ALL: [Fig; 4] = [Fig::ThroughputVsLogs, Fig::RecoveryVsLogs, Fig::Theta, Fig::Accesses];
+    pub const ALL: [Fig; 5] =
+        [Fig::ThroughputVsLogs, Fig::RecoveryVsLogs, Fig::Theta, Fig::ThetaRecovery, Fig::Accesses];
 
-    /// The paper's figure number.
-    pub fn number(self) -> u32 {
+    /// The paper's figure: its number, and the panel where it has two.
+    pub fn label(self) -> &'static str {
         match self {
-            Fig::ThroughputVsLogs => 5,
-            Fig::RecoveryVsLogs => 7,
-            Fig::Theta => 13,
-            Fig::Accesses => 14,
+            Fig::ThroughputVsLogs => "5",
+            Fig::RecoveryVsLogs => "7",
+            Fig::Theta => "13",
+            Fig::ThetaRecovery => "13b",
+            Fig::Accesses => "14",
         }
     }
 
@@ -80,6 +84,7 @@ impl Fig {
             Fig::ThroughputVsLogs => "fig5_throughput_vs_logs.svg",
             Fig::RecoveryVsLogs => "fig7_recovery_vs_logs.svg",
             Fig::Theta => "fig13_theta.svg",
+            Fig::ThetaRecovery => "fig13b_theta_recovery.svg",
             Fig::Accesses => "fig14_accesses.svg",
         }
     }
@@ -88,17 +93,18 @@ impl Fig {
     pub fn sweep(self) -> Sweep {
         match self {
             Fig::ThroughputVsLogs | Fig::RecoveryVsLogs => Sweep::Logs,
-            Fig::Theta => Sweep::Theta,
+            Fig::Theta | Fig::ThetaRecovery => Sweep::Theta,
             Fig::Accesses => Sweep::Accesses,
         }
     }
 
-    /// `5`, `7`, `13` or `14` (a `fig` prefix allowed).
+    /// `5`, `7`, `13` (its panel a), `13b` or `14` (a `fig` prefix allowed).
     pub fn parse(name: &str) -> anyhow::Result<Fig> {
         let n = name.trim();
         let n = n.strip_prefix("fig").unwrap_or(n).trim_start_matches(['.', ' ']);
-        Fig::ALL.into_iter().find(|f| f.number().to_string() == n).with_context(|| {
-            format!("unknown figure `{name}` (5: throughput by logs, 7: recovery by logs, 13: by Zipf theta, 14: by accesses per transaction)")
+        let n = if n == "13a" { "13" } else { n };
+        Fig::ALL.into_iter().find(|f| f.label() == n).with_context(|| {
+            format!("unknown figure `{name}` (5: throughput by logs, 7: recovery by logs, 13: throughput by Zipf theta, 13b: recovery by Zipf theta, 14: by accesses per transaction)")
         })
     }
 
@@ -402,7 +408,7 @@ fn config(o: &SweepOptions) -> Value {
                 "workers": workers,
                 "logs": logs,
                 "log_mbps": mbps,
-                "figures": o.figures.iter().filter(|f| f.sweep() == s).map(|f| f.number()).collect::<Vec<_>>(),
+                "figures": o.figures.iter().filter(|f| f.sweep() == s).map(|f| f.label()).collect::<Vec<_>>(),
             }),
         );
     }
@@ -481,8 +487,8 @@ mod tests {
     #[test]
     fn figure_lists_parse_once_each_in_order() {
         assert_eq!(
-            Fig::parse_list("14, fig5,13,5").unwrap(),
-            [Fig::Accesses, Fig::ThroughputVsLogs, Fig::Theta]
+            Fig::parse_list("14, fig5,13,5,13b,13a").unwrap(),
+            [Fig::Accesses, Fig::ThroughputVsLogs, Fig::Theta, Fig::ThetaRecovery]
         );
         assert_eq!(Fig::parse("fig. 7").unwrap(), Fig::RecoveryVsLogs);
         assert!(Fig::parse_list("").is_err());
@@ -494,6 +500,7 @@ mod tests {
                 "fig5_throughput_vs_logs.svg",
                 "fig7_recovery_vs_logs.svg",
                 "fig13_theta.svg",
+                "fig13b_theta_recovery.svg",
                 "fig14_accesses.svg"
             ]
         );
