@@ -1,0 +1,35 @@
+//! FIR (fir.txt): log-free multi-version transactional tables on PMem.
+//!
+//! Built so far (section 4.1, 4.2.1, 4.4.1):
+//! - time-ordered storage ([`storage`]): a region per worker per table, a
+//!   chain of 2,048-version PMem blocks taken from Halloc, each with its
+//!   256-byte update map and a DRAM tile of tuple headers ([`tile`]);
+//!   logical addresses (region, block, slot) ([`addr`]);
+//! - MVTO transactions ([`txn`]) whose versions are persisted where they
+//!   lie (Algorithm 1), with no log;
+//! - group commit through a queue that advances each worker's LCTT entry
+//!   in PMem, one fence per batch ([`commit`]);
+//! - recovery ([`db`]): redo the versions at or below their region's LCTT
+//!   entry, undo (turn into holes) the rest, rebuild the index.
+//!
+//! Not built yet: the index-leaf checkpoints with their cost model (4.3)
+//! that make recovery O(m), long-transaction regions (4.2.2), garbage
+//! collection (4.5), the Zen-style and DRAM baselines, the benchmark and
+//! the crash lines. The on-media format is `docs/format/fir.md`.
+
+#![forbid(unsafe_code)]
+
+pub mod addr;
+mod commit;
+pub mod db;
+pub mod error;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
+pub mod layout;
+mod storage;
+pub mod tile;
+pub mod txn;
+
+pub use db::{FirDb, FirOptions, FirRecoveryReport, FirTicket};
+pub use error::FirError;
+pub use txn::FirTxn;

@@ -1,0 +1,251 @@
+//! Time-ordered storage (fir.txt 4.1): each table is split into one region
+//! per worker; a region is a chain of PMem blocks (Halloc objects of the
+//! table's pool), appended to only by its worker, so its versions lie in
+//! txnId order. Each block has a DRAM tile of headers ([`crate::tile`]).
+//! A version's content is persisted where it lies when it is written
+//! (Algorithm 1: copy, flush, fence); nothing else is logged.
+//!
+//! A slot is a version iff its txnId is at least the block's floor and at
+//! least the previous version's in the region (0 marks a slot an aborted
+//! or discarded transaction left: a hole). Recovery keeps the versions at
+//! or below the region's LCTT entry.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use strata_pmem::halloc::{Halloc, HallocConfig, ObjectId, PoolId, PoolSpec};
+use strata_pmem::{Region, RegionOffset};
+use strata_txn::TableSchema;
+
+use crate::addr::VersionAddr;
+use crate::error::FirError;
+use crate::layout::{
+    block_bytes, slot_bytes, slot_offset, BlockHeader, Layout, BLOCK_HEADER_BYTES, FLAG_TOMBSTONE,
+    SLOTS_PER_BLOCK, SLOT_HEADER_BYTES, UPDATE_MAP_BYTES,
+};
+use crate::tile::{Tile, TupleHeader};
+
+/// One block of a chain, with its tile.
+pub(crate) struct Block {
+    pub id: ObjectId,
+    pub offset: RegionOffset,
+    pub tile: Arc<Tile>,
+}
+
+/// One (table, region): its blocks in chain order and where the next
+/// version goes.
+#[derive(Default)]
+pub(crate) struct Chain {
+    pub blocks: Vec<Block>,
+    /// Slots used in the last block.
+    pub next_slot: usize,
+}
+
+/// A slot as recovery reads it.
+pub(crate) struct SlotContent {
+    pub txn: u64,
+    pub key: u64,
+    pub tombstone: bool,
+}
+
+pub(crate) struct Storage {
+    pub region: Arc<Region>,
+    pub halloc: Halloc,
+    pub layout: Layout,
+    pub row_bytes: Vec<usize>,
+    /// `[table][region]`.
+    pub chains: Vec<Vec<RwLock<Chain>>>,
+}
+
+impl Storage {
+    /// The Halloc configuration: one pool of `blocks_per_table` blocks per table.
+    pub fn halloc_config(schemas: &[TableSchema], blocks_per_table: u64) -> HallocConfig {
+        let pools = schemas
+            .iter()
+            .map(|s| PoolSpec { object_size_bytes: block_bytes(s.row_bytes), object_count: blocks_per_table })
+            .collect();
+        HallocConfig::new(pools, 64, 0)
+    }
+
+    pub fn new(region: Arc<Region>, halloc: Halloc, layout: Layout, schemas: &[TableSchema]) -> Storage {
+        let chains = (0..layout.tables)
+            .map(|_| (0..layout.workers).map(|_| RwLock::new(Chain::default())).collect())
+            .collect();
+        Storage { region, halloc, layout, row_bytes: schemas.iter().map(|s| s.row_bytes).collect(), chains }
+    }
+
+    fn slot_at(&self, table: usize, block: &Block, slot: usize) -> RegionOffset {
+        block.offset + slot_offset(self.row_bytes[table], slot)
+    }
+
+    /// Where a version's slot lies, and its header.
+    pub fn locate(&self, table: usize, addr: VersionAddr) -> (RegionOffset, Arc<Tile>) {
+        let chain = self.chains[table][addr.region as usize].read();
+        let block = &chain.blocks[addr.block as usize];
+        (self.slot_at(table, block, addr.slot as usize), block.tile.clone())
+    }
+
+    /// Runs `f` on a version's header.
+    pub fn with_header<R>(&self, table: usize, addr: VersionAddr, f: impl FnOnce(&TupleHeader) -> R) -> R {
+        let (_, tile) = self.locate(table, addr);
+        f(&tile.headers[addr.slot as usize])
+    }
+
+    /// A version's row (its content past the slot header).
+    pub fn read_row(&self, table: usize, addr: VersionAddr) -> Vec<u8> {
+        let (at, _) = self.locate(table, addr);
+        self.region.read_vec(at + SLOT_HEADER_BYTES, self.row_bytes[table])
+    }
+
+    /// Algorithm 1: appends a version to `region`'s chain of `table` and
+    /// persists it (copy, flush, fence) before returning its address. A
+    /// new block's floor is `txn`.
+    pub fn append(
+        &self,
+        table: usize,
+        region: usize,
+        txn: u64,
+        key: u64,
+        row: Option<&[u8]>,
+    ) -> Result<VersionAddr, FirError> {
+        let mut chain = self.chains[table][region].write();
+        if chain.blocks.is_empty() || chain.next_slot == SLOTS_PER_BLOCK {
+            self.add_block(table, region, &mut chain, txn)?;
+        }
+        let slot = chain.next_slot;
+        let block_no = chain.blocks.len() - 1;
+        let at = self.slot_at(table, &chain.blocks[block_no], slot);
+        let mut bytes = Vec::with_capacity(slot_bytes(self.row_bytes[table]) as usize);
+        bytes.extend_from_slice(&txn.to_le_bytes());
+        bytes.extend_from_slice(&key.to_le_bytes());
+        bytes.extend_from_slice(&(if row.is_none() { FLAG_TOMBSTONE } else { 0 }).to_le_bytes());
+        bytes.extend_from_slice(row.unwrap_or(&[]));
+        bytes.resize(slot_bytes(self.row_bytes[table]) as usize, 0);
+        self.region.write_flush(at, &bytes);
+        self.region.fence();
+        chain.next_slot += 1;
+        Ok(VersionAddr { region: region as u16, block: block_no as u32, slot: slot as u16 })
+    }
+
+    /// Takes a block from the table's pool, persists its header and an
+    /// empty update map, links it as the region's last block, then commits
+    /// the object (Halloc's protocol: contents, reference, commit).
+    fn add_block(&self, table: usize, region: usize, chain: &mut Chain, floor: u64) -> Result<(), FirError> {
+        let id = self.halloc.get(PoolId(table as u32))?;
+        let offset = self.halloc.object_offset(id);
+        let header = BlockHeader {
+            table: table as u32,
+            region: region as u32,
+            seq: chain.blocks.len() as u32,
+            prev: chain.blocks.last().map_or(0, |b| b.id.to_raw() + 1),
+            txn_floor: floor,
+        };
+        self.region.write(offset, &header.encode());
+        self.region.write(offset + BLOCK_HEADER_BYTES, &[0u8; UPDATE_MAP_BYTES as usize]);
+        self.region.persist(offset, BLOCK_HEADER_BYTES + UPDATE_MAP_BYTES);
+        self.region.store_u64_persist(self.layout.last_block(table as u32, region as u32), id.to_raw() + 1);
+        self.halloc.commit(id);
+        chain.blocks.push(Block { id, offset, tile: Arc::new(Tile::default()) });
+        chain.next_slot = 0;
+        Ok(())
+    }
+
+    /// Turns slots into holes (txnId 0), flushed; the caller fences.
+    pub fn clear_slot(&self, table: usize, addr: VersionAddr) {
+        let (at, _) = self.locate(table, addr);
+        self.region.store_u64(at, 0);
+        self.region.flush(at, 8);
+    }
+
+    /// Sets the update-map bit of an obsolete version, flushed; fenced by
+    /// the next fence (the bit is a hint for garbage collection: recovery
+    /// keeps each key's newest version whatever the bits say).
+    pub fn mark_obsolete(&self, table: usize, addr: VersionAddr) {
+        let chain = self.chains[table][addr.region as usize].read();
+        let block = &chain.blocks[addr.block as usize];
+        let word = block.offset + BLOCK_HEADER_BYTES + 8 * (addr.slot as u64 / 64);
+        let old = self.region.load_u64(word);
+        self.region.store_u64(word, old | 1 << (addr.slot % 64));
+        self.region.flush(word, 8);
+    }
+
+    /// Recovery of one (table, region): the chain from its last block back
+    /// (a last block Halloc did not commit is unlinked: it holds no
+    /// version), then every slot of it in order; and the largest block
+    /// floor (new txnIds must exceed it, or their versions in that block
+    /// would read as leftovers).
+    pub fn recover_chain(
+        &self,
+        table: usize,
+        region: usize,
+    ) -> Result<(Vec<(VersionAddr, SlotContent)>, u64), FirError> {
+        let dir = self.layout.last_block(table as u32, region as u32);
+        let mut ids = Vec::new();
+        let mut link = self.region.load_u64(dir);
+        let mut headers = Vec::new();
+        let pool = PoolId(table as u32);
+        while let Some(raw) = link.checked_sub(1) {
+            let id = self.halloc.object_id_from_raw(raw)?;
+            if id.pool() != pool {
+                return Err(bad(table, region, "a block of another table's pool"));
+            }
+            if ids.len() as u64 >= self.halloc.object_count(pool) {
+                return Err(bad(table, region, "a chain longer than the pool (a cycle)"));
+            }
+            if !self.halloc.check(id) {
+                if ids.is_empty() && headers.is_empty() {
+                    // Linked, then the crash came before Halloc's commit.
+                    let h = self
+                        .read_header(id)
+                        .ok_or_else(|| bad(table, region, "an uncommitted last block"))?;
+                    self.region.store_u64_persist(dir, h.prev);
+                    link = h.prev;
+                    continue;
+                }
+                return Err(bad(table, region, "an uncommitted block inside the chain"));
+            }
+            let h = self.read_header(id).ok_or_else(|| bad(table, region, "a damaged block header"))?;
+            if h.table as usize != table || h.region as usize != region {
+                return Err(bad(table, region, "a block of another region in the chain"));
+            }
+            ids.push(id);
+            headers.push(h);
+            link = h.prev;
+        }
+        ids.reverse();
+        headers.reverse();
+        let mut chain = self.chains[table][region].write();
+        let mut out = Vec::new();
+        let mut last_txn = 0u64;
+        for (n, (id, h)) in ids.iter().zip(&headers).enumerate() {
+            if h.seq as usize != n {
+                return Err(bad(table, region, "a chain out of sequence"));
+            }
+            let block =
+                Block { id: *id, offset: self.halloc.object_offset(*id), tile: Arc::new(Tile::default()) };
+            chain.next_slot = 0;
+            for slot in 0..SLOTS_PER_BLOCK {
+                let at = self.slot_at(table, &block, slot);
+                let txn = self.region.load_u64(at);
+                if txn != 0 && txn >= h.txn_floor && txn >= last_txn {
+                    last_txn = txn;
+                    let key = self.region.load_u64(at + 8);
+                    let flags = self.region.load_u64(at + 16);
+                    let addr = VersionAddr { region: region as u16, block: n as u32, slot: slot as u16 };
+                    out.push((addr, SlotContent { txn, key, tombstone: flags & FLAG_TOMBSTONE != 0 }));
+                    chain.next_slot = slot + 1;
+                }
+            }
+            chain.blocks.push(block);
+        }
+        Ok((out, headers.iter().map(|h| h.txn_floor).max().unwrap_or(0)))
+    }
+
+    fn read_header(&self, id: ObjectId) -> Option<BlockHeader> {
+        BlockHeader::decode(&self.region.read_vec(self.halloc.object_offset(id), BLOCK_HEADER_BYTES as usize))
+    }
+}
+
+fn bad(table: usize, region: usize, what: &str) -> FirError {
+    FirError::Format(format!("table {table} region {region}: {what}"))
+}

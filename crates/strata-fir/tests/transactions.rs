@@ -1,0 +1,268 @@
+//! FIR transactions: the table API, MVTO's rules, aborts, and recovery
+//! after a crash (the oracle of DESIGN.md section 3: every acknowledged
+//! transaction present, none partial, what is present closed under
+//! dependencies).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use strata_fir::{FirDb, FirError, FirOptions};
+use strata_pmem::Region;
+use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
+
+const T: TableId = TableId(0);
+
+fn schemas() -> Vec<TableSchema> {
+    vec![TableSchema { name: "accounts".into(), row_bytes: 8 }]
+}
+
+fn create(workers: u32) -> FirDb {
+    let region = Arc::new(Region::sim(32 << 20));
+    FirDb::create(region, &schemas(), &FirOptions { workers, blocks_per_table: 64 }).unwrap()
+}
+
+fn row(v: u64) -> [u8; 8] {
+    v.to_le_bytes()
+}
+
+fn val(r: Option<Vec<u8>>) -> Option<u64> {
+    r.map(|r| u64::from_le_bytes(r.try_into().unwrap()))
+}
+
+#[test]
+fn inserts_updates_deletes_and_own_writes() {
+    let db = create(1);
+    let w = WorkerId(0);
+    let mut t = db.begin(w).unwrap();
+    t.insert(T, RowKey(1), &row(10)).unwrap();
+    t.insert(T, RowKey(2), &row(20)).unwrap();
+    t.put(T, RowKey(1), &row(11)).unwrap();
+    assert_eq!(val(t.get(T, RowKey(1)).unwrap()), Some(11), "its own newest write");
+    t.commit_durably().unwrap();
+
+    let mut t = db.begin(w).unwrap();
+    t.delete(T, RowKey(2)).unwrap();
+    assert_eq!(t.get(T, RowKey(2)).unwrap(), None, "its own delete");
+    t.commit_durably().unwrap();
+    assert_eq!(db.rows(T).unwrap().into_iter().collect::<Vec<_>>(), vec![(RowKey(1), row(11).to_vec())]);
+
+    let mut t = db.begin(w).unwrap();
+    assert!(matches!(t.put(T, RowKey(2), &row(1)), Err(FirError::NotFound { .. })));
+    let mut t = db.begin(w).unwrap();
+    assert!(matches!(t.insert(T, RowKey(1), &row(1)), Err(FirError::Duplicate { .. })));
+    assert!(matches!(t.get(T, RowKey(1)), Err(FirError::Ended)), "a failed write aborts");
+    let mut t = db.begin(w).unwrap();
+    assert!(matches!(t.put(T, RowKey(1), &[0; 3]), Err(FirError::RowSize { got: 3, want: 8, .. })));
+    t.put(T, RowKey(1), &row(99)).unwrap();
+    t.abort();
+    assert_eq!(db.rows(T).unwrap()[&RowKey(1)], row(11), "an abort leaves the committed row");
+    assert!(matches!(db.begin(WorkerId(1)), Err(FirError::NoSuchWorker { worker: 1, workers: 1 })));
+}
+
+#[test]
+fn mvto_orders_by_txn_id() {
+    let db = create(2);
+    let mut setup = db.begin(WorkerId(0)).unwrap();
+    setup.insert(T, RowKey(1), &row(1)).unwrap();
+    setup.commit_durably().unwrap();
+
+    // An older reader keeps reading the version of its time while a newer
+    // transaction's write is pending, and is not blocked by it.
+    let mut old = db.begin(WorkerId(0)).unwrap();
+    let mut new = db.begin(WorkerId(1)).unwrap();
+    assert!(old.txn_id() < new.txn_id());
+    new.put(T, RowKey(1), &row(2)).unwrap();
+    assert_eq!(val(old.get(T, RowKey(1)).unwrap()), Some(1), "the older version");
+    // The newer writer cannot also be overtaken: a later reader than the
+    // write's txnId would need its uncommitted version, so it aborts.
+    let mut later = db.begin(WorkerId(0)).unwrap();
+    assert!(matches!(later.get(T, RowKey(1)), Err(FirError::Conflict { .. })));
+    new.commit_durably().unwrap();
+    assert_eq!(val(old.get(T, RowKey(1)).unwrap()), Some(1), "still its time's version");
+    old.commit().unwrap();
+
+    // A write below a newer read is refused (MVTO's write rule).
+    let mut writer = db.begin(WorkerId(0)).unwrap();
+    let mut reader = db.begin(WorkerId(1)).unwrap();
+    assert_eq!(val(reader.get(T, RowKey(1)).unwrap()), Some(2));
+    assert!(matches!(writer.put(T, RowKey(1), &row(3)), Err(FirError::Conflict { .. })));
+    reader.commit().unwrap();
+    // And an insert below a newer "absent" read.
+    let mut writer = db.begin(WorkerId(0)).unwrap();
+    let mut reader = db.begin(WorkerId(1)).unwrap();
+    assert_eq!(reader.get(T, RowKey(5)).unwrap(), None);
+    assert!(matches!(writer.insert(T, RowKey(5), &row(5)), Err(FirError::Conflict { .. })));
+    reader.commit().unwrap();
+    // A newer writer than the reader may insert.
+    let mut writer = db.begin(WorkerId(0)).unwrap();
+    writer.insert(T, RowKey(5), &row(5)).unwrap();
+    writer.commit_durably().unwrap();
+    assert_eq!(db.rows(T).unwrap()[&RowKey(5)], row(5));
+}
+
+#[test]
+fn read_only_transactions_write_nothing_and_need_no_wait() {
+    let db = create(1);
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    assert_eq!(t.get(T, RowKey(4)).unwrap(), None);
+    let ticket = t.commit().unwrap();
+    assert_eq!(ticket.txn, 0);
+    assert!(db.is_committed(&ticket));
+}
+
+/// Transfers between accounts on `workers` threads until stopped; the
+/// acknowledged transfers (by txnId) go to `acked`.
+fn transfers(
+    db: &FirDb,
+    workers: u32,
+    accounts: u64,
+    seed: u64,
+    stop: &AtomicBool,
+    acked: &Mutex<Vec<(u32, u64)>>,
+) {
+    std::thread::scope(|s| {
+        for w in 0..workers {
+            s.spawn(move || {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed ^ u64::from(w));
+                while !stop.load(Ordering::Acquire) {
+                    let (a, b) = (rng.gen_range(0..accounts), rng.gen_range(0..accounts));
+                    if a == b {
+                        continue;
+                    }
+                    let mut t = db.begin(WorkerId(w)).unwrap();
+                    let mut step = || -> Result<(), FirError> {
+                        let va = val(t.get(T, RowKey(a))?).unwrap();
+                        let vb = val(t.get(T, RowKey(b))?).unwrap();
+                        t.put(T, RowKey(a), &row(va - 1))?;
+                        t.put(T, RowKey(b), &row(vb + 1))?;
+                        Ok(())
+                    };
+                    match step() {
+                        Ok(()) => {
+                            let ticket = t.commit().unwrap();
+                            db.wait_committed(&ticket);
+                            acked.lock().unwrap().push((w, ticket.txn));
+                        }
+                        Err(FirError::Conflict { .. }) => {}
+                        Err(e) => panic!("seed {seed}: {e}"),
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_crash_keeps_every_acknowledged_transfer_and_no_partial_one() {
+    for seed in [1u64, 2, 3] {
+        let accounts = 20u64;
+        let region = Arc::new(Region::sim(32 << 20));
+        let db = FirDb::create(region.clone(), &schemas(), &FirOptions { workers: 2, blocks_per_table: 64 })
+            .unwrap();
+        let mut t = db.begin(WorkerId(0)).unwrap();
+        for k in 0..accounts {
+            t.insert(T, RowKey(k), &row(1000)).unwrap();
+        }
+        t.commit_durably().unwrap();
+        let stop = AtomicBool::new(false);
+        let acked = Mutex::new(Vec::new());
+        let image = std::thread::scope(|s| {
+            s.spawn(|| transfers(&db, 2, accounts, seed, &stop, &acked));
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            // The crash: what is persisted now, while transfers run.
+            let acked_before: Vec<(u32, u64)> = acked.lock().unwrap().clone();
+            let image = region.as_sim().unwrap().persistent_image();
+            stop.store(true, Ordering::Release);
+            (image, acked_before)
+        });
+        drop(db);
+        let (image, acked_before) = image;
+        assert!(acked_before.len() > 10, "seed {seed}: only {} transfers acknowledged", acked_before.len());
+        let crashed = Arc::new(Region::sim_from_image(image));
+        let (db, report) = FirDb::open(crashed.clone(), &schemas()).unwrap();
+        let rows = db.rows(T).unwrap();
+        assert_eq!(rows.len() as u64, accounts, "seed {seed}");
+        let sum: u64 = rows.values().map(|r| u64::from_le_bytes(r[..].try_into().unwrap())).sum();
+        assert_eq!(sum, 1000 * accounts, "seed {seed}: a transfer is partly present ({report:?})");
+        // Every acknowledged transfer is kept: its worker's LCTT entry covers it.
+        let lctt: Vec<u64> =
+            (0..2).map(|w| crashed.load_u64(strata_pmem::RegionOffset(256 * (1 + w)))).collect();
+        for (w, txn) in &acked_before {
+            assert!(
+                *txn <= lctt[*w as usize],
+                "seed {seed}: acknowledged txn {txn} of worker {w} above its LCTT entry {lctt:?}"
+            );
+        }
+        assert!(report.versions_kept >= acked_before.len() as u64 * 2, "seed {seed}: {report:?}");
+        // The recovered database runs on, and recovers again.
+        let mut t = db.begin(WorkerId(1)).unwrap();
+        let v = val(t.get(T, RowKey(0)).unwrap()).unwrap();
+        t.put(T, RowKey(0), &row(v + 5)).unwrap();
+        t.commit_durably().unwrap();
+        drop(db);
+        let (db, _) = FirDb::open(crashed, &schemas()).unwrap();
+        let sum: u64 =
+            db.rows(T).unwrap().values().map(|r| u64::from_le_bytes(r[..].try_into().unwrap())).sum();
+        assert_eq!(sum, 1000 * accounts + 5, "seed {seed}");
+    }
+}
+
+fn crash(db: FirDb) -> FirDb {
+    let image = db.region().as_sim().unwrap().persistent_image();
+    drop(db);
+    FirDb::open(Arc::new(Region::sim_from_image(image)), &schemas()).unwrap().0
+}
+
+#[test]
+fn versions_span_blocks_and_recovery_walks_the_chain() {
+    let db = create(1);
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    t.insert(T, RowKey(1), &row(0)).unwrap();
+    t.commit_durably().unwrap();
+    // 5,000 versions of one key: three blocks of 2,048 in the region.
+    for v in 1..5000u64 {
+        let mut t = db.begin(WorkerId(0)).unwrap();
+        t.put(T, RowKey(1), &row(v)).unwrap();
+        if v % 500 == 0 {
+            t.commit_durably().unwrap();
+        } else {
+            t.commit().unwrap();
+        }
+    }
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    t.insert(T, RowKey(2), &row(7)).unwrap();
+    t.commit_durably().unwrap();
+    let image = db.region().as_sim().unwrap().persistent_image();
+    drop(db);
+    let (db, report) = FirDb::open(Arc::new(Region::sim_from_image(image)), &schemas()).unwrap();
+    assert_eq!(report.versions_kept, 5001, "{report:?}");
+    assert_eq!(report.keys, 2);
+    let rows = db.rows(T).unwrap();
+    assert_eq!((rows[&RowKey(1)].clone(), rows[&RowKey(2)].clone()), (row(4999).to_vec(), row(7).to_vec()));
+}
+
+#[test]
+fn a_block_an_aborted_transaction_took_stays_usable_across_restarts() {
+    // The first write of a region takes a block whose floor is its txnId;
+    // after the abort and a restart, new txnIds must still reach that floor.
+    let db = create(1);
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    for _ in 0..10 {
+        let mut ro = db.begin(WorkerId(0)).unwrap();
+        ro.get(T, RowKey(9)).unwrap();
+        ro.commit().unwrap();
+    }
+    let mut late = db.begin(WorkerId(0)).unwrap();
+    late.insert(T, RowKey(1), &row(1)).unwrap();
+    late.abort();
+    t.get(T, RowKey(1)).unwrap();
+    drop(t);
+    let db = crash(db);
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    t.insert(T, RowKey(1), &row(5)).unwrap();
+    t.commit_durably().unwrap();
+    let db = crash(db);
+    assert_eq!(db.rows(T).unwrap()[&RowKey(1)], row(5), "the version in the aborted transaction's block");
+}
