@@ -23,6 +23,7 @@ use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 use crate::addr::VersionAddr;
 use crate::commit::{GroupCommit, Queued};
 use crate::error::FirError;
+use crate::index::btree::BTree;
 use crate::layout::{Layout, MAGIC, MEDIA_BLOCK_BYTES, VERSION};
 use crate::storage::Storage;
 use crate::tile::OPEN;
@@ -35,8 +36,15 @@ pub const MAX_TABLES: usize = 48;
 
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// One latch's keys: (table, key) to its state.
-pub(crate) type IndexShard = Mutex<Map<(u32, u64), KeyState>>;
+/// One latch's keys: (table, key) to its state, in a B+-tree whose nodes
+/// carry the access stamps incremental checkpoints skip by.
+pub(crate) type IndexShard = Mutex<BTree<(u32, u64), KeyState>>;
+
+/// The index shard of a key.
+fn shard_of(table: u32, key: u64) -> usize {
+    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(table);
+    (h >> 58) as usize % SHARDS
+}
 
 /// How to create a database.
 #[derive(Clone, Debug)]
@@ -100,8 +108,7 @@ pub struct FirDb {
 
 impl Inner {
     pub fn shard(&self, table: u32, key: u64) -> &IndexShard {
-        let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(table);
-        &self.shards[(h >> 58) as usize % SHARDS]
+        &self.shards[shard_of(table, key)]
     }
 
     /// One batch of group commit: LCTT entries, one fence, then visibility.
@@ -240,6 +247,9 @@ impl FirDb {
         storage.region.fence();
         let db = FirDb::start(storage, &lctt, max_txn + 1);
         report.keys = newest.len() as u64;
+        // Each shard's tree built bottom-up from its sorted keys (4.4.2),
+        // stamped after every txnId so far: changed since any checkpoint.
+        let mut per_shard: Vec<Vec<((u32, u64), KeyState)>> = (0..SHARDS).map(|_| Vec::new()).collect();
         for ((table, key), (addr, tombstone, txn)) in newest {
             db.inner.storage.with_header(table as usize, addr, |h| {
                 h.begin_ts.store(txn, Relaxed);
@@ -247,10 +257,12 @@ impl FirDb {
                 h.read_ts.store(txn, Relaxed);
                 h.tombstone.store(u64::from(tombstone), Relaxed);
             });
-            db.inner
-                .shard(table, key)
-                .lock()
-                .insert((table, key), KeyState { newest: Some(addr), absent_read_ts: 0 });
+            per_shard[shard_of(table, key)]
+                .push(((table, key), KeyState { newest: Some(addr), absent_read_ts: 0 }));
+        }
+        for (shard, mut entries) in db.inner.shards.iter().zip(per_shard) {
+            entries.sort_unstable_by_key(|(k, _)| *k);
+            *shard.lock() = BTree::from_sorted(entries, max_txn + 1);
         }
         report.elapsed = started.elapsed();
         Ok((db, report))
@@ -260,7 +272,7 @@ impl FirDb {
         let inner = Arc::new(Inner {
             commits: GroupCommit::new(storage.layout.workers, lctt),
             storage,
-            shards: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(BTree::default())).collect(),
             next_ts: AtomicU64::new(next_ts),
         });
         let i = inner.clone();

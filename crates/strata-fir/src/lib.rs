@@ -10,9 +10,14 @@
 //! - group commit through a queue that advances each worker's LCTT entry
 //!   in PMem, one fence per batch ([`commit`]);
 //! - recovery ([`db`]): redo the versions at or below their region's LCTT
-//!   entry, undo (turn into holes) the rest, rebuild the index.
+//!   entry, undo (turn into holes) the rest, rebuild the index bottom-up;
+//! - the DRAM index ([`index`]): a hand-written B+-tree per latch shard
+//!   whose nodes carry access stamps set on the write path (4.3.1's
+//!   `MarkNode`), with the traversal an incremental checkpoint skips
+//!   untouched subtrees by, and the bottom-up build of 4.4.2.
 //!
-//! Not built yet: the index-leaf checkpoints with their cost model (4.3)
+//! Not built yet: the index-leaf checkpoints themselves with their cost
+//! model (4.3)
 //! that make recovery O(m), long-transaction regions (4.2.2), garbage
 //! collection (4.5), the Zen-style and DRAM baselines, the benchmark and
 //! the crash lines. The on-media format is `docs/format/fir.md`.
@@ -25,6 +30,7 @@ pub mod db;
 pub mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+pub mod index;
 pub mod layout;
 mod storage;
 pub mod tile;

@@ -99,7 +99,13 @@ impl<'a> FirTxn<'a> {
         let t = self.db.table(table)?;
         let inner = &self.db.inner;
         let mut shard = inner.shard(table.0, key.0).lock();
-        let st = shard.entry((table.0, key.0)).or_default();
+        let k = (table.0, key.0);
+        // A key with versions is read without stamping its path (nothing
+        // changes in the index); an absent key records the read.
+        let st = match shard.get(&k) {
+            Some(st) if st.newest.is_some() => st,
+            _ => &*shard.entry(k, self.ts, KeyState::default),
+        };
         match self.seen(t, st) {
             Err(Blocked::Durability(worker, txn)) => {
                 drop(shard);
@@ -111,6 +117,7 @@ impl<'a> FirTxn<'a> {
                 Err(self.abort_with(FirError::Conflict { table, key }))
             }
             Ok(Seen::Absent) => {
+                let st = shard.entry(k, self.ts, KeyState::default);
                 st.absent_read_ts = st.absent_read_ts.max(self.ts);
                 Ok(None)
             }
@@ -148,7 +155,8 @@ impl<'a> FirTxn<'a> {
         let inner = &self.db.inner;
         let s = &inner.storage;
         let mut shard = inner.shard(table.0, key.0).lock();
-        let st = shard.entry((table.0, key.0)).or_default();
+        // MarkNode: the path is stamped with the writer's txnId.
+        let st = shard.entry((table.0, key.0), self.ts, KeyState::default);
         // MVTO's write rule: no later transaction read or wrote the key.
         let (exists, own, prev) = match st.newest {
             Some(n) => {
@@ -264,7 +272,7 @@ impl<'a> FirTxn<'a> {
         for w in self.writes.drain(..) {
             let t = w.table as usize;
             let mut shard = inner.shard(w.table, w.key).lock();
-            if let Some(st) = shard.get_mut(&(w.table, w.key)) {
+            if let Some(st) = shard.get_mut(&(w.table, w.key), self.ts) {
                 if st.newest == Some(w.addr) {
                     let prev = s.with_header(t, w.addr, |h| VersionAddr::unlink(h.prev.load(Relaxed)));
                     if let Some(p) = prev {
