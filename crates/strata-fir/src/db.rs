@@ -9,7 +9,7 @@
 //! recovery scans all versions (O(n), like Zen's); with checkpoints it
 //! will scan only the versions after the last one (O(m)).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -21,16 +21,15 @@ use strata_pmem::{Region, RegionOffset};
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 
 use crate::addr::VersionAddr;
+use crate::checkpoint::{read_active, Entry, LastCheckpoint};
 use crate::commit::{GroupCommit, Queued};
 use crate::error::FirError;
 use crate::index::btree::BTree;
-use crate::layout::{Layout, MAGIC, MEDIA_BLOCK_BYTES, VERSION};
+use crate::layout::{Layout, CHECKPOINT_ENTRY_BYTES, MAGIC, MEDIA_BLOCK_BYTES, SHARDS, VERSION};
 use crate::storage::Storage;
 use crate::tile::OPEN;
 use crate::txn::FirTxn;
 
-/// Index shards (latches).
-const SHARDS: usize = 64;
 /// Most tables a superblock describes.
 pub const MAX_TABLES: usize = 48;
 
@@ -53,6 +52,8 @@ pub struct FirOptions {
     pub workers: u32,
     /// Blocks of 2,048 versions each table may use.
     pub blocks_per_table: u64,
+    /// Keys a checkpoint may hold (over all tables).
+    pub checkpoint_keys: u64,
 }
 
 /// A key's entry in the index: its newest version, and the largest txnId
@@ -82,6 +83,15 @@ pub struct FirRecoveryReport {
     pub versions_discarded: u64,
     /// Keys in the rebuilt index (deleted ones included).
     pub keys: u64,
+    /// The last checkpoint's time (0: none): versions at or below it were
+    /// not scanned.
+    pub checkpoint_ct: u64,
+    /// Entries the checkpoint held.
+    pub checkpoint_entries: u64,
+    /// Redo and undo of the versions above `CT`.
+    pub data_phase: Duration,
+    /// The index rebuilt from the checkpoint and those versions.
+    pub index_phase: Duration,
     pub elapsed: Duration,
 }
 
@@ -98,6 +108,13 @@ pub(crate) struct Inner {
     pub shards: Box<[IndexShard]>,
     pub next_ts: AtomicU64,
     pub commits: GroupCommit,
+    /// Per worker: the txnIds begun and not yet durable or ended (a
+    /// checkpoint's `CT` stays below them).
+    pub open: Box<[Mutex<BTreeSet<u64>>]>,
+    pub checkpoint: Mutex<LastCheckpoint>,
+    /// Per index shard: the sampled keys (cost model, 4.3.3) and the
+    /// updates each received since the last checkpoint.
+    pub samples: Box<[SampleShard]>,
 }
 
 /// FIR's tables: no log; versions persisted in place, commits by LCTT.
@@ -109,6 +126,13 @@ pub struct FirDb {
 impl Inner {
     pub fn shard(&self, table: u32, key: u64) -> &IndexShard {
         &self.shards[shard_of(table, key)]
+    }
+
+    /// Counts a write to a key if the cost model samples it.
+    pub fn count_update(&self, table: u32, key: u64) {
+        if crate::cost::sampled(table, key) {
+            *self.samples[shard_of(table, key)].lock().entry((table, key)).or_default() += 1;
+        }
     }
 
     /// One batch of group commit: LCTT entries, one fence, then visibility.
@@ -142,8 +166,127 @@ impl Inner {
         for (w, txn) in newest {
             self.commits.publish(w, txn);
         }
+        for q in &batch {
+            self.open[q.worker as usize].lock().remove(&q.txn);
+        }
         self.commits.wake();
     }
+}
+
+/// One index shard's sampled keys and their update counts.
+pub(crate) type SampleShard = Mutex<Map<(u32, u64), u64>>;
+
+/// One shard's tree.
+type ShardTree = BTree<(u32, u64), KeyState>;
+
+/// One shard's recovery input: its index, checkpoint run and tail versions.
+type ShardInput = (usize, Vec<Entry>, Vec<TailVersion>);
+
+/// A version recovery found above the checkpoint's `CT`.
+struct TailVersion {
+    key: (u32, u64),
+    addr: VersionAddr,
+    tombstone: bool,
+    txn: u64,
+}
+
+/// Builds every shard's tree from its checkpoint run and its tail
+/// versions (each key's newest wins), shards spread over `threads`
+/// threads; the keys indexed.
+fn rebuild(
+    db: &FirDb,
+    runs: Vec<Vec<Entry>>,
+    tails: Vec<Vec<TailVersion>>,
+    threads: usize,
+) -> Result<u64, FirError> {
+    let threads = threads.max(1);
+    let mut work: Vec<Vec<ShardInput>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, (run, tail)) in runs.into_iter().zip(tails).enumerate() {
+        work[i % threads].push((i, run, tail));
+    }
+    let built: Vec<Result<Vec<(usize, ShardTree)>, FirError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = work
+            .into_iter()
+            .map(|shards| {
+                s.spawn(move || {
+                    shards.into_iter().map(|(i, run, tail)| Ok((i, build_shard(db, run, tail)?))).collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("an index rebuild thread panicked")).collect()
+    });
+    let mut keys = 0;
+    for part in built {
+        for (i, tree) in part? {
+            keys += tree.len() as u64;
+            *db.inner.shards[i].lock() = tree;
+        }
+    }
+    Ok(keys)
+}
+
+/// One shard's tree: the run and the tail merged by key, newest first,
+/// each version's header set, built bottom-up (stamp 0: as old as the
+/// checkpoint), then the tail keys' paths stamped with their txnIds so
+/// the next incremental checkpoint lists them.
+fn build_shard(db: &FirDb, run: Vec<Entry>, mut tail: Vec<TailVersion>) -> Result<ShardTree, FirError> {
+    let s = &db.inner.storage;
+    tail.sort_unstable_by_key(|v| v.key);
+    let mut merged: Vec<((u32, u64), VersionAddr, bool, u64)> = Vec::with_capacity(run.len() + tail.len());
+    let (mut r, mut t) = (run.into_iter().peekable(), tail.iter().peekable());
+    loop {
+        let next = match (r.peek(), t.peek()) {
+            (None, None) => break,
+            (Some(e), Some(v)) if (e.table, e.key) == v.key => {
+                let e = r.next().expect("peeked");
+                let v = t.next().expect("peeked");
+                if v.txn >= e.txn {
+                    (v.key, v.addr, v.tombstone, v.txn)
+                } else {
+                    ((e.table, e.key), e.addr, false, e.txn)
+                }
+            }
+            (Some(e), Some(v)) if (e.table, e.key) > v.key => {
+                let v = t.next().expect("peeked");
+                (v.key, v.addr, v.tombstone, v.txn)
+            }
+            (Some(_), _) => {
+                let e = r.next().expect("peeked");
+                ((e.table, e.key), e.addr, false, e.txn)
+            }
+            (None, Some(_)) => {
+                let v = t.next().expect("peeked");
+                (v.key, v.addr, v.tombstone, v.txn)
+            }
+        };
+        if merged.last().is_some_and(|m| m.0 >= next.0) {
+            return Err(FirError::Format(format!("checkpoint keys out of order at {:?}", next.0)));
+        }
+        merged.push(next);
+    }
+    let mut entries = Vec::with_capacity(merged.len());
+    for (key, addr, tombstone, txn) in merged {
+        if !s.holds(key.0 as usize, addr) {
+            return Err(FirError::Format(format!(
+                "key {key:?} points at {addr:?}, outside its table's regions"
+            )));
+        }
+        s.with_header(key.0 as usize, addr, |h| {
+            h.begin_ts.store(txn, Relaxed);
+            h.end_ts.store(OPEN, Relaxed);
+            h.read_ts.store(txn, Relaxed);
+            h.tombstone.store(u64::from(tombstone), Relaxed);
+        });
+        entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0 }));
+        if crate::cost::sampled(key.0, key.1) {
+            db.inner.samples[shard_of(key.0, key.1)].lock().insert(key, 0);
+        }
+    }
+    let mut tree = BTree::from_sorted(entries, 0);
+    for v in &tail {
+        tree.get_mut(&v.key, v.txn);
+    }
+    Ok(tree)
 }
 
 impl FirDb {
@@ -159,8 +302,13 @@ impl FirDb {
         if options.workers == 0 || options.workers > u32::from(u16::MAX) {
             return Err(FirError::Schema(format!("{} workers", options.workers)));
         }
-        let layout = Layout { workers: options.workers, tables: schemas.len() as u32 };
+        let layout = Layout {
+            workers: options.workers,
+            tables: schemas.len() as u32,
+            checkpoint_keys: options.checkpoint_keys,
+        };
         region.store_u64_persist(RegionOffset(0), 0);
+        region.store_u64(layout.checkpoint_selector(), 0);
         for w in 0..layout.workers {
             region.store_u64(layout.lctt(w), 0);
         }
@@ -181,16 +329,31 @@ impl FirDb {
         for (i, s) in schemas.iter().enumerate() {
             sb[24 + 4 * i..28 + 4 * i].copy_from_slice(&(s.row_bytes as u32).to_le_bytes());
         }
+        sb[216..224].copy_from_slice(&options.checkpoint_keys.to_le_bytes());
         region.write_persist(RegionOffset(8), &sb[8..]);
         region.store_u64_persist(RegionOffset(0), MAGIC);
         let storage = Storage::new(region, halloc, layout, schemas);
         Ok(FirDb::start(storage, &vec![0; options.workers as usize], 1))
     }
 
-    /// Opens a region [`FirDb::create`] formatted, recovering what a crash left.
+    /// Opens a region [`FirDb::create`] formatted, recovering what a crash
+    /// left, with the index rebuilt on 2 threads.
     pub fn open(
         region: Arc<Region>,
         schemas: &[TableSchema],
+    ) -> Result<(FirDb, FirRecoveryReport), FirError> {
+        FirDb::open_with(region, schemas, 2)
+    }
+
+    /// [`FirDb::open`] with the index rebuilt on `threads` threads (4.4):
+    /// the last checkpoint's entries, then every region's versions above
+    /// its `CT` (redo those at or below the region's LCTT entry, undo the
+    /// rest), each key's newest winning; each shard's tree built
+    /// bottom-up, shards spread over the threads.
+    pub fn open_with(
+        region: Arc<Region>,
+        schemas: &[TableSchema],
+        threads: usize,
     ) -> Result<(FirDb, FirRecoveryReport), FirError> {
         let started = Instant::now();
         if region.len() < MEDIA_BLOCK_BYTES {
@@ -204,10 +367,14 @@ impl FirDb {
         if u32_at(8) != VERSION {
             return Err(FirError::Format(format!("superblock version {}", u32_at(8))));
         }
-        let layout = Layout { workers: u32_at(12), tables: u32_at(16) };
-        if layout.workers == 0 || layout.workers > u32::from(u16::MAX) || layout.tables as usize > MAX_TABLES
+        let checkpoint_keys = u64::from_le_bytes(sb[216..224].try_into().expect("8 bytes"));
+        let layout = Layout { workers: u32_at(12), tables: u32_at(16), checkpoint_keys };
+        if layout.workers == 0
+            || layout.workers > u32::from(u16::MAX)
+            || layout.tables as usize > MAX_TABLES
+            || checkpoint_keys > region.len() / CHECKPOINT_ENTRY_BYTES
         {
-            return Err(FirError::Format(format!("{} workers, {} tables", layout.workers, layout.tables)));
+            return Err(FirError::Format(format!("a superblock of {layout:?}")));
         }
         if layout.halloc_base().0 >= region.len() {
             return Err(FirError::Format(format!("a region of {} bytes for {layout:?}", region.len())));
@@ -219,21 +386,24 @@ impl FirDb {
         }
         let (halloc, _) = Halloc::open(&region, layout.halloc_base())?;
         let lctt: Vec<u64> = (0..layout.workers).map(|w| region.load_u64(layout.lctt(w))).collect();
+        let checkpoint = read_active(&region, &layout)?;
         let storage = Storage::new(region, halloc, layout, schemas);
         let mut report = FirRecoveryReport::default();
-        let mut max_txn = lctt.iter().copied().max().unwrap_or(0);
-        let mut newest: Map<(u32, u64), (VersionAddr, bool, u64)> = Map::default();
+        let ct = checkpoint.as_ref().map_or(0, |(_, h, _)| h.ct);
+        report.checkpoint_ct = ct;
+        let mut max_txn = lctt.iter().copied().max().unwrap_or(0).max(ct);
+        // Data: the versions above CT (4.4.1).
+        let mut tail: Map<(u32, u64), (VersionAddr, bool, u64)> = Map::default();
         for t in 0..layout.tables as usize {
             for (r, &committed) in lctt.iter().enumerate() {
-                let (slots, max_floor) = storage.recover_chain(t, r)?;
+                let (slots, max_floor) = storage.recover_chain(t, r, ct)?;
                 max_txn = max_txn.max(max_floor);
                 for (addr, slot) in slots {
                     report.versions_scanned += 1;
                     max_txn = max_txn.max(slot.txn);
                     if slot.txn <= committed {
                         report.versions_kept += 1;
-                        let e =
-                            newest.entry((t as u32, slot.key)).or_insert((addr, slot.tombstone, slot.txn));
+                        let e = tail.entry((t as u32, slot.key)).or_insert((addr, slot.tombstone, slot.txn));
                         if slot.txn >= e.2 {
                             *e = (addr, slot.tombstone, slot.txn);
                         }
@@ -245,35 +415,37 @@ impl FirDb {
             }
         }
         storage.region.fence();
+        report.data_phase = started.elapsed();
+        // Index: the checkpoint's runs with the tail over them, per shard.
+        let index_started = Instant::now();
+        let (selector, runs) = match checkpoint {
+            Some((selector, _, runs)) => (selector, runs),
+            None => (0, (0..SHARDS).map(|_| Vec::new()).collect()),
+        };
+        report.checkpoint_entries = runs.iter().map(|r| r.len() as u64).sum();
+        let mut tails: Vec<Vec<TailVersion>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for (k, (addr, tombstone, txn)) in tail {
+            tails[shard_of(k.0, k.1)].push(TailVersion { key: k, addr, tombstone, txn });
+        }
         let db = FirDb::start(storage, &lctt, max_txn + 1);
-        report.keys = newest.len() as u64;
-        // Each shard's tree built bottom-up from its sorted keys (4.4.2),
-        // stamped after every txnId so far: changed since any checkpoint.
-        let mut per_shard: Vec<Vec<((u32, u64), KeyState)>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        for ((table, key), (addr, tombstone, txn)) in newest {
-            db.inner.storage.with_header(table as usize, addr, |h| {
-                h.begin_ts.store(txn, Relaxed);
-                h.end_ts.store(OPEN, Relaxed);
-                h.read_ts.store(txn, Relaxed);
-                h.tombstone.store(u64::from(tombstone), Relaxed);
-            });
-            per_shard[shard_of(table, key)]
-                .push(((table, key), KeyState { newest: Some(addr), absent_read_ts: 0 }));
-        }
-        for (shard, mut entries) in db.inner.shards.iter().zip(per_shard) {
-            entries.sort_unstable_by_key(|(k, _)| *k);
-            *shard.lock() = BTree::from_sorted(entries, max_txn + 1);
-        }
+        *db.inner.checkpoint.lock() = LastCheckpoint { selector, ct };
+        let built = rebuild(&db, runs, tails, threads)?;
+        report.keys = built;
+        report.index_phase = index_started.elapsed();
         report.elapsed = started.elapsed();
         Ok((db, report))
     }
 
     fn start(storage: Storage, lctt: &[u64], next_ts: u64) -> FirDb {
+        let workers = storage.layout.workers as usize;
         let inner = Arc::new(Inner {
             commits: GroupCommit::new(storage.layout.workers, lctt),
             storage,
             shards: (0..SHARDS).map(|_| Mutex::new(BTree::default())).collect(),
             next_ts: AtomicU64::new(next_ts),
+            open: (0..workers).map(|_| Mutex::new(BTreeSet::new())).collect(),
+            checkpoint: Mutex::new(LastCheckpoint::default()),
+            samples: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
         });
         let i = inner.clone();
         let thread = std::thread::Builder::new()
@@ -298,7 +470,13 @@ impl FirDb {
         if worker.0 >= workers {
             return Err(FirError::NoSuchWorker { worker: worker.0, workers });
         }
-        Ok(FirTxn::new(self, worker, self.inner.next_ts.fetch_add(1, AcqRel)))
+        // The txnId is drawn under the worker's open set's lock, so a
+        // checkpoint that read the next txnId before finds it there.
+        let mut open = self.inner.open[worker.0 as usize].lock();
+        let ts = self.inner.next_ts.fetch_add(1, AcqRel);
+        open.insert(ts);
+        drop(open);
+        Ok(FirTxn::new(self, worker, ts))
     }
 
     pub fn is_committed(&self, ticket: &FirTicket) -> bool {

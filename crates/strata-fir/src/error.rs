@@ -24,6 +24,8 @@ pub enum FirError {
     Format(String),
     #[error("the schemas differ from the ones the region was created with: {0}")]
     Schema(String),
+    #[error("a checkpoint of {keys} keys does not fit the {room} the region was created with")]
+    CheckpointFull { keys: u64, room: u64 },
     #[error(transparent)]
     Pmem(#[from] strata_pmem::PmemError),
 }

@@ -28,12 +28,24 @@ pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"FBLK");
 /// Slot flag: the version is a delete (no row follows).
 pub const FLAG_TOMBSTONE: u64 = 1;
 
+/// Bytes 0..4 of a checkpoint half's header.
+pub const CHECKPOINT_MAGIC: u32 = u32::from_le_bytes(*b"FCKP");
+/// Index shards, each with its own run of checkpoint entries.
+pub const SHARDS: usize = 64;
+/// Bytes of a checkpoint half before its entries: the header (64), then
+/// each shard's entry count (8 x [`SHARDS`]), padded to media blocks.
+pub const CHECKPOINT_HEADER_BYTES: u64 = (64 + 8 * SHARDS as u64).next_multiple_of(MEDIA_BLOCK_BYTES);
+/// Bytes of a checkpoint entry.
+pub const CHECKPOINT_ENTRY_BYTES: u64 = 32;
+
 /// Where everything lies in a region formatted for `workers` regions
-/// (one per worker) and `tables` tables.
+/// (one per worker), `tables` tables and checkpoints of up to
+/// `checkpoint_keys` keys.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     pub workers: u32,
     pub tables: u32,
+    pub checkpoint_keys: u64,
 }
 
 impl Layout {
@@ -43,8 +55,27 @@ impl Layout {
         RegionOffset(MEDIA_BLOCK_BYTES * (1 + u64::from(worker)))
     }
 
+    /// The checkpoint selector: `generation << 1 | half` of the last
+    /// checkpoint completed (0: none), alone in its media block.
+    pub fn checkpoint_selector(&self) -> RegionOffset {
+        RegionOffset(MEDIA_BLOCK_BYTES * (1 + u64::from(self.workers)))
+    }
+
     fn directory_start(&self) -> u64 {
-        MEDIA_BLOCK_BYTES * (1 + u64::from(self.workers))
+        MEDIA_BLOCK_BYTES * (2 + u64::from(self.workers))
+    }
+
+    /// Bytes of one checkpoint half.
+    pub fn checkpoint_half_bytes(&self) -> u64 {
+        (CHECKPOINT_HEADER_BYTES + CHECKPOINT_ENTRY_BYTES * self.checkpoint_keys)
+            .next_multiple_of(MEDIA_BLOCK_BYTES)
+    }
+
+    /// Where checkpoint half 0 or 1 starts.
+    pub fn checkpoint_half(&self, half: u64) -> RegionOffset {
+        assert!(half < 2, "half {half}");
+        let directory_end = self.directory_start() + 8 * u64::from(self.tables) * u64::from(self.workers);
+        RegionOffset(directory_end.next_multiple_of(MEDIA_BLOCK_BYTES) + half * self.checkpoint_half_bytes())
     }
 
     /// `table_region_addr` of (table, region): the raw Halloc object id of
@@ -56,10 +87,10 @@ impl Layout {
         )
     }
 
-    /// Where the Halloc area starts (256-byte aligned).
+    /// Where the Halloc area starts (256-byte aligned), after the two
+    /// checkpoint halves.
     pub fn halloc_base(&self) -> RegionOffset {
-        let end = self.directory_start() + 8 * u64::from(self.tables) * u64::from(self.workers);
-        RegionOffset(end.next_multiple_of(MEDIA_BLOCK_BYTES))
+        self.checkpoint_half(1) + self.checkpoint_half_bytes()
     }
 }
 
@@ -133,12 +164,17 @@ mod tests {
 
     #[test]
     fn the_layout_keeps_each_lctt_entry_in_its_own_media_block_and_the_halloc_area_aligned() {
-        let l = Layout { workers: 3, tables: 2 };
+        let l = Layout { workers: 3, tables: 2, checkpoint_keys: 10 };
         assert_eq!(l.lctt(0), RegionOffset(256));
         assert_eq!(l.lctt(2), RegionOffset(768));
-        assert_eq!(l.last_block(0, 0), RegionOffset(1024));
-        assert_eq!(l.last_block(1, 2), RegionOffset(1024 + 8 * 5));
-        assert_eq!(l.halloc_base(), RegionOffset(1280));
+        assert_eq!(l.checkpoint_selector(), RegionOffset(1024));
+        assert_eq!(l.last_block(0, 0), RegionOffset(1280));
+        assert_eq!(l.last_block(1, 2), RegionOffset(1280 + 8 * 5));
+        assert_eq!(CHECKPOINT_HEADER_BYTES, 768);
+        assert_eq!(l.checkpoint_half_bytes(), 1280, "768 + 320, in media blocks");
+        assert_eq!(l.checkpoint_half(0), RegionOffset(1536));
+        assert_eq!(l.checkpoint_half(1), RegionOffset(2816));
+        assert_eq!(l.halloc_base(), RegionOffset(4096));
         assert_eq!(slot_bytes(1000), 1024);
         assert_eq!(slot_bytes(1), 32);
         assert_eq!(block_bytes(8), 64 + 256 + 2048 * 32);

@@ -16,16 +16,24 @@
 //!   `MarkNode`), with the traversal an incremental checkpoint skips
 //!   untouched subtrees by, and the bottom-up build of 4.4.2.
 //!
-//! Not built yet: the index-leaf checkpoints themselves with their cost
-//! model (4.3)
-//! that make recovery O(m), long-transaction regions (4.2.2), garbage
-//! collection (4.5), the Zen-style and DRAM baselines, the benchmark and
-//! the crash lines. The on-media format is `docs/format/fir.md`.
+//! - index-leaf checkpoints ([`checkpoint`], 4.3.1-4.3.2): full, or
+//!   incremental by the stamps and merged with the previous one, in two
+//!   halves behind a selector word; recovery then scans only the versions
+//!   after the checkpoint's time (O(m)) and rebuilds each shard bottom-up
+//!   on several threads; the time cost model choosing between them
+//!   ([`cost`], 4.3.3).
+//!
+//! Not built yet: a checkpoint thread (checkpoints are taken on request),
+//! long-transaction regions (4.2.2), garbage collection (4.5), lazy tile
+//! rebuild, the Zen-style and DRAM baselines, the benchmark and the crash
+//! lines. The on-media format is `docs/format/fir.md`.
 
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod checkpoint;
 mod commit;
+pub mod cost;
 pub mod db;
 pub mod error;
 #[cfg(feature = "fuzz")]
@@ -36,6 +44,7 @@ mod storage;
 pub mod tile;
 pub mod txn;
 
+pub use checkpoint::{CheckpointKind, CheckpointReport};
 pub use db::{FirDb, FirOptions, FirRecoveryReport, FirTicket};
 pub use error::FirError;
 pub use txn::FirTxn;

@@ -78,6 +78,13 @@ impl Storage {
         block.offset + slot_offset(self.row_bytes[table], slot)
     }
 
+    /// Whether `addr` names a slot of a block of `table`'s region.
+    pub fn holds(&self, table: usize, addr: VersionAddr) -> bool {
+        self.chains.get(table).and_then(|c| c.get(addr.region as usize)).is_some_and(|chain| {
+            (addr.block as usize) < chain.read().blocks.len() && (addr.slot as usize) < SLOTS_PER_BLOCK
+        })
+    }
+
     /// Where a version's slot lies, and its header.
     pub fn locate(&self, table: usize, addr: VersionAddr) -> (RegionOffset, Arc<Tile>) {
         let chain = self.chains[table][addr.region as usize].read();
@@ -174,10 +181,14 @@ impl Storage {
     /// version), then every slot of it in order; and the largest block
     /// floor (new txnIds must exceed it, or their versions in that block
     /// would read as leftovers).
+    /// Only slots above `after` (a checkpoint's `CT`) are returned, and a
+    /// block is not read at all when the next one's floor is at or below
+    /// `after` (a region's txnIds only grow, so every slot of it is too).
     pub fn recover_chain(
         &self,
         table: usize,
         region: usize,
+        after: u64,
     ) -> Result<(Vec<(VersionAddr, SlotContent)>, u64), FirError> {
         let dir = self.layout.last_block(table as u32, region as u32);
         let mut ids = Vec::new();
@@ -224,16 +235,23 @@ impl Storage {
             let block =
                 Block { id: *id, offset: self.halloc.object_offset(*id), tile: Arc::new(Tile::default()) };
             chain.next_slot = 0;
+            if headers.get(n + 1).is_some_and(|next| next.txn_floor <= after) {
+                chain.blocks.push(block);
+                continue;
+            }
             for slot in 0..SLOTS_PER_BLOCK {
                 let at = self.slot_at(table, &block, slot);
                 let txn = self.region.load_u64(at);
                 if txn != 0 && txn >= h.txn_floor && txn >= last_txn {
                     last_txn = txn;
+                    chain.next_slot = slot + 1;
+                    if txn <= after {
+                        continue;
+                    }
                     let key = self.region.load_u64(at + 8);
                     let flags = self.region.load_u64(at + 16);
                     let addr = VersionAddr { region: region as u16, block: n as u32, slot: slot as u16 };
                     out.push((addr, SlotContent { txn, key, tombstone: flags & FLAG_TOMBSTONE != 0 }));
-                    chain.next_slot = slot + 1;
                 }
             }
             chain.blocks.push(block);

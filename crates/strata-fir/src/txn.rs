@@ -216,6 +216,7 @@ impl<'a> FirTxn<'a> {
         }
         st.newest = Some(addr);
         drop(shard);
+        inner.count_update(table.0, key.0);
         self.slots.push((t, addr));
         match self.writes.iter_mut().find(|w| w.table == table.0 && w.key == key.0) {
             Some(w) => w.addr = addr,
@@ -230,6 +231,7 @@ impl<'a> FirTxn<'a> {
         self.check_open()?;
         self.ended = true;
         if self.writes.is_empty() {
+            self.db.inner.open[self.worker.0 as usize].lock().remove(&self.ts);
             return Ok(FirTicket { worker: self.worker, txn: 0 });
         }
         let writes = std::mem::take(&mut self.writes);
@@ -268,6 +270,7 @@ impl<'a> FirTxn<'a> {
         }
         self.ended = true;
         let inner = &self.db.inner;
+        inner.open[self.worker.0 as usize].lock().remove(&self.ts);
         let s = &inner.storage;
         for w in self.writes.drain(..) {
             let t = w.table as usize;

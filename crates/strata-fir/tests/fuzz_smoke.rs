@@ -15,11 +15,16 @@ use strata_txn::{RowKey, TableId, WorkerId};
 const SEED: u64 = 0xF12_F022;
 const CASES: u32 = 6000;
 
-/// A database with versions in two regions, over more than one block.
+/// A database with versions in two regions, over more than one block, and
+/// a checkpoint with versions after it.
 fn valid_image() -> Vec<u8> {
-    let region = Arc::new(Region::sim(320 << 10));
-    let db = FirDb::create(region.clone(), &fuzz_schemas(), &FirOptions { workers: 2, blocks_per_table: 4 })
-        .unwrap();
+    let region = Arc::new(Region::sim(512 << 10));
+    let db = FirDb::create(
+        region.clone(),
+        &fuzz_schemas(),
+        &FirOptions { workers: 2, blocks_per_table: 4, checkpoint_keys: 2200 },
+    )
+    .unwrap();
     for i in 0..2100u64 {
         let mut t = db.begin(WorkerId((i % 2) as u32)).unwrap();
         t.insert(TableId(0), RowKey(i), &i.to_le_bytes()).unwrap();
@@ -28,6 +33,13 @@ fn valid_image() -> Vec<u8> {
     let mut t = db.begin(WorkerId(0)).unwrap();
     t.put(TableId(0), RowKey(0), &[7; 8]).unwrap();
     t.commit_durably().unwrap();
+    // A checkpoint, then versions above its time.
+    db.checkpoint(strata_fir::CheckpointKind::Full).unwrap();
+    for i in 0..50u64 {
+        let mut t = db.begin(WorkerId((i % 2) as u32)).unwrap();
+        t.put(TableId(0), RowKey(i * 7), &[i as u8; 8]).unwrap();
+        t.commit_durably().unwrap();
+    }
     let mut open = db.begin(WorkerId(1)).unwrap();
     open.put(TableId(0), RowKey(1), &[9; 8]).unwrap();
     let image = region.as_sim().unwrap().persistent_image();
@@ -41,6 +53,7 @@ fn fuzz_open_never_panics_on_damaged_truncated_or_random_images() {
     let (db, report) = FirDb::open(Arc::new(Region::sim_from_image(valid.clone())), &fuzz_schemas()).unwrap();
     assert_eq!(db.rows(TableId(0)).unwrap().len(), 2100, "the valid image opens whole: {report:?}");
     assert_eq!(report.versions_discarded, 1, "the open transaction's version");
+    assert_eq!(report.checkpoint_entries, 2100, "{report:?}");
     drop(db);
     let mut rng = ChaCha8Rng::seed_from_u64(SEED);
     for case in 0..CASES {

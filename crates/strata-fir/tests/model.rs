@@ -1,7 +1,8 @@
 //! FIR against a `BTreeMap` model, with crash-restarts: random
 //! transactions of inserts, updates, deletes and reads on one worker,
 //! committed durably, committed without waiting, or aborted; at random
-//! points a crash (the persisted image) and a reopen. After each restart
+//! points a full or incremental checkpoint, or a crash (the persisted
+//! image) and a reopen. After each restart
 //! the tables equal the model after some prefix of the commits that
 //! includes every acknowledged one. Seeded; the seed is printed on failure.
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_fir::{FirDb, FirError, FirOptions};
+use strata_fir::{CheckpointKind, FirDb, FirError, FirOptions};
 use strata_pmem::Region;
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 
@@ -36,7 +37,12 @@ fn state(db: &FirDb) -> Model {
 fn run(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let region = Arc::new(Region::sim(8 << 20));
-    let mut db = FirDb::create(region, &schemas(), &FirOptions { workers: 1, blocks_per_table: 8 }).unwrap();
+    let mut db = FirDb::create(
+        region,
+        &schemas(),
+        &FirOptions { workers: 1, blocks_per_table: 8, checkpoint_keys: 4096 },
+    )
+    .unwrap();
     let rows = [8usize, 20];
     let mut model = Model::new();
     // The model after each commit since the last acknowledged one.
@@ -64,6 +70,11 @@ fn run(seed: u64) {
             });
             model = candidates[k].clone();
             unacked.clear();
+            continue;
+        }
+        if rng.gen_bool(0.05) {
+            let kind = if rng.gen_bool(0.5) { CheckpointKind::Full } else { CheckpointKind::Incremental };
+            db.checkpoint(kind).unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
             continue;
         }
         let mut t = db.begin(WorkerId(0)).unwrap();

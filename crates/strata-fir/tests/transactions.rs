@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_fir::{FirDb, FirError, FirOptions};
+use strata_fir::{CheckpointKind, FirDb, FirError, FirOptions};
 use strata_pmem::Region;
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 
@@ -20,7 +20,8 @@ fn schemas() -> Vec<TableSchema> {
 
 fn create(workers: u32) -> FirDb {
     let region = Arc::new(Region::sim(32 << 20));
-    FirDb::create(region, &schemas(), &FirOptions { workers, blocks_per_table: 64 }).unwrap()
+    FirDb::create(region, &schemas(), &FirOptions { workers, blocks_per_table: 64, checkpoint_keys: 4096 })
+        .unwrap()
 }
 
 fn row(v: u64) -> [u8; 8] {
@@ -159,8 +160,12 @@ fn a_crash_keeps_every_acknowledged_transfer_and_no_partial_one() {
     for seed in [1u64, 2, 3] {
         let accounts = 20u64;
         let region = Arc::new(Region::sim(32 << 20));
-        let db = FirDb::create(region.clone(), &schemas(), &FirOptions { workers: 2, blocks_per_table: 64 })
-            .unwrap();
+        let db = FirDb::create(
+            region.clone(),
+            &schemas(),
+            &FirOptions { workers: 2, blocks_per_table: 64, checkpoint_keys: 4096 },
+        )
+        .unwrap();
         let mut t = db.begin(WorkerId(0)).unwrap();
         for k in 0..accounts {
             t.insert(T, RowKey(k), &row(1000)).unwrap();
@@ -265,4 +270,93 @@ fn a_block_an_aborted_transaction_took_stays_usable_across_restarts() {
     t.commit_durably().unwrap();
     let db = crash(db);
     assert_eq!(db.rows(T).unwrap()[&RowKey(1)], row(5), "the version in the aborted transaction's block");
+}
+
+#[test]
+fn recovery_after_a_checkpoint_reads_only_the_versions_after_it() {
+    let region = Arc::new(Region::sim(32 << 20));
+    let options = FirOptions { workers: 2, blocks_per_table: 64, checkpoint_keys: 10_000 };
+    let db = FirDb::create(region, &schemas(), &options).unwrap();
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    for k in 0..5000u64 {
+        t.insert(T, RowKey(k), &row(k)).unwrap();
+    }
+    t.commit_durably().unwrap();
+    let full = db.checkpoint(CheckpointKind::Full).unwrap();
+    assert_eq!((full.kind, full.entries, full.copied), (CheckpointKind::Full, 5000, 0));
+    // Ten updates, then an incremental checkpoint: their leaves from the
+    // index, the rest copied from the full one.
+    for k in 0..10u64 {
+        let mut t = db.begin(WorkerId((k % 2) as u32)).unwrap();
+        t.put(T, RowKey(k * 400), &row(1_000_000 + k)).unwrap();
+        t.commit_durably().unwrap();
+    }
+    let inc = db.checkpoint(CheckpointKind::Incremental).unwrap();
+    assert_eq!(inc.kind, CheckpointKind::Incremental);
+    assert_eq!(inc.entries, 5000);
+    assert!(inc.copied >= 5000 - 10 * 64 && inc.from_index <= 10 * 64, "{inc:?}");
+    assert!(inc.ct > full.ct);
+    // Three more updates and a delete after it; then a crash.
+    for k in 0..3u64 {
+        let mut t = db.begin(WorkerId(0)).unwrap();
+        t.put(T, RowKey(k + 1), &row(7)).unwrap();
+        t.commit_durably().unwrap();
+    }
+    let mut t = db.begin(WorkerId(1)).unwrap();
+    t.delete(T, RowKey(4999)).unwrap();
+    t.commit_durably().unwrap();
+    let image = db.region().as_sim().unwrap().persistent_image();
+    drop(db);
+    for threads in [1, 2] {
+        let region = Arc::new(Region::sim_from_image(image.clone()));
+        let (db, report) = FirDb::open_with(region, &schemas(), threads).unwrap();
+        assert_eq!(report.checkpoint_ct, inc.ct);
+        assert_eq!(report.checkpoint_entries, 5000);
+        assert_eq!(report.versions_scanned, 4, "only the versions after the checkpoint: {report:?}");
+        let rows = db.rows(T).unwrap();
+        assert_eq!(rows.len(), 4999, "the delete after the checkpoint");
+        assert_eq!(rows[&RowKey(400)], row(1_000_001));
+        assert_eq!(rows[&RowKey(2)], row(7));
+        assert_eq!(rows[&RowKey(10)], row(10));
+        // The next incremental checkpoint lists what recovery found above CT.
+        let next = db.checkpoint(CheckpointKind::Incremental).unwrap();
+        assert_eq!(next.entries, 4999, "{next:?}");
+    }
+}
+
+#[test]
+fn the_cost_model_takes_full_checkpoints_after_uniform_updates_and_incremental_after_skewed_ones() {
+    let region = Arc::new(Region::sim(64 << 20));
+    let options = FirOptions { workers: 1, blocks_per_table: 64, checkpoint_keys: 20_000 };
+    let db = FirDb::create(region, &schemas(), &options).unwrap();
+    let keys = 8000u64;
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    for k in 0..keys {
+        t.insert(T, RowKey(k), &row(k)).unwrap();
+    }
+    t.commit_durably().unwrap();
+    db.checkpoint(CheckpointKind::Full).unwrap();
+    // Uniform: every key updated once.
+    let mut t = db.begin(WorkerId(0)).unwrap();
+    for k in 0..keys {
+        t.put(T, RowKey(k), &row(k + 1)).unwrap();
+    }
+    t.commit_durably().unwrap();
+    let uniform = db.checkpoint(CheckpointKind::Auto).unwrap();
+    let m = uniform.estimate.unwrap();
+    assert!(m.alpha < 0.1 && !m.incremental, "{uniform:?}");
+    assert_eq!(uniform.kind, CheckpointKind::Full);
+    // Skewed: three sampled keys take every update.
+    let hot: Vec<u64> = (0..keys).filter(|k| strata_fir::cost::sampled(0, *k)).take(3).collect();
+    for i in 0..300u64 {
+        let mut t = db.begin(WorkerId(0)).unwrap();
+        t.put(T, RowKey(hot[(i % 3) as usize]), &row(i)).unwrap();
+        t.commit_durably().unwrap();
+    }
+    let skewed = db.checkpoint(CheckpointKind::Auto).unwrap();
+    let m = skewed.estimate.unwrap();
+    assert!(m.alpha > 0.9 && m.incremental, "{skewed:?}");
+    assert_eq!(skewed.kind, CheckpointKind::Incremental);
+    assert_eq!(skewed.entries, keys);
+    assert!(skewed.copied > keys - 3 * 64, "{skewed:?}");
 }

@@ -106,6 +106,17 @@ impl<K: Ord + Copy, V> BTree<K, V> {
         self.get_mut(&key, stamp).expect("present")
     }
 
+    /// Nodes in the tree (what a full traversal visits).
+    pub fn node_count(&self) -> u64 {
+        fn count<K, V>(n: &Node<K, V>) -> u64 {
+            match n {
+                Node::Leaf { .. } => 1,
+                Node::Inner { children, .. } => 1 + children.iter().map(count).sum::<u64>(),
+            }
+        }
+        count(&self.root)
+    }
+
     /// Every entry in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         let mut out = Vec::with_capacity(self.len);
@@ -340,6 +351,7 @@ mod tests {
         let mut tree = BTree::from_sorted((0..n as u64).map(|k| (k, k)).collect(), 10);
         tree.check();
         assert_eq!(tree.len(), n);
+        assert_eq!(tree.node_count(), 193 + 4 + 1, "193 leaves, 4 inner nodes over them, a root");
         // One write at stamp 20: its leaf is listed, the rest skipped.
         *tree.get_mut(&5000, 20).unwrap() = 1;
         let mut items = Vec::new();
