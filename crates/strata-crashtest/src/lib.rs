@@ -18,6 +18,8 @@
 //!   Silo-R logging, rows or commands, 2PL or OCC) on simulated PMem, one
 //!   region per log, and on the fault-injecting file system ([`txn_lines`]
 //!   lists them);
+//! - [`fir_pmem`]: FIR's log-free tables (`strata-fir`): commit, and
+//!   checkpoints met mid-transaction, on simulated PMem;
 //! - [`suite`]: runs them all with a budget; what `strata crashtest` and the
 //!   test suite call.
 
@@ -29,6 +31,7 @@ pub mod events_flank;
 pub mod events_ooo;
 pub mod events_stream;
 pub mod events_translation;
+pub mod fir_pmem;
 pub mod fs_harness;
 pub mod halloc_pmem;
 pub mod oracle;

@@ -4,7 +4,8 @@
 //! Budgets: the default run checks well over 100,000 images in total (at
 //! least 150,000 more on the nine series-over-DecLog lines, two to three
 //! minutes of it, and about 535,000 on the fourteen transactional-table
-//! lines, five to six minutes more) and takes several minutes on two cores;
+//! lines, five to six minutes more, and over 100,000 on the two FIR lines,
+//! seconds) and takes several minutes on two cores;
 //! `quick` is sized for CI.
 
 use crate::fs_harness::{reproduce_fs_failure, run_fs_crashtest, FsCrashConfig, FsCrashProtocol};
@@ -16,6 +17,7 @@ use crate::events_flank::FlankPmemCrash;
 use crate::events_ooo::OooPmemCrash;
 use crate::events_stream::StreamOooPmemCrash;
 use crate::events_translation::PmemTranslationCrash;
+use crate::fir_pmem::{FirLine, FirPmemCrash};
 use crate::halloc_pmem::HallocCrashProtocol;
 use crate::serial_pmem::SerialPmemCrash;
 use crate::serial_ssd::SerialSsdCrash;
@@ -52,6 +54,8 @@ pub enum SuiteTarget {
     TxnPmem(TxnLine),
     /// Transactional tables, log files on the fault-injecting file system.
     TxnSsd(TxnLine),
+    /// FIR's log-free tables on the simulator.
+    FirPmem(FirLine),
 }
 
 /// The flush batch sizes of the PMem right flank that get a crash line.
@@ -71,7 +75,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 35] = [
+    pub const ALL: [SuiteTarget; 37] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -107,6 +111,8 @@ impl SuiteTarget {
         SuiteTarget::TxnSsd(TxnLine::SerialCmd),
         SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd),
         SuiteTarget::TxnSsd(TxnLine::Silo2),
+        SuiteTarget::FirPmem(FirLine::Commit),
+        SuiteTarget::FirPmem(FirLine::Checkpoint),
     ];
 
     /// `protocol/medium`, as accepted by `--only`.
@@ -149,6 +155,8 @@ impl SuiteTarget {
             SuiteTarget::TxnSsd(TxnLine::SerialCmd) => "txn-serial-cmd/ssd",
             SuiteTarget::TxnSsd(TxnLine::Taurus2Cmd) => "txn-taurus2-cmd/ssd",
             SuiteTarget::TxnSsd(TxnLine::Silo2) => "txn-silo2/ssd",
+            SuiteTarget::FirPmem(FirLine::Commit) => "fir-commit/pmem",
+            SuiteTarget::FirPmem(FirLine::Checkpoint) => "fir-checkpoint/pmem",
         }
     }
 
@@ -298,6 +306,13 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
         SuiteTarget::TxnSsd(line) => {
             let (p, cfg) = ssd_line(line, o);
             Protocol::Ssd(Box::new(p), cfg)
+        }
+        SuiteTarget::FirPmem(line) => {
+            // Transactions of 1-3 writes on two regions, a clean restart
+            // halfway; the checkpoint line checkpoints inside every sixth.
+            let txns = if o.quick { 24 } else { 800 };
+            let samples = if o.quick { 4 } else { 128 };
+            Protocol::Pmem(Box::new(FirPmemCrash::new(line, o.seed, txns)), pmem_cfg(samples))
         }
     }
 }

@@ -198,8 +198,8 @@ fn committed(db: &FirDb, (table, key): (u32, u64), st: &KeyState) -> Option<Entr
         let (begin, tomb, prev) = s.with_header(table as usize, a, |h| {
             (h.begin(), h.tombstone.load(Relaxed) != 0, VersionAddr::unlink(h.prev.load(Relaxed)))
         });
-        if begin & PENDING == 0 {
-            return (!tomb).then_some(Entry { table, key, txn: begin, addr: a });
+        if begin & PENDING == 0 || db.inner.planted_bug == crate::db::PlantedBug::CheckpointKeepsUncommitted {
+            return (!tomb).then_some(Entry { table, key, txn: begin & crate::tile::TS_MASK, addr: a });
         }
         v = prev;
     }

@@ -31,6 +31,8 @@ pub(crate) struct GroupCommit {
     pub done: Condvar,
     pub done_lock: Mutex<()>,
     pub stop: AtomicBool,
+    /// Held by whoever takes and commits a batch.
+    pub leader: Mutex<()>,
 }
 
 /// How long the thread sleeps when nothing is queued.
@@ -45,6 +47,7 @@ impl GroupCommit {
             done: Condvar::new(),
             done_lock: Mutex::new(()),
             stop: AtomicBool::new(false),
+            leader: Mutex::new(()),
         }
     }
 
@@ -60,6 +63,11 @@ impl GroupCommit {
             self.queued.wait_for(&mut q, IDLE_WAIT);
         }
         q.drain(..).collect()
+    }
+
+    /// Everything queued, without waiting.
+    pub fn take_now(&self) -> Vec<Queued> {
+        self.queue.lock().drain(..).collect()
     }
 
     pub fn publish(&self, worker: u32, txn: u64) {

@@ -72,6 +72,36 @@ pub(crate) struct PendingWrite {
     pub addr: VersionAddr,
 }
 
+/// How an open database runs (not stored in the region).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// A group-commit thread takes the queue (else each commit takes it
+    /// itself before returning: one thread, deterministic; the crash lines).
+    pub commit_thread: bool,
+    /// Threads rebuilding the index at recovery.
+    pub rebuild_threads: usize,
+    /// A bug the crash lines plant (never set it otherwise).
+    pub planted_bug: PlantedBug,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { commit_thread: true, rebuild_threads: 2, planted_bug: PlantedBug::None }
+    }
+}
+
+/// Bugs the crash lines plant to show the oracle catches them (issue 17).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PlantedBug {
+    #[default]
+    None,
+    /// A version's slot is written without its flush and fence, which come
+    /// only after its transaction's LCTT entry is persisted.
+    LcttBeforeContent,
+    /// A checkpoint takes a key's newest version even if uncommitted.
+    CheckpointKeepsUncommitted,
+}
+
 /// What [`FirDb::open`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FirRecoveryReport {
@@ -115,6 +145,9 @@ pub(crate) struct Inner {
     /// Per index shard: the sampled keys (cost model, 4.3.3) and the
     /// updates each received since the last checkpoint.
     pub samples: Box<[SampleShard]>,
+    pub planted_bug: PlantedBug,
+    /// Whether a thread takes the group-commit queue (else each commit does).
+    pub commit_thread: bool,
 }
 
 /// FIR's tables: no log; versions persisted in place, commits by LCTT.
@@ -135,6 +168,19 @@ impl Inner {
         }
     }
 
+    /// Takes the queue and commits it as one batch, one caller at a time
+    /// (so a worker's LCTT entry only rises): the group-commit thread's
+    /// loop, or a commit without that thread.
+    pub(crate) fn commit_queued(&self, wait: bool) -> bool {
+        let _leader = self.commits.leader.lock();
+        let batch = if wait { self.commits.take() } else { self.commits.take_now() };
+        let any = !batch.is_empty();
+        if any {
+            self.commit_batch(batch);
+        }
+        any
+    }
+
     /// One batch of group commit: LCTT entries, one fence, then visibility.
     fn commit_batch(&self, batch: Vec<Queued>) {
         let s = &self.storage;
@@ -149,6 +195,12 @@ impl Inner {
             s.region.flush(at, 8);
         }
         s.region.fence();
+        if self.planted_bug == PlantedBug::LcttBeforeContent {
+            for w in batch.iter().flat_map(|q| &q.writes) {
+                s.flush_slot(w.table as usize, w.addr);
+            }
+            s.region.fence();
+        }
         for q in &batch {
             for w in &q.writes {
                 let _g = self.shard(w.table, w.key).lock();
@@ -296,6 +348,27 @@ impl FirDb {
         schemas: &[TableSchema],
         options: &FirOptions,
     ) -> Result<FirDb, FirError> {
+        FirDb::create_with(region, schemas, options, &RunOptions::default())
+    }
+
+    /// Bytes a region needs for `schemas` and `options`.
+    pub fn region_bytes(schemas: &[TableSchema], options: &FirOptions) -> u64 {
+        let layout = Layout {
+            workers: options.workers,
+            tables: schemas.len() as u32,
+            checkpoint_keys: options.checkpoint_keys,
+        };
+        let config = Storage::halloc_config(schemas, options.blocks_per_table);
+        layout.halloc_base().0 + Halloc::required_len_bytes(&config)
+    }
+
+    /// [`FirDb::create`], run as `run` says.
+    pub fn create_with(
+        region: Arc<Region>,
+        schemas: &[TableSchema],
+        options: &FirOptions,
+        run: &RunOptions,
+    ) -> Result<FirDb, FirError> {
         if schemas.is_empty() || schemas.len() > MAX_TABLES {
             return Err(FirError::Schema(format!("{} tables (1 to {MAX_TABLES})", schemas.len())));
         }
@@ -333,7 +406,7 @@ impl FirDb {
         region.write_persist(RegionOffset(8), &sb[8..]);
         region.store_u64_persist(RegionOffset(0), MAGIC);
         let storage = Storage::new(region, halloc, layout, schemas);
-        Ok(FirDb::start(storage, &vec![0; options.workers as usize], 1))
+        Ok(FirDb::start(storage, &vec![0; options.workers as usize], 1, run))
     }
 
     /// Opens a region [`FirDb::create`] formatted, recovering what a crash
@@ -342,10 +415,11 @@ impl FirDb {
         region: Arc<Region>,
         schemas: &[TableSchema],
     ) -> Result<(FirDb, FirRecoveryReport), FirError> {
-        FirDb::open_with(region, schemas, 2)
+        FirDb::open_with(region, schemas, &RunOptions::default())
     }
 
-    /// [`FirDb::open`] with the index rebuilt on `threads` threads (4.4):
+    /// [`FirDb::open`], run as `run` says; the index rebuilt on
+    /// `run.rebuild_threads` threads (4.4):
     /// the last checkpoint's entries, then every region's versions above
     /// its `CT` (redo those at or below the region's LCTT entry, undo the
     /// rest), each key's newest winning; each shard's tree built
@@ -353,7 +427,7 @@ impl FirDb {
     pub fn open_with(
         region: Arc<Region>,
         schemas: &[TableSchema],
-        threads: usize,
+        run: &RunOptions,
     ) -> Result<(FirDb, FirRecoveryReport), FirError> {
         let started = Instant::now();
         if region.len() < MEDIA_BLOCK_BYTES {
@@ -427,16 +501,16 @@ impl FirDb {
         for (k, (addr, tombstone, txn)) in tail {
             tails[shard_of(k.0, k.1)].push(TailVersion { key: k, addr, tombstone, txn });
         }
-        let db = FirDb::start(storage, &lctt, max_txn + 1);
+        let db = FirDb::start(storage, &lctt, max_txn + 1, run);
         *db.inner.checkpoint.lock() = LastCheckpoint { selector, ct };
-        let built = rebuild(&db, runs, tails, threads)?;
+        let built = rebuild(&db, runs, tails, run.rebuild_threads)?;
         report.keys = built;
         report.index_phase = index_started.elapsed();
         report.elapsed = started.elapsed();
         Ok((db, report))
     }
 
-    fn start(storage: Storage, lctt: &[u64], next_ts: u64) -> FirDb {
+    fn start(storage: Storage, lctt: &[u64], next_ts: u64, run: &RunOptions) -> FirDb {
         let workers = storage.layout.workers as usize;
         let inner = Arc::new(Inner {
             commits: GroupCommit::new(storage.layout.workers, lctt),
@@ -446,22 +520,24 @@ impl FirDb {
             open: (0..workers).map(|_| Mutex::new(BTreeSet::new())).collect(),
             checkpoint: Mutex::new(LastCheckpoint::default()),
             samples: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
+            planted_bug: run.planted_bug,
+            commit_thread: run.commit_thread,
         });
-        let i = inner.clone();
-        let thread = std::thread::Builder::new()
-            .name("fir-group-commit".into())
-            .spawn(move || loop {
-                let batch = i.commits.take();
-                if batch.is_empty() {
-                    if i.commits.stop.load(Acquire) && i.commits.queue.lock().is_empty() {
+        let thread = run.commit_thread.then(|| {
+            let i = inner.clone();
+            std::thread::Builder::new()
+                .name("fir-group-commit".into())
+                .spawn(move || loop {
+                    if !i.commit_queued(true)
+                        && i.commits.stop.load(Acquire)
+                        && i.commits.queue.lock().is_empty()
+                    {
                         return;
                     }
-                    continue;
-                }
-                i.commit_batch(batch);
-            })
-            .expect("spawning the group-commit thread");
-        FirDb { inner, thread: Some(thread) }
+                })
+                .expect("spawning the group-commit thread")
+        });
+        FirDb { inner, thread }
     }
 
     /// Starts a transaction on `worker` (its region is where its versions go).

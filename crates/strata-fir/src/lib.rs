@@ -45,6 +45,6 @@ pub mod tile;
 pub mod txn;
 
 pub use checkpoint::{CheckpointKind, CheckpointReport};
-pub use db::{FirDb, FirOptions, FirRecoveryReport, FirTicket};
+pub use db::{FirDb, FirOptions, FirRecoveryReport, FirTicket, PlantedBug, RunOptions};
 pub use error::FirError;
 pub use txn::FirTxn;

@@ -106,7 +106,8 @@ impl Storage {
 
     /// Algorithm 1: appends a version to `region`'s chain of `table` and
     /// persists it (copy, flush, fence) before returning its address. A
-    /// new block's floor is `txn`.
+    /// new block's floor is `txn`. `durable` false only under the planted
+    /// bug that persists the slot after its LCTT entry.
     pub fn append(
         &self,
         table: usize,
@@ -114,6 +115,7 @@ impl Storage {
         txn: u64,
         key: u64,
         row: Option<&[u8]>,
+        durable: bool,
     ) -> Result<VersionAddr, FirError> {
         let mut chain = self.chains[table][region].write();
         if chain.blocks.is_empty() || chain.next_slot == SLOTS_PER_BLOCK {
@@ -128,8 +130,12 @@ impl Storage {
         bytes.extend_from_slice(&(if row.is_none() { FLAG_TOMBSTONE } else { 0 }).to_le_bytes());
         bytes.extend_from_slice(row.unwrap_or(&[]));
         bytes.resize(slot_bytes(self.row_bytes[table]) as usize, 0);
-        self.region.write_flush(at, &bytes);
-        self.region.fence();
+        if durable {
+            self.region.write_flush(at, &bytes);
+            self.region.fence();
+        } else {
+            self.region.write(at, &bytes);
+        }
         chain.next_slot += 1;
         Ok(VersionAddr { region: region as u16, block: block_no as u32, slot: slot as u16 })
     }
@@ -155,6 +161,12 @@ impl Storage {
         chain.blocks.push(Block { id, offset, tile: Arc::new(Tile::default()) });
         chain.next_slot = 0;
         Ok(())
+    }
+
+    /// Flushes a version's slot (the planted bug's late persist).
+    pub fn flush_slot(&self, table: usize, addr: VersionAddr) {
+        let (at, _) = self.locate(table, addr);
+        self.region.flush(at, slot_bytes(self.row_bytes[table]));
     }
 
     /// Turns slots into holes (txnId 0), flushed; the caller fences.

@@ -196,7 +196,8 @@ impl<'a> FirTxn<'a> {
             drop(shard);
             return Err(self.abort_with(FirError::Duplicate { table, key }));
         }
-        let addr = match s.append(t, self.worker.0 as usize, self.ts, key.0, row) {
+        let durable = inner.planted_bug != crate::db::PlantedBug::LcttBeforeContent;
+        let addr = match s.append(t, self.worker.0 as usize, self.ts, key.0, row, durable) {
             Ok(a) => a,
             Err(e) => {
                 drop(shard);
@@ -240,7 +241,10 @@ impl<'a> FirTxn<'a> {
             let _g = inner.shard(w.table, w.key).lock();
             inner.storage.with_header(w.table as usize, w.addr, |h| h.begin_ts.fetch_or(COMMITTING, Relaxed));
         }
-        self.db.inner.commits.push(crate::commit::Queued { worker: self.worker.0, txn: self.ts, writes });
+        inner.commits.push(crate::commit::Queued { worker: self.worker.0, txn: self.ts, writes });
+        if !inner.commit_thread {
+            inner.commit_queued(false);
+        }
         Ok(FirTicket { worker: self.worker, txn: self.ts })
     }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_fir::{CheckpointKind, FirDb, FirError, FirOptions};
+use strata_fir::{CheckpointKind, FirDb, FirError, FirOptions, RunOptions};
 use strata_pmem::Region;
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 
@@ -309,7 +309,8 @@ fn recovery_after_a_checkpoint_reads_only_the_versions_after_it() {
     drop(db);
     for threads in [1, 2] {
         let region = Arc::new(Region::sim_from_image(image.clone()));
-        let (db, report) = FirDb::open_with(region, &schemas(), threads).unwrap();
+        let run = RunOptions { rebuild_threads: threads, ..RunOptions::default() };
+        let (db, report) = FirDb::open_with(region, &schemas(), &run).unwrap();
         assert_eq!(report.checkpoint_ct, inc.ct);
         assert_eq!(report.checkpoint_entries, 5000);
         assert_eq!(report.versions_scanned, 4, "only the versions after the checkpoint: {report:?}");
