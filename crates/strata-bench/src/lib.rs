@@ -23,6 +23,7 @@
 
 pub mod emulated_region;
 pub mod events;
+pub mod fir_recovery;
 pub mod ingest;
 pub mod logging;
 pub mod machine;

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use strata_bench::fir_recovery::{run_fir_recovery_bench, FirRecoveryOptions};
 use strata_bench::ingest::{default_protocols, rows_per_host_for, BenchDirs};
 use strata_bench::peers::parse_peer_list;
 use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
@@ -52,6 +53,11 @@ enum Benchmark {
     /// --figures DIR: sweeps drawn as SVG in the shapes of the paper's Fig. 5,
     /// 7, 13 and 14.
     Oltp(Box<crate::bench_oltp::OltpArgs>),
+    /// FIR's recovery (fir.txt 4.4) against a Zen-style scan of the whole
+    /// tuple heap: rows loaded into emulated PMem, a full checkpoint, 1 %
+    /// updated after it; recovery until the first transaction commits, with
+    /// the index rebuilt on 2 threads and on 1.
+    FirRecovery(FirRecoveryArgs),
     /// Internal: the child process of `bench oltp` (job in $STRATA_OLTP_JOB).
     #[command(hide = true)]
     OltpChild,
@@ -176,6 +182,28 @@ impl YcsbTsArgs {
         o.print = true;
         Ok(o)
     }
+}
+
+#[derive(Args)]
+struct FirRecoveryArgs {
+    /// Versions of 1,000-byte rows to load (default 2,000,000: about 2 GB;
+    /// --quick 200,000).
+    #[arg(long)]
+    versions: Option<u64>,
+    /// Versions each row has before the checkpoint (inserted, then updated).
+    #[arg(long, default_value_t = 4)]
+    versions_per_key: u64,
+    /// 200,000 versions.
+    #[arg(long)]
+    quick: bool,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Where the emulated PMem region goes (removed after the run).
+    #[arg(long, default_value = "/dev/shm")]
+    pmem_dir: PathBuf,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -323,6 +351,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Benchmark::Ingest(a) => {
             run_ingest_bench(&a.options()?)?;
+            Ok(())
+        }
+        Benchmark::FirRecovery(a) => {
+            let mut o = if a.quick { FirRecoveryOptions::quick() } else { FirRecoveryOptions::full() };
+            if let Some(v) = a.versions {
+                o.versions = v;
+            }
+            o.versions_per_key = a.versions_per_key;
+            o.rounds = a.rounds;
+            o.pmem_dir = a.pmem_dir;
+            o.json_path = a.json;
+            run_fir_recovery_bench(&o)?;
             Ok(())
         }
         Benchmark::YcsbTs(a) => {

@@ -27,7 +27,6 @@ use crate::error::FirError;
 use crate::index::btree::BTree;
 use crate::layout::{Layout, CHECKPOINT_ENTRY_BYTES, MAGIC, MEDIA_BLOCK_BYTES, SHARDS, VERSION};
 use crate::storage::Storage;
-use crate::tile::OPEN;
 use crate::txn::FirTxn;
 
 /// Most tables a superblock describes.
@@ -82,11 +81,20 @@ pub struct RunOptions {
     pub rebuild_threads: usize,
     /// A bug the crash lines plant (never set it otherwise).
     pub planted_bug: PlantedBug,
+    /// The Zen-style baseline's recovery (fir.txt 5.1): ignore the
+    /// checkpoint and scan every version of the tuple heap, building the
+    /// index from what the scan finds.
+    pub scan_whole_heap: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { commit_thread: true, rebuild_threads: 2, planted_bug: PlantedBug::None }
+        RunOptions {
+            commit_thread: true,
+            rebuild_threads: 2,
+            planted_bug: PlantedBug::None,
+            scan_whole_heap: false,
+        }
     }
 }
 
@@ -277,6 +285,24 @@ fn rebuild(
     Ok(keys)
 }
 
+/// The Zen-style baseline's index: every key the heap scan found inserted
+/// one at a time (top-down, splitting as it goes), on one thread.
+fn build_top_down(db: &FirDb, tails: Vec<Vec<TailVersion>>) -> Result<u64, FirError> {
+    let s = &db.inner.storage;
+    let mut keys = 0;
+    for (shard, tail) in db.inner.shards.iter().zip(tails) {
+        let mut tree = shard.lock();
+        for v in tail {
+            if !s.holds(v.key.0 as usize, v.addr) {
+                return Err(FirError::Format(format!("a version of {:?} at {:?}", v.key, v.addr)));
+            }
+            tree.entry(v.key, v.txn, KeyState::default).newest = Some(v.addr);
+            keys += 1;
+        }
+    }
+    Ok(keys)
+}
+
 /// One shard's tree: the run and the tail merged by key, newest first,
 /// each version's header set, built bottom-up (stamp 0: as old as the
 /// checkpoint), then the tail keys' paths stamped with their txnIds so
@@ -317,18 +343,13 @@ fn build_shard(db: &FirDb, run: Vec<Entry>, mut tail: Vec<TailVersion>) -> Resul
         merged.push(next);
     }
     let mut entries = Vec::with_capacity(merged.len());
-    for (key, addr, tombstone, txn) in merged {
+    for (key, addr, _, _) in merged {
         if !s.holds(key.0 as usize, addr) {
             return Err(FirError::Format(format!(
                 "key {key:?} points at {addr:?}, outside its table's regions"
             )));
         }
-        s.with_header(key.0 as usize, addr, |h| {
-            h.begin_ts.store(txn, Relaxed);
-            h.end_ts.store(OPEN, Relaxed);
-            h.read_ts.store(txn, Relaxed);
-            h.tombstone.store(u64::from(tombstone), Relaxed);
-        });
+        // The version's header is loaded from its slot on first use.
         entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0 }));
         if crate::cost::sampled(key.0, key.1) {
             db.inner.samples[shard_of(key.0, key.1)].lock().insert(key, 0);
@@ -460,7 +481,7 @@ impl FirDb {
         }
         let (halloc, _) = Halloc::open(&region, layout.halloc_base())?;
         let lctt: Vec<u64> = (0..layout.workers).map(|w| region.load_u64(layout.lctt(w))).collect();
-        let checkpoint = read_active(&region, &layout)?;
+        let checkpoint = if run.scan_whole_heap { None } else { read_active(&region, &layout)? };
         let storage = Storage::new(region, halloc, layout, schemas);
         let mut report = FirRecoveryReport::default();
         let ct = checkpoint.as_ref().map_or(0, |(_, h, _)| h.ct);
@@ -494,7 +515,12 @@ impl FirDb {
         let index_started = Instant::now();
         let (selector, runs) = match checkpoint {
             Some((selector, _, runs)) => (selector, runs),
-            None => (0, (0..SHARDS).map(|_| Vec::new()).collect()),
+            // Without one read (none, or the Zen-style scan), the next
+            // checkpoint still goes to the half the selector does not name.
+            None => (
+                storage.region.load_u64(layout.checkpoint_selector()),
+                (0..SHARDS).map(|_| Vec::new()).collect(),
+            ),
         };
         report.checkpoint_entries = runs.iter().map(|r| r.len() as u64).sum();
         let mut tails: Vec<Vec<TailVersion>> = (0..SHARDS).map(|_| Vec::new()).collect();
@@ -503,7 +529,11 @@ impl FirDb {
         }
         let db = FirDb::start(storage, &lctt, max_txn + 1, run);
         *db.inner.checkpoint.lock() = LastCheckpoint { selector, ct };
-        let built = rebuild(&db, runs, tails, run.rebuild_threads)?;
+        let built = if run.scan_whole_heap {
+            build_top_down(&db, tails)?
+        } else {
+            rebuild(&db, runs, tails, run.rebuild_threads)?
+        };
         report.keys = built;
         report.index_phase = index_started.elapsed();
         report.elapsed = started.elapsed();

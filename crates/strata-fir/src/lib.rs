@@ -23,10 +23,15 @@
 //!   on several threads; the time cost model choosing between them
 //!   ([`cost`], 4.3.3).
 //!
+//! DRAM tiles are rebuilt lazily: a block's tile on first touch, a
+//! recovered version's header from its slot when first read. The crash
+//! lines are `strata-crashtest`'s `fir-*`; `strata bench fir-recovery`
+//! measures recovery against a Zen-style scan of the whole heap
+//! ([`RunOptions::scan_whole_heap`]).
+//!
 //! Not built yet: a checkpoint thread (checkpoints are taken on request),
-//! long-transaction regions (4.2.2), garbage collection (4.5), lazy tile
-//! rebuild, the Zen-style and DRAM baselines, the benchmark and the crash
-//! lines. The on-media format is `docs/format/fir.md`.
+//! long-transaction regions (4.2.2), garbage collection (4.5), the DRAM
+//! baselines and `strata bench oltp --engine`. The on-media format is `docs/format/fir.md`.
 
 #![forbid(unsafe_code)]
 

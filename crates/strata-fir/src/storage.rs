@@ -10,7 +10,8 @@
 //! or discarded transaction left: a hole). Recovery keeps the versions at
 //! or below the region's LCTT entry.
 
-use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 use strata_pmem::halloc::{Halloc, HallocConfig, ObjectId, PoolId, PoolSpec};
@@ -25,11 +26,22 @@ use crate::layout::{
 };
 use crate::tile::{Tile, TupleHeader};
 
-/// One block of a chain, with its tile.
+/// One block of a chain, with its tile (allocated on first touch: after
+/// recovery, only blocks holding a version somebody reads get one).
 pub(crate) struct Block {
     pub id: ObjectId,
     pub offset: RegionOffset,
-    pub tile: Arc<Tile>,
+    pub tile: OnceLock<Arc<Tile>>,
+}
+
+impl Block {
+    fn new(id: ObjectId, offset: RegionOffset) -> Block {
+        Block { id, offset, tile: OnceLock::new() }
+    }
+
+    fn tile(&self) -> Arc<Tile> {
+        self.tile.get_or_init(|| Arc::new(Tile::default())).clone()
+    }
 }
 
 /// One (table, region): its blocks in chain order and where the next
@@ -89,13 +101,27 @@ impl Storage {
     pub fn locate(&self, table: usize, addr: VersionAddr) -> (RegionOffset, Arc<Tile>) {
         let chain = self.chains[table][addr.region as usize].read();
         let block = &chain.blocks[addr.block as usize];
-        (self.slot_at(table, block, addr.slot as usize), block.tile.clone())
+        (self.slot_at(table, block, addr.slot as usize), block.tile())
     }
 
-    /// Runs `f` on a version's header.
+    /// Runs `f` on a version's header. A header never set (`begin_ts` 0)
+    /// belongs to a version recovery put in the index without touching its
+    /// tile (fir.txt 4.4: tiles rebuilt lazily): it is loaded from the slot
+    /// first, as a committed version with nothing older in DRAM.
     pub fn with_header<R>(&self, table: usize, addr: VersionAddr, f: impl FnOnce(&TupleHeader) -> R) -> R {
-        let (_, tile) = self.locate(table, addr);
-        f(&tile.headers[addr.slot as usize])
+        let (at, tile) = self.locate(table, addr);
+        let h = &tile.headers[addr.slot as usize];
+        if h.begin_ts.load(Relaxed) == 0 {
+            let txn = self.region.load_u64(at);
+            let flags = self.region.load_u64(at + 16);
+            h.end_ts.store(crate::tile::OPEN, Relaxed);
+            h.read_ts.store(txn, Relaxed);
+            h.prev.store(0, Relaxed);
+            h.next.store(0, Relaxed);
+            h.tombstone.store(flags & FLAG_TOMBSTONE, Relaxed);
+            h.begin_ts.store(txn, Relaxed);
+        }
+        f(h)
     }
 
     /// A version's row (its content past the slot header).
@@ -158,7 +184,7 @@ impl Storage {
         self.region.persist(offset, BLOCK_HEADER_BYTES + UPDATE_MAP_BYTES);
         self.region.store_u64_persist(self.layout.last_block(table as u32, region as u32), id.to_raw() + 1);
         self.halloc.commit(id);
-        chain.blocks.push(Block { id, offset, tile: Arc::new(Tile::default()) });
+        chain.blocks.push(Block::new(id, offset));
         chain.next_slot = 0;
         Ok(())
     }
@@ -244,8 +270,7 @@ impl Storage {
             if h.seq as usize != n {
                 return Err(bad(table, region, "a chain out of sequence"));
             }
-            let block =
-                Block { id: *id, offset: self.halloc.object_offset(*id), tile: Arc::new(Tile::default()) };
+            let block = Block::new(*id, self.halloc.object_offset(*id));
             chain.next_slot = 0;
             if headers.get(n + 1).is_some_and(|next| next.txn_floor <= after) {
                 chain.blocks.push(block);
