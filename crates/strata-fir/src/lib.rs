@@ -1,14 +1,14 @@
 //! FIR (fir.txt): log-free multi-version transactional tables on PMem.
 //!
 //! Built so far (section 4.1, 4.2.1, 4.4.1):
-//! - time-ordered storage ([`storage`]): a region per worker per table, a
+//! - time-ordered storage (`storage`): a region per worker per table, a
 //!   chain of 2,048-version PMem blocks taken from Halloc, each with its
 //!   256-byte update map and a DRAM tile of tuple headers ([`tile`]);
 //!   logical addresses (region, block, slot) ([`addr`]);
 //! - MVTO transactions ([`txn`]) whose versions are persisted where they
 //!   lie (Algorithm 1), with no log;
 //! - group commit through a queue that advances each worker's LCTT entry
-//!   in PMem, one fence per batch ([`commit`]);
+//!   in PMem, one fence per batch (`commit`);
 //! - recovery ([`db`]): redo the versions at or below their region's LCTT
 //!   entry, undo (turn into holes) the rest, rebuild the index bottom-up;
 //! - the DRAM index ([`index`]): a hand-written B+-tree per latch shard

@@ -3,7 +3,7 @@
 //! before it and raises that version's `read_ts`; a write appends a new
 //! version to the worker's region (persisted at once, Algorithm 1) unless
 //! a later transaction already read or wrote the key; commit queues the
-//! transaction for group commit ([`crate::commit`]).
+//! transaction for group commit (`commit.rs`).
 //!
 //! Versions become visible only once durable, so a reader meeting another
 //! transaction's uncommitted version of a key aborts (no wait) when that
