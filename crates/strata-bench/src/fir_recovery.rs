@@ -14,7 +14,9 @@
 //! - `fir-1thread`: the same on 1 thread (the parallel rebuild's speed-up);
 //! - `zen-style`: every version scanned, the index built top-down from the
 //!   scan, one key at a time (FIR's own recovery told to ignore the
-//!   checkpoint).
+//!   checkpoint);
+//! - `fir-clean-shutdown`: `fir` after `FirDb::close` (a checkpoint), so
+//!   no version after it (measured after the alternating rounds).
 //!
 //! Variants alternate within each round; medians of the rounds.
 
@@ -209,12 +211,36 @@ pub fn run_fir_recovery_bench(o: &FirRecoveryOptions) -> anyhow::Result<BenchRep
             "versions": o.versions, "versions_per_key": o.versions_per_key, "rows": o.rows(), "row_bytes": ROW_BYTES, "versions_after_checkpoint": updates, "rounds": o.rounds,
             "pmem_dir": o.pmem_dir, "region_bytes": region.len(), "workers": 2,
         });
+        // A clean shutdown (FirDb::close: a checkpoint), then the same
+        // recovery: nothing after the checkpoint to read.
+        let (db, _) = FirDb::open(region.clone(), &schemas())?;
+        db.close()?;
+        let clean_run = RunOptions::default();
+        let mut clean = Vec::new();
+        for round in 0..o.rounds {
+            let r = recover(&region, &clean_run, round as u64)?;
+            // Each measured run's own transaction is after the checkpoint:
+            // close again so every round starts clean.
+            FirDb::open(region.clone(), &schemas())?.0.close()?;
+            if o.print {
+                eprintln!(
+                    "fir-recovery bench: round {}/{} fir-clean-shutdown: {:.1} ms ({} versions scanned)",
+                    round + 1,
+                    o.rounds,
+                    r.recovery.as_secs_f64() * 1e3,
+                    r.versions_scanned
+                );
+            }
+            clean.push(r);
+        }
+        runs.push(clean);
         let mut report = BenchReport::new("fir-recovery", machine, config);
         let fir_ms = median(runs[0].iter().map(|r| r.recovery.as_secs_f64() * 1e3).collect());
         let one_ms = median(runs[1].iter().map(|r| r.recovery.as_secs_f64() * 1e3).collect());
         let index_two_ms = median(runs[0].iter().map(|r| r.index.as_secs_f64() * 1e3).collect());
         let index_one_ms = median(runs[1].iter().map(|r| r.index.as_secs_f64() * 1e3).collect());
-        for ((name, _), rs) in variants.iter().zip(&runs) {
+        let names = variants.iter().map(|(n, _)| *n).chain(["fir-clean-shutdown"]);
+        for (name, rs) in names.zip(&runs) {
             let ms =
                 |f: &dyn Fn(&Run) -> Duration| median(rs.iter().map(|r| f(r).as_secs_f64() * 1e3).collect());
             let recovery_ms = ms(&|r| r.recovery);
@@ -280,7 +306,8 @@ mod tests {
         assert!((30..=32).contains(&scanned("fir")), "{}", scanned("fir"));
         assert!((30..=32).contains(&scanned("fir-1thread")), "{}", scanned("fir-1thread"));
         assert!(scanned("zen-style") >= 6030, "every version");
-        for v in ["fir", "fir-1thread", "zen-style"] {
+        assert_eq!(r.result("fir-clean-shutdown").unwrap()["versions_scanned"].as_u64().unwrap(), 0);
+        for v in ["fir", "fir-1thread", "zen-style", "fir-clean-shutdown"] {
             assert_eq!(r.result(v).unwrap()["keys"].as_u64().unwrap(), 3000, "{v}");
         }
     }

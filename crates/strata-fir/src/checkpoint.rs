@@ -317,6 +317,22 @@ impl FirDb {
         estimate(alpha, nodes, entries, &CheckpointCosts::default())
     }
 
+    /// A clean shutdown: waits for the queued commits, takes a checkpoint
+    /// (the cost model's choice), and closes, so the next open reads the
+    /// checkpoint and (with no transaction running) no version after it.
+    pub fn close(self) -> Result<CheckpointReport, FirError> {
+        let inner = &self.inner;
+        // No transaction can run (it would borrow the database): what is
+        // open is committed and queued.
+        for (w, open) in inner.open.iter().enumerate() {
+            let queued: Vec<u64> = open.lock().iter().copied().collect();
+            for txn in queued {
+                inner.commits.wait(w as u32, txn);
+            }
+        }
+        self.checkpoint(CheckpointKind::Auto)
+    }
+
     /// `CT`: one below the oldest transaction that may not be durable yet.
     fn checkpoint_time(&self) -> u64 {
         let inner = &self.inner;

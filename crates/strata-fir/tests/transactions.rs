@@ -369,3 +369,19 @@ fn the_cost_model_takes_full_checkpoints_after_uniform_updates_and_incremental_a
     assert_eq!(skewed.entries, keys);
     assert!(skewed.copied > keys - 3 * 64, "{skewed:?}");
 }
+
+#[test]
+fn after_a_clean_shutdown_recovery_reads_no_version() {
+    let db = create(2);
+    for k in 0..300u64 {
+        let mut t = db.begin(WorkerId((k % 2) as u32)).unwrap();
+        t.insert(T, RowKey(k), &row(k)).unwrap();
+        t.commit().unwrap();
+    }
+    let region = db.region().clone();
+    let closing = db.close().unwrap();
+    assert_eq!(closing.entries, 300, "every queued commit waited for: {closing:?}");
+    let (db, report) = FirDb::open(region, &schemas()).unwrap();
+    assert_eq!((report.versions_scanned, report.checkpoint_entries), (0, 300), "{report:?}");
+    assert_eq!(db.rows(T).unwrap().len(), 300);
+}
