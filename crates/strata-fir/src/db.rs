@@ -130,6 +130,8 @@ pub struct FirRecoveryReport {
     pub data_phase: Duration,
     /// The index rebuilt from the checkpoint and those versions.
     pub index_phase: Duration,
+    /// Of it, the parallel part: the shards' trees built.
+    pub rebuild: Duration,
     pub elapsed: Duration,
 }
 
@@ -246,7 +248,6 @@ type ShardInput = (usize, Vec<Entry>, Vec<TailVersion>);
 struct TailVersion {
     key: (u32, u64),
     addr: VersionAddr,
-    tombstone: bool,
     txn: u64,
 }
 
@@ -260,6 +261,16 @@ fn rebuild(
     threads: usize,
 ) -> Result<u64, FirError> {
     let threads = threads.max(1);
+    // Blocks per (table, region), read once: the builders check every
+    // address against them without taking the chains' locks.
+    let blocks: Vec<Vec<usize>> = db
+        .inner
+        .storage
+        .chains
+        .iter()
+        .map(|regions| regions.iter().map(|c| c.read().blocks.len()).collect())
+        .collect();
+    let blocks = &blocks;
     let mut work: Vec<Vec<ShardInput>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, (run, tail)) in runs.into_iter().zip(tails).enumerate() {
         work[i % threads].push((i, run, tail));
@@ -269,7 +280,10 @@ fn rebuild(
             .into_iter()
             .map(|shards| {
                 s.spawn(move || {
-                    shards.into_iter().map(|(i, run, tail)| Ok((i, build_shard(db, run, tail)?))).collect()
+                    shards
+                        .into_iter()
+                        .map(|(i, run, tail)| Ok((i, build_shard(db, blocks, run, tail)?)))
+                        .collect()
                 })
             })
             .collect();
@@ -307,44 +321,49 @@ fn build_top_down(db: &FirDb, tails: Vec<Vec<TailVersion>>) -> Result<u64, FirEr
 /// each version's header set, built bottom-up (stamp 0: as old as the
 /// checkpoint), then the tail keys' paths stamped with their txnIds so
 /// the next incremental checkpoint lists them.
-fn build_shard(db: &FirDb, run: Vec<Entry>, mut tail: Vec<TailVersion>) -> Result<ShardTree, FirError> {
-    let s = &db.inner.storage;
+fn build_shard(
+    db: &FirDb,
+    blocks: &[Vec<usize>],
+    run: Vec<Entry>,
+    mut tail: Vec<TailVersion>,
+) -> Result<ShardTree, FirError> {
     tail.sort_unstable_by_key(|v| v.key);
-    let mut merged: Vec<((u32, u64), VersionAddr, bool, u64)> = Vec::with_capacity(run.len() + tail.len());
-    let (mut r, mut t) = (run.into_iter().peekable(), tail.iter().peekable());
+    let mut entries: Vec<((u32, u64), KeyState)> = Vec::with_capacity(run.len() + tail.len());
+    let mut sampled = Vec::new();
+    let (mut r, mut t) = (run.iter().peekable(), tail.iter().peekable());
     loop {
-        let next = match (r.peek(), t.peek()) {
+        // The next key's newest version: from the run, the tail, or both.
+        let (key, addr) = match (r.peek(), t.peek()) {
             (None, None) => break,
             (Some(e), Some(v)) if (e.table, e.key) == v.key => {
-                let e = r.next().expect("peeked");
-                let v = t.next().expect("peeked");
+                let (e, v) = (r.next().expect("peeked"), t.next().expect("peeked"));
                 if v.txn >= e.txn {
-                    (v.key, v.addr, v.tombstone, v.txn)
+                    (v.key, v.addr)
                 } else {
-                    ((e.table, e.key), e.addr, false, e.txn)
+                    ((e.table, e.key), e.addr)
                 }
             }
             (Some(e), Some(v)) if (e.table, e.key) > v.key => {
                 let v = t.next().expect("peeked");
-                (v.key, v.addr, v.tombstone, v.txn)
+                (v.key, v.addr)
             }
             (Some(_), _) => {
                 let e = r.next().expect("peeked");
-                ((e.table, e.key), e.addr, false, e.txn)
+                ((e.table, e.key), e.addr)
             }
             (None, Some(_)) => {
                 let v = t.next().expect("peeked");
-                (v.key, v.addr, v.tombstone, v.txn)
+                (v.key, v.addr)
             }
         };
-        if merged.last().is_some_and(|m| m.0 >= next.0) {
-            return Err(FirError::Format(format!("checkpoint keys out of order at {:?}", next.0)));
+        if entries.last().is_some_and(|(k, _)| *k >= key) {
+            return Err(FirError::Format(format!("checkpoint keys out of order at {key:?}")));
         }
-        merged.push(next);
-    }
-    let mut entries = Vec::with_capacity(merged.len());
-    for (key, addr, _, _) in merged {
-        if !s.holds(key.0 as usize, addr) {
+        let in_chain =
+            blocks.get(key.0 as usize).and_then(|t| t.get(addr.region as usize)).is_some_and(|n| {
+                (addr.block as usize) < *n && (addr.slot as usize) < crate::layout::SLOTS_PER_BLOCK
+            });
+        if !in_chain {
             return Err(FirError::Format(format!(
                 "key {key:?} points at {addr:?}, outside its table's regions"
             )));
@@ -352,8 +371,12 @@ fn build_shard(db: &FirDb, run: Vec<Entry>, mut tail: Vec<TailVersion>) -> Resul
         // The version's header is loaded from its slot on first use.
         entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0 }));
         if crate::cost::sampled(key.0, key.1) {
-            db.inner.samples[shard_of(key.0, key.1)].lock().insert(key, 0);
+            sampled.push(key);
         }
+    }
+    if let Some(first) = sampled.first() {
+        let mut samples = db.inner.samples[shard_of(first.0, first.1)].lock();
+        samples.extend(sampled.into_iter().map(|k| (k, 0)));
     }
     let mut tree = BTree::from_sorted(entries, 0);
     for v in &tail {
@@ -488,7 +511,7 @@ impl FirDb {
         report.checkpoint_ct = ct;
         let mut max_txn = lctt.iter().copied().max().unwrap_or(0).max(ct);
         // Data: the versions above CT (4.4.1).
-        let mut tail: Map<(u32, u64), (VersionAddr, bool, u64)> = Map::default();
+        let mut tail: Map<(u32, u64), (VersionAddr, u64)> = Map::default();
         for t in 0..layout.tables as usize {
             for (r, &committed) in lctt.iter().enumerate() {
                 let (slots, max_floor) = storage.recover_chain(t, r, ct)?;
@@ -498,9 +521,9 @@ impl FirDb {
                     max_txn = max_txn.max(slot.txn);
                     if slot.txn <= committed {
                         report.versions_kept += 1;
-                        let e = tail.entry((t as u32, slot.key)).or_insert((addr, slot.tombstone, slot.txn));
-                        if slot.txn >= e.2 {
-                            *e = (addr, slot.tombstone, slot.txn);
+                        let e = tail.entry((t as u32, slot.key)).or_insert((addr, slot.txn));
+                        if slot.txn >= e.1 {
+                            *e = (addr, slot.txn);
                         }
                     } else {
                         report.versions_discarded += 1;
@@ -524,16 +547,18 @@ impl FirDb {
         };
         report.checkpoint_entries = runs.iter().map(|r| r.len() as u64).sum();
         let mut tails: Vec<Vec<TailVersion>> = (0..SHARDS).map(|_| Vec::new()).collect();
-        for (k, (addr, tombstone, txn)) in tail {
-            tails[shard_of(k.0, k.1)].push(TailVersion { key: k, addr, tombstone, txn });
+        for (k, (addr, txn)) in tail {
+            tails[shard_of(k.0, k.1)].push(TailVersion { key: k, addr, txn });
         }
         let db = FirDb::start(storage, &lctt, max_txn + 1, run);
         *db.inner.checkpoint.lock() = LastCheckpoint { selector, ct };
+        let rebuild_started = Instant::now();
         let built = if run.scan_whole_heap {
             build_top_down(&db, tails)?
         } else {
             rebuild(&db, runs, tails, run.rebuild_threads)?
         };
+        report.rebuild = rebuild_started.elapsed();
         report.keys = built;
         report.index_phase = index_started.elapsed();
         report.elapsed = started.elapsed();

@@ -53,11 +53,11 @@ pub(crate) struct Chain {
     pub next_slot: usize,
 }
 
-/// A slot as recovery reads it.
+/// A slot as recovery reads it (whether it is a delete is read with its
+/// header, on first use).
 pub(crate) struct SlotContent {
     pub txn: u64,
     pub key: u64,
-    pub tombstone: bool,
 }
 
 pub(crate) struct Storage {
@@ -286,9 +286,8 @@ impl Storage {
                         continue;
                     }
                     let key = self.region.load_u64(at + 8);
-                    let flags = self.region.load_u64(at + 16);
                     let addr = VersionAddr { region: region as u16, block: n as u32, slot: slot as u16 };
-                    out.push((addr, SlotContent { txn, key, tombstone: flags & FLAG_TOMBSTONE != 0 }));
+                    out.push((addr, SlotContent { txn, key }));
                 }
             }
             chain.blocks.push(block);
