@@ -169,6 +169,19 @@ fn load(o: &FirRecoveryOptions, path: &std::path::Path) -> anyhow::Result<(Arc<R
     Ok((region, updates))
 }
 
+/// One measured recovery's line on stderr.
+fn print_round(o: &FirRecoveryOptions, round: usize, variant: &str, r: &Run) {
+    if o.print {
+        eprintln!(
+            "fir-recovery bench: round {}/{} {variant}: {:.1} ms ({} versions scanned)",
+            round + 1,
+            o.rounds,
+            r.recovery.as_secs_f64() * 1e3,
+            r.versions_scanned
+        );
+    }
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -192,15 +205,7 @@ pub fn run_fir_recovery_bench(o: &FirRecoveryOptions) -> anyhow::Result<BenchRep
         for round in 0..o.rounds {
             for (i, (name, run)) in variants.iter().enumerate() {
                 let r = recover(&region, run, round as u64)?;
-                if o.print {
-                    eprintln!(
-                        "fir-recovery bench: round {}/{} {name}: {:.1} ms ({} versions scanned)",
-                        round + 1,
-                        o.rounds,
-                        r.recovery.as_secs_f64() * 1e3,
-                        r.versions_scanned
-                    );
-                }
+                print_round(o, round, name, &r);
                 runs[i].push(r);
             }
         }
@@ -224,15 +229,7 @@ pub fn run_fir_recovery_bench(o: &FirRecoveryOptions) -> anyhow::Result<BenchRep
             // Each measured run's own transaction is after the checkpoint:
             // close again so every round starts clean.
             FirDb::open(region.clone(), &schemas())?.0.close()?;
-            if o.print {
-                eprintln!(
-                    "fir-recovery bench: round {}/{} fir-clean-shutdown: {:.1} ms ({} versions scanned)",
-                    round + 1,
-                    o.rounds,
-                    r.recovery.as_secs_f64() * 1e3,
-                    r.versions_scanned
-                );
-            }
+            print_round(o, round, "fir-clean-shutdown", &r);
             clean.push(r);
         }
         runs.push(clean);
