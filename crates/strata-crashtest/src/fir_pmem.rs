@@ -79,7 +79,7 @@ fn options() -> FirOptions {
 }
 
 fn run_options(planted: PlantedBug) -> RunOptions {
-    RunOptions { commit_thread: false, rebuild_threads: 1, planted_bug: planted, scan_whole_heap: false }
+    RunOptions { commit_thread: false, rebuild_threads: 1, planted_bug: planted, ..RunOptions::default() }
 }
 
 impl FirPmemCrash {

@@ -23,7 +23,7 @@ use strata_pmem::Region;
 
 use crate::addr::VersionAddr;
 use crate::cost::{estimate, gini, CheckpointCosts, CostEstimate};
-use crate::db::{FirDb, KeyState};
+use crate::db::{FirDb, Inner, KeyState};
 use crate::error::FirError;
 use crate::index::btree::Item;
 use crate::layout::{
@@ -191,14 +191,14 @@ pub(crate) fn read_active(region: &Region, layout: &Layout) -> Result<Option<Act
 
 /// The newest committed version of a key (4.3.2: past uncommitted ones),
 /// as an entry; None if it has none or it is a delete.
-fn committed(db: &FirDb, (table, key): (u32, u64), st: &KeyState) -> Option<Entry> {
-    let s = &db.inner.storage;
+fn committed(inner: &Inner, (table, key): (u32, u64), st: &KeyState) -> Option<Entry> {
+    let s = &inner.storage;
     let mut v = st.newest;
     while let Some(a) = v {
         let (begin, tomb, prev) = s.with_header(table as usize, a, |h| {
             (h.begin(), h.tombstone.load(Relaxed) != 0, VersionAddr::unlink(h.prev.load(Relaxed)))
         });
-        if begin & PENDING == 0 || db.inner.planted_bug == crate::db::PlantedBug::CheckpointKeepsUncommitted {
+        if begin & PENDING == 0 || inner.planted_bug == crate::db::PlantedBug::CheckpointKeepsUncommitted {
             return (!tomb).then_some(Entry { table, key, txn: begin & crate::tile::TS_MASK, addr: a });
         }
         v = prev;
@@ -210,8 +210,20 @@ impl FirDb {
     /// Takes a checkpoint of `kind` (an incremental one without a previous
     /// checkpoint is full), one shard at a time while transactions run.
     pub fn checkpoint(&self, kind: CheckpointKind) -> Result<CheckpointReport, FirError> {
+        self.inner.checkpoint(kind)
+    }
+
+    /// The cost model's inputs now: `α` from the sampled keys' updates
+    /// since the last checkpoint, the index's nodes and entries.
+    pub fn estimate_costs(&self) -> CostEstimate {
+        self.inner.estimate_costs()
+    }
+}
+
+impl Inner {
+    pub(crate) fn checkpoint(&self, kind: CheckpointKind) -> Result<CheckpointReport, FirError> {
         let started = Instant::now();
-        let inner = &self.inner;
+        let inner = self;
         let mut last = inner.checkpoint.lock();
         let ct = self.checkpoint_time();
         let s = &inner.storage;
@@ -249,7 +261,7 @@ impl FirDb {
             let mut run: Vec<Entry> = Vec::new();
             match &previous {
                 None => {
-                    run.extend(tree.iter().filter_map(|(k, st)| committed(self, *k, st)));
+                    run.extend(tree.iter().filter_map(|(k, st)| committed(inner, *k, st)));
                     report.from_index += run.len() as u64;
                 }
                 Some(prev) => {
@@ -259,7 +271,7 @@ impl FirDb {
                     for item in items {
                         match item {
                             Item::Entry(k, st) => {
-                                if let Some(e) = committed(self, *k, st) {
+                                if let Some(e) = committed(inner, *k, st) {
                                     run.push(e);
                                     report.from_index += 1;
                                 }
@@ -301,10 +313,8 @@ impl FirDb {
         Ok(report)
     }
 
-    /// The cost model's inputs now: `α` from the sampled keys' updates
-    /// since the last checkpoint, the index's nodes and entries.
-    pub fn estimate_costs(&self) -> CostEstimate {
-        let inner = &self.inner;
+    fn estimate_costs(&self) -> CostEstimate {
+        let inner = self;
         let mut counts: Vec<u64> =
             inner.samples.iter().flat_map(|s| s.lock().values().copied().collect::<Vec<_>>()).collect();
         let alpha = gini(&mut counts);
@@ -316,7 +326,9 @@ impl FirDb {
         }
         estimate(alpha, nodes, entries, &CheckpointCosts::default())
     }
+}
 
+impl FirDb {
     /// A clean shutdown: waits for the queued commits, takes a checkpoint
     /// (the cost model's choice), and closes, so the next open reads the
     /// checkpoint and (with no transaction running) no version after it.
@@ -332,10 +344,12 @@ impl FirDb {
         }
         self.checkpoint(CheckpointKind::Auto)
     }
+}
 
+impl Inner {
     /// `CT`: one below the oldest transaction that may not be durable yet.
     fn checkpoint_time(&self) -> u64 {
-        let inner = &self.inner;
+        let inner = self;
         let mut oldest = inner.next_ts.load(std::sync::atomic::Ordering::Acquire);
         for open in inner.open.iter() {
             if let Some(t) = open.lock().first() {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use strata_pmem::halloc::Halloc;
 use strata_pmem::{Region, RegionOffset};
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
@@ -85,6 +85,9 @@ pub struct RunOptions {
     /// checkpoint and scan every version of the tuple heap, building the
     /// index from what the scan finds.
     pub scan_whole_heap: bool,
+    /// The index checkpoint thread (fir.txt 4.1): a checkpoint of the cost
+    /// model's choice this often (None: only when asked).
+    pub checkpoint_every: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -94,6 +97,7 @@ impl Default for RunOptions {
             rebuild_threads: 2,
             planted_bug: PlantedBug::None,
             scan_whole_heap: false,
+            checkpoint_every: None,
         }
     }
 }
@@ -158,12 +162,18 @@ pub(crate) struct Inner {
     pub planted_bug: PlantedBug,
     /// Whether a thread takes the group-commit queue (else each commit does).
     pub commit_thread: bool,
+    /// Set when the database closes: the checkpoint thread's stop.
+    pub closing: Mutex<bool>,
+    pub closing_changed: Condvar,
+    /// The last checkpoint the checkpoint thread failed to take.
+    pub checkpoint_error: Mutex<Option<FirError>>,
 }
 
 /// FIR's tables: no log; versions persisted in place, commits by LCTT.
 pub struct FirDb {
     pub(crate) inner: Arc<Inner>,
     thread: Option<JoinHandle<()>>,
+    checkpointer: Option<JoinHandle<()>>,
 }
 
 impl Inner {
@@ -225,11 +235,14 @@ impl Inner {
                 }
             }
         }
-        for (w, txn) in newest {
-            self.commits.publish(w, txn);
-        }
+        // Out of the open sets before the waiters learn of it: a clean
+        // shutdown's checkpoint, taken once they return, must not see the
+        // batch as open.
         for q in &batch {
             self.open[q.worker as usize].lock().remove(&q.txn);
+        }
+        for (w, txn) in newest {
+            self.commits.publish(w, txn);
         }
         self.commits.wake();
     }
@@ -577,6 +590,9 @@ impl FirDb {
             samples: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             planted_bug: run.planted_bug,
             commit_thread: run.commit_thread,
+            closing: Mutex::new(false),
+            closing_changed: Condvar::new(),
+            checkpoint_error: Mutex::new(None),
         });
         let thread = run.commit_thread.then(|| {
             let i = inner.clone();
@@ -592,7 +608,31 @@ impl FirDb {
                 })
                 .expect("spawning the group-commit thread")
         });
-        FirDb { inner, thread }
+        let checkpointer = run.checkpoint_every.map(|every| {
+            let i = inner.clone();
+            std::thread::Builder::new()
+                .name("fir-checkpoint".into())
+                .spawn(move || loop {
+                    let mut closing = i.closing.lock();
+                    if !*closing {
+                        i.closing_changed.wait_for(&mut closing, every);
+                    }
+                    if *closing {
+                        return;
+                    }
+                    drop(closing);
+                    if let Err(e) = i.checkpoint(crate::checkpoint::CheckpointKind::Auto) {
+                        *i.checkpoint_error.lock() = Some(e);
+                    }
+                })
+                .expect("spawning the checkpoint thread")
+        });
+        FirDb { inner, thread, checkpointer }
+    }
+
+    /// The last error of the checkpoint thread, if any (taken).
+    pub fn take_checkpoint_error(&self) -> Option<FirError> {
+        self.inner.checkpoint_error.lock().take()
     }
 
     /// Starts a transaction on `worker` (its region is where its versions go).
@@ -675,6 +715,11 @@ impl FirDb {
 
 impl Drop for FirDb {
     fn drop(&mut self) {
+        *self.inner.closing.lock() = true;
+        self.inner.closing_changed.notify_all();
+        if let Some(t) = self.checkpointer.take() {
+            let _ = t.join();
+        }
         self.inner.commits.stop.store(true, Release);
         self.inner.commits.queued.notify_all();
         if let Some(t) = self.thread.take() {

@@ -29,9 +29,12 @@
 //! measures recovery against a Zen-style scan of the whole heap
 //! ([`RunOptions::scan_whole_heap`]).
 //!
-//! Not built yet: a checkpoint thread (checkpoints are taken on request),
-//! long-transaction regions (4.2.2), garbage collection (4.5), the DRAM
-//! baselines and `strata bench oltp --engine`. The on-media format is `docs/format/fir.md`.
+//! Checkpoints are taken on request (`FirDb::checkpoint`), by the
+//! checkpoint thread (`RunOptions::checkpoint_every`), and at a clean
+//! shutdown (`FirDb::close`).
+//!
+//! Not built yet: long-transaction regions (4.2.2), garbage collection
+//! (4.5), the DRAM baselines and `strata bench oltp --engine`. The on-media format is `docs/format/fir.md`.
 
 #![forbid(unsafe_code)]
 

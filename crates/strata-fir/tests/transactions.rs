@@ -385,3 +385,30 @@ fn after_a_clean_shutdown_recovery_reads_no_version() {
     assert_eq!((report.versions_scanned, report.checkpoint_entries), (0, 300), "{report:?}");
     assert_eq!(db.rows(T).unwrap().len(), 300);
 }
+
+#[test]
+fn the_checkpoint_thread_checkpoints_while_transactions_run() {
+    let region = Arc::new(Region::sim(32 << 20));
+    let options = FirOptions { workers: 1, blocks_per_table: 64, checkpoint_keys: 4096 };
+    let run =
+        RunOptions { checkpoint_every: Some(std::time::Duration::from_millis(5)), ..RunOptions::default() };
+    let db = FirDb::create_with(region, &schemas(), &options, &run).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut k = 0u64;
+    // Until a checkpoint holds some rows and more were committed after it.
+    loop {
+        let mut t = db.begin(WorkerId(0)).unwrap();
+        t.insert(T, RowKey(k), &row(k)).unwrap();
+        t.commit_durably().unwrap();
+        k += 1;
+        let image = db.region().as_sim().unwrap().persistent_image();
+        let (reopened, report) = FirDb::open(Arc::new(Region::sim_from_image(image)), &schemas()).unwrap();
+        assert_eq!(reopened.rows(T).unwrap().len() as u64, k, "every committed row after recovery");
+        if report.checkpoint_entries > 0 && report.versions_scanned > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no checkpoint in 10 s: {report:?}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(db.take_checkpoint_error().is_none());
+}
