@@ -67,22 +67,26 @@ pub fn draw(o: &SweepOptions, report: &BenchReport) -> Vec<(String, String)> {
                         format!("{shape}{setup}"),
                     )
                 }
-                Fig::Theta => (
-                    format!("Fig. 13 shape: YCSB throughput by Zipf θ, {}", limit(b.log_mbps)),
-                    "Zipf θ (contention)",
-                    "throughput (txn/s)",
-                    "throughput_txn_per_s",
-                    false,
-                    format!("{} workers, {} logs; {}; {setup}", b.workers, b.logs, ycsb_shape(Sweep::Theta)),
-                ),
-                Fig::ThetaRecovery => (
-                    format!("Fig. 13(b) shape: YCSB recovery throughput by Zipf θ, {}", limit(b.log_mbps)),
-                    "Zipf θ (contention)",
-                    "recovery (recovered txn/s)",
-                    "recovery_txn_per_s",
-                    false,
-                    format!("{} workers, {} logs; {}; {setup}", b.workers, b.logs, ycsb_shape(Sweep::Theta)),
-                ),
+                Fig::Theta | Fig::ThetaRecovery => {
+                    let (panel, what, y, metric) = if f == Fig::Theta {
+                        ("13", "throughput", "throughput (txn/s)", "throughput_txn_per_s")
+                    } else {
+                        ("13(b)", "recovery throughput", "recovery (recovered txn/s)", "recovery_txn_per_s")
+                    };
+                    (
+                        format!("Fig. {panel} shape: YCSB {what} by Zipf θ, {}", limit(b.log_mbps)),
+                        "Zipf θ (contention)",
+                        y,
+                        metric,
+                        false,
+                        format!(
+                            "{} workers, {} logs; {}; {setup}",
+                            b.workers,
+                            b.logs,
+                            ycsb_shape(Sweep::Theta)
+                        ),
+                    )
+                }
                 Fig::Accesses => (
                     format!(
                         "Fig. 14 shape: YCSB throughput by accesses per transaction, {}",
