@@ -17,6 +17,12 @@ const TOUCH_CHUNK_BYTES: usize = 1 << 20;
 pub fn open_touched(path: &Path, len: u64) -> anyhow::Result<Region> {
     let region = Region::open(path, &RegionOptions::new(PmemMode::Emulated, len))
         .with_context(|| format!("opening an emulated PMem region at {}", path.display()))?;
+    touch(&region).with_context(|| format!("msync of {}", path.display()))?;
+    Ok(region)
+}
+
+/// Writes every page of `region` once (zeros), then msyncs it.
+pub fn touch(region: &Region) -> anyhow::Result<()> {
     let zeros = vec![0u8; TOUCH_CHUNK_BYTES];
     let mut at = 0;
     while at < region.len() {
@@ -24,8 +30,8 @@ pub fn open_touched(path: &Path, len: u64) -> anyhow::Result<Region> {
         region.write(RegionOffset(at), &zeros[..n]);
         at += n as u64;
     }
-    region.sync_to_media().with_context(|| format!("msync of {}", path.display()))?;
-    Ok(region)
+    region.sync_to_media()?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -116,6 +116,7 @@ fn load(o: &FirRecoveryOptions, path: &std::path::Path) -> anyhow::Result<(Arc<R
     let options = FirOptions {
         workers,
         blocks_per_table: (o.versions * 12 / 10) / 2048 + 8,
+        table_blocks: Vec::new(),
         checkpoint_keys: rows + 1024,
     };
     let len = FirDb::region_bytes(&schemas(), &options);

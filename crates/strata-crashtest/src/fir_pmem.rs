@@ -75,7 +75,7 @@ fn schemas() -> Vec<TableSchema> {
 }
 
 fn options() -> FirOptions {
-    FirOptions { workers: 2, blocks_per_table: 2, checkpoint_keys: 64 }
+    FirOptions { workers: 2, blocks_per_table: 2, table_blocks: Vec::new(), checkpoint_keys: 64 }
 }
 
 fn run_options(planted: PlantedBug) -> RunOptions {

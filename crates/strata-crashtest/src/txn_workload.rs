@@ -43,7 +43,9 @@ use std::ops::Range;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_txn::{LogMode, LoggingKind, ProcId, Procedures, RowKey, TableId, TableSchema, Txn, TxnError};
+use strata_txn::{
+    LogMode, LoggingKind, ProcId, Procedures, RowAccess, RowKey, TableId, TableSchema, TxnError,
+};
 
 use crate::txn_lines::TxnLogging;
 
@@ -491,9 +493,9 @@ fn decode_command(args: &[u8]) -> Result<(u64, Vec<Step>), CommandArgsError> {
 }
 
 /// A transaction as [`Rows`].
-pub(crate) struct TxnRows<'t, 'db>(pub &'t mut Txn<'db>);
+pub(crate) struct TxnRows<'t>(pub &'t mut dyn RowAccess);
 
-impl Rows for TxnRows<'_, '_> {
+impl Rows for TxnRows<'_> {
     type Error = TxnError;
     fn get(&mut self, (table, key): Key) -> Result<Option<Vec<u8>>, TxnError> {
         self.0.get(table, RowKey(key))

@@ -472,7 +472,12 @@ impl Config {
     }
 
     pub fn pmem_mode(&self) -> Result<PmemMode, ConfigError> {
-        Ok(self.pmem.mode.parse()?)
+        match self.pmem.mode.parse()? {
+            PmemMode::Volatile => Err(ConfigError::Invalid(
+                "pmem.mode `volatile` keeps nothing (flushes and fences do nothing): it is for benchmark baselines, never for a server's data".into(),
+            )),
+            mode => Ok(mode),
+        }
     }
 
     pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
@@ -659,5 +664,13 @@ mod tests {
         let toml = |pool: u64| format!("[pmem]\nlog_bytes = {log}\npool_bytes = {pool}\n");
         assert!(Config::from_toml(&toml(exact)).is_ok());
         assert!(Config::from_toml(&toml(exact - 1)).is_err());
+    }
+
+    #[test]
+    fn a_volatile_pmem_mode_is_refused_with_the_reason() {
+        let mut c = Config::default();
+        c.pmem.mode = "volatile".into();
+        let e = c.pmem_mode().unwrap_err().to_string();
+        assert!(e.contains("keeps nothing"), "{e}");
     }
 }

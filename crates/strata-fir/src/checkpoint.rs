@@ -16,16 +16,15 @@
 //! replaced by its last committed one; a key whose newest committed
 //! version is a delete is left out.
 
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use strata_pmem::Region;
 
 use crate::addr::VersionAddr;
 use crate::cost::{estimate, gini, CheckpointCosts, CostEstimate};
-use crate::db::{FirDb, Inner, KeyState};
+use crate::db::{FirDb, Inner};
 use crate::error::FirError;
-use crate::index::btree::Item;
+use crate::index::shard::Changed;
 use crate::layout::{
     Layout, CHECKPOINT_ENTRY_BYTES, CHECKPOINT_HEADER_BYTES, CHECKPOINT_MAGIC, SHARDS, VERSION,
 };
@@ -143,11 +142,25 @@ pub struct CheckpointReport {
 }
 
 /// The last checkpoint completed, as the next incremental one needs it.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct LastCheckpoint {
     /// `generation << 1 | half` (0: none).
     pub selector: u64,
     pub ct: u64,
+    /// Its runs per shard, as written (None: read them from the region,
+    /// after recovery).
+    pub runs: Option<Vec<Vec<Entry>>>,
+    /// Buffers of earlier checkpoints, reused: a checkpoint allocates
+    /// nothing of its own size (fresh pages cost a fault each).
+    pub spare_runs: Vec<Vec<Entry>>,
+    pub spare_bytes: Vec<u8>,
+}
+
+impl LastCheckpoint {
+    /// The checkpoint `(selector, ct)`, its runs not in DRAM.
+    pub fn at(selector: u64, ct: u64) -> LastCheckpoint {
+        LastCheckpoint { selector, ct, ..LastCheckpoint::default() }
+    }
 }
 
 /// A checkpoint read back: its selector word, header and per-shard runs.
@@ -189,21 +202,43 @@ pub(crate) fn read_active(region: &Region, layout: &Layout) -> Result<Option<Act
     Ok(Some((selector, header, runs)))
 }
 
-/// The newest committed version of a key (4.3.2: past uncommitted ones),
-/// as an entry; None if it has none or it is a delete.
-fn committed(inner: &Inner, (table, key): (u32, u64), st: &KeyState) -> Option<Entry> {
+/// The newest committed version of a key (4.3.2: past uncommitted ones)
+/// from `newest` down, as an entry; None if it has none or it is a
+/// delete. Read without the key's latch: `newest` was read under it, and
+/// every version a checkpoint must keep (txnId at most `CT`) was committed
+/// before. A key whose newest version is not committed yet goes in
+/// `pending` with that version's txnId: its path is stamped with it after
+/// the shard is read, so the next checkpoint visits the key again (its
+/// writer may have skipped the stamp, txn.rs).
+fn committed(
+    inner: &Inner,
+    (table, key): (u32, u64),
+    newest: Option<VersionAddr>,
+    pending: &mut Vec<((u32, u64), u64)>,
+) -> Option<Entry> {
     let s = &inner.storage;
-    let mut v = st.newest;
+    let mut v = newest;
+    let mut head = true;
     while let Some(a) = v {
-        let (begin, tomb, prev) = s.with_header(table as usize, a, |h| {
-            (h.begin(), h.tombstone.load(Relaxed) != 0, VersionAddr::unlink(h.prev.load(Relaxed)))
-        });
+        let (begin, tomb, prev) = s.peek_header(table as usize, a);
         if begin & PENDING == 0 || inner.planted_bug == crate::db::PlantedBug::CheckpointKeepsUncommitted {
             return (!tomb).then_some(Entry { table, key, txn: begin & crate::tile::TS_MASK, addr: a });
+        }
+        if head {
+            pending.push(((table, key), begin & crate::tile::TS_MASK));
+            head = false;
         }
         v = prev;
     }
     None
+}
+
+/// What a checkpoint copies from a shard under its latch.
+enum Seen {
+    /// A key to resolve, with its newest version.
+    Key((u32, u64), Option<VersionAddr>),
+    /// An untouched subtree's key range: the previous checkpoint's entries.
+    Skip((u32, u64), (u32, u64)),
 }
 
 impl FirDb {
@@ -226,6 +261,9 @@ impl Inner {
         let inner = self;
         let mut last = inner.checkpoint.lock();
         let ct = self.checkpoint_time();
+        // Before any shard is read: a write after this that finds its key
+        // stamped above `ct` may skip the stamp (txn.rs).
+        self.checkpoint_begun_ct.fetch_max(ct, std::sync::atomic::Ordering::AcqRel);
         let s = &inner.storage;
         let layout = s.layout;
         let model = (kind == CheckpointKind::Auto).then(|| self.estimate_costs());
@@ -235,10 +273,17 @@ impl Inner {
             None => kind,
         };
         let previous = match (kind, last.selector) {
-            (CheckpointKind::Incremental, sel) if sel != 0 => {
-                read_active(&s.region, &layout)?.map(|(_, _, runs)| runs)
-            }
-            _ => None,
+            (CheckpointKind::Incremental, sel) if sel != 0 => match last.runs.take() {
+                Some(runs) => Some(runs),
+                None => read_active(&s.region, &layout)?.map(|(_, _, runs)| runs),
+            },
+            _ => last.runs.take(),
+        };
+        // A full checkpoint does not read the previous one: its runs only
+        // become spare buffers.
+        let (previous, retired) = match kind {
+            CheckpointKind::Incremental => (previous, None),
+            _ => (None, previous),
         };
         let kind = if previous.is_some() { CheckpointKind::Incremental } else { CheckpointKind::Full };
         let mut report = CheckpointReport {
@@ -255,39 +300,59 @@ impl Inner {
         let half = if last.selector == 0 { 0 } else { 1 - (last.selector & 1) };
         let at = layout.checkpoint_half(half);
         let mut runs = Vec::with_capacity(SHARDS);
-        let mut bytes = Vec::new();
+        let mut new_runs: Vec<Vec<Entry>> = Vec::with_capacity(SHARDS);
+        let mut spare = std::mem::take(&mut last.spare_runs);
+        let mut bytes = std::mem::take(&mut last.spare_bytes);
+        bytes.clear();
+        let mut seen = Vec::new();
         for (i, shard) in inner.shards.iter().enumerate() {
-            let tree = shard.lock();
-            let mut run: Vec<Entry> = Vec::new();
-            match &previous {
-                None => {
-                    run.extend(tree.iter().filter_map(|(k, st)| committed(inner, *k, st)));
-                    report.from_index += run.len() as u64;
-                }
-                Some(prev) => {
-                    let mut items = Vec::new();
-                    tree.changed_since(last.ct + 1, &mut items);
-                    let old = &prev[i];
-                    for item in items {
-                        match item {
-                            Item::Entry(k, st) => {
-                                if let Some(e) = committed(inner, *k, st) {
-                                    run.push(e);
-                                    report.from_index += 1;
-                                }
-                            }
-                            Item::Skip(lo, hi) => {
-                                report.skipped_subtrees += 1;
-                                let from = old.partition_point(|e| (e.table, e.key) < *lo);
-                                let to = old.partition_point(|e| (e.table, e.key) <= *hi);
-                                run.extend_from_slice(&old[from..to]);
-                                report.copied += (to - from) as u64;
-                            }
-                        }
+            // Under the latch only a copy of what to resolve: transactions
+            // on the shard wait for no header walk (fir.txt 4.3.1: the
+            // checkpoint does not block the index's readers and writers).
+            seen.clear();
+            {
+                let tree = shard.lock();
+                match &previous {
+                    None => seen.extend(tree.iter().map(|(k, st)| Seen::Key(k, st.newest))),
+                    Some(_) => {
+                        let mut items = Vec::new();
+                        tree.changed_since(last.ct + 1, &mut items);
+                        seen.extend(items.into_iter().map(|item| match item {
+                            Changed::Entry(k, st) => Seen::Key(k, st.newest),
+                            Changed::Skip(lo, hi) => Seen::Skip(lo, hi),
+                        }));
                     }
                 }
             }
-            drop(tree);
+            let mut run: Vec<Entry> = spare.pop().unwrap_or_default();
+            run.clear();
+            let mut pending = Vec::new();
+            for item in seen.drain(..) {
+                match item {
+                    Seen::Key(k, newest) => {
+                        if let Some(e) = committed(inner, k, newest, &mut pending) {
+                            run.push(e);
+                            report.from_index += 1;
+                        }
+                    }
+                    Seen::Skip(lo, hi) => {
+                        let old = &previous.as_ref().expect("a skip comes from an incremental traversal")[i];
+                        report.skipped_subtrees += 1;
+                        let from = old.partition_point(|e| (e.table, e.key) < lo);
+                        let to = old.partition_point(|e| (e.table, e.key) <= hi);
+                        run.extend_from_slice(&old[from..to]);
+                        report.copied += (to - from) as u64;
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                let mut tree = shard.lock();
+                for (k, txn) in pending {
+                    if let Some(st) = tree.get_mut(&k, txn) {
+                        st.stamped = st.stamped.max(txn);
+                    }
+                }
+            }
             report.entries += run.len() as u64;
             if report.entries > layout.checkpoint_keys {
                 return Err(FirError::CheckpointFull { keys: report.entries, room: layout.checkpoint_keys });
@@ -296,6 +361,7 @@ impl Inner {
                 bytes.extend_from_slice(&e.encode());
             }
             runs.push(run.len() as u64);
+            new_runs.push(run);
         }
         let header = Header { ct, generation: report.generation, runs, entries_crc: crc32c::crc32c(&bytes) };
         s.region.write(at + CHECKPOINT_HEADER_BYTES, &bytes);
@@ -305,7 +371,10 @@ impl Inner {
         s.region.fence();
         let selector = (report.generation << 1) | half;
         s.region.store_u64_persist(layout.checkpoint_selector(), selector);
-        *last = LastCheckpoint { selector, ct };
+        let mut spare_runs: Vec<Vec<Entry>> = previous.into_iter().chain(retired).flatten().collect();
+        spare_runs.extend(spare);
+        spare_runs.truncate(SHARDS);
+        *last = LastCheckpoint { selector, ct, runs: Some(new_runs), spare_runs, spare_bytes: bytes };
         for samples in inner.samples.iter() {
             samples.lock().values_mut().for_each(|c| *c = 0);
         }

@@ -21,10 +21,10 @@ use strata_pmem::{Region, RegionOffset};
 use strata_txn::{RowKey, TableId, TableSchema, WorkerId};
 
 use crate::addr::VersionAddr;
-use crate::checkpoint::{read_active, Entry, LastCheckpoint};
+use crate::checkpoint::{read_active, CheckpointKind, CheckpointReport, Entry, LastCheckpoint};
 use crate::commit::{GroupCommit, Queued};
 use crate::error::FirError;
-use crate::index::btree::BTree;
+use crate::index::shard::ShardIndex;
 use crate::layout::{Layout, CHECKPOINT_ENTRY_BYTES, MAGIC, MEDIA_BLOCK_BYTES, SHARDS, VERSION};
 use crate::storage::Storage;
 use crate::txn::FirTxn;
@@ -36,7 +36,7 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// One latch's keys: (table, key) to its state, in a B+-tree whose nodes
 /// carry the access stamps incremental checkpoints skip by.
-pub(crate) type IndexShard = Mutex<BTree<(u32, u64), KeyState>>;
+pub(crate) type IndexShard = Mutex<ShardIndex<KeyState>>;
 
 /// The index shard of a key.
 fn shard_of(table: u32, key: u64) -> usize {
@@ -44,15 +44,47 @@ fn shard_of(table: u32, key: u64) -> usize {
     (h >> 58) as usize % SHARDS
 }
 
+/// The checkpoint thread's niceness, as `thread-priority` maps it (about
+/// nice 9): a background job. fir.txt runs it beside 30-40 workers on a
+/// machine with cores to spare; where every core runs a worker (2 cores,
+/// 2 workers here) it takes a small share of theirs (about a tenth of a
+/// worker's) plus their idle time, and a checkpoint takes longer instead.
+const CHECKPOINT_THREAD_PRIORITY: u8 = 25;
+
+/// Lowers the calling thread's priority to [`CHECKPOINT_THREAD_PRIORITY`].
+/// Lowering needs no privilege; if it fails anyway, the thread runs at
+/// the normal priority (slower transactions, never a wrong checkpoint).
+fn lower_priority() {
+    use thread_priority::unix::{
+        set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy, ThreadSchedulePolicy,
+    };
+    use thread_priority::{ThreadPriority, ThreadPriorityValue};
+    if let Ok(p) = ThreadPriorityValue::try_from(CHECKPOINT_THREAD_PRIORITY) {
+        let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
+        let _ = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Crossplatform(p), policy);
+    }
+}
+
 /// How to create a database.
 #[derive(Clone, Debug)]
 pub struct FirOptions {
     /// Workers, and regions per table (one each).
     pub workers: u32,
-    /// Blocks of 2,048 versions each table may use.
+    /// Blocks of 2,048 versions each table may use...
     pub blocks_per_table: u64,
+    /// ...unless given here by table (index = table id): a workload whose
+    /// tables differ in what they receive sizes each (Halloc records each
+    /// pool's count; the region's format does not change).
+    pub table_blocks: Vec<u64>,
     /// Keys a checkpoint may hold (over all tables).
     pub checkpoint_keys: u64,
+}
+
+impl FirOptions {
+    /// Blocks table `t` may use.
+    pub fn blocks_of(&self, t: usize) -> u64 {
+        self.table_blocks.get(t).copied().unwrap_or(self.blocks_per_table)
+    }
 }
 
 /// A key's entry in the index: its newest version, and the largest txnId
@@ -61,6 +93,10 @@ pub struct FirOptions {
 pub(crate) struct KeyState {
     pub newest: Option<VersionAddr>,
     pub absent_read_ts: u64,
+    /// A txnId the key's path in the tree was stamped with (0: not known
+    /// to be stamped). A write finding it above the `CT` of the newest
+    /// checkpoint begun skips `MarkNode` (txn.rs).
+    pub stamped: u64,
 }
 
 /// A write waiting for its transaction's batch.
@@ -88,6 +124,9 @@ pub struct RunOptions {
     /// The index checkpoint thread (fir.txt 4.1): a checkpoint of the cost
     /// model's choice this often (None: only when asked).
     pub checkpoint_every: Option<Duration>,
+    /// What the checkpoint thread takes: `Auto` (the cost model's choice),
+    /// or `Full` only (the `fir-full` baseline of fir.txt 5.1).
+    pub checkpoint_kind: CheckpointKind,
 }
 
 impl Default for RunOptions {
@@ -98,6 +137,7 @@ impl Default for RunOptions {
             planted_bug: PlantedBug::None,
             scan_whole_heap: false,
             checkpoint_every: None,
+            checkpoint_kind: CheckpointKind::Auto,
         }
     }
 }
@@ -156,6 +196,9 @@ pub(crate) struct Inner {
     /// checkpoint's `CT` stays below them).
     pub open: Box<[Mutex<BTreeSet<u64>>]>,
     pub checkpoint: Mutex<LastCheckpoint>,
+    /// The `CT` of the newest checkpoint begun (set before it reads any
+    /// shard): a key stamped above it needs no stamp for the next one.
+    pub checkpoint_begun_ct: AtomicU64,
     /// Per index shard: the sampled keys (cost model, 4.3.3) and the
     /// updates each received since the last checkpoint.
     pub samples: Box<[SampleShard]>,
@@ -167,6 +210,8 @@ pub(crate) struct Inner {
     pub closing_changed: Condvar,
     /// The last checkpoint the checkpoint thread failed to take.
     pub checkpoint_error: Mutex<Option<FirError>>,
+    /// What the checkpoint thread took, in order.
+    pub checkpoints_taken: Mutex<Vec<CheckpointReport>>,
 }
 
 /// FIR's tables: no log; versions persisted in place, commits by LCTT.
@@ -251,8 +296,8 @@ impl Inner {
 /// One index shard's sampled keys and their update counts.
 pub(crate) type SampleShard = Mutex<Map<(u32, u64), u64>>;
 
-/// One shard's tree.
-type ShardTree = BTree<(u32, u64), KeyState>;
+/// One shard's index.
+type ShardTree = ShardIndex<KeyState>;
 
 /// One shard's recovery input: its index, checkpoint run and tail versions.
 type ShardInput = (usize, Vec<Entry>, Vec<TailVersion>);
@@ -275,14 +320,9 @@ fn rebuild(
 ) -> Result<u64, FirError> {
     let threads = threads.max(1);
     // Blocks per (table, region), read once: the builders check every
-    // address against them without taking the chains' locks.
-    let blocks: Vec<Vec<usize>> = db
-        .inner
-        .storage
-        .chains
-        .iter()
-        .map(|regions| regions.iter().map(|c| c.read().blocks.len()).collect())
-        .collect();
+    // address against them.
+    let blocks: Vec<Vec<usize>> =
+        db.inner.storage.chains.iter().map(|regions| regions.iter().map(|c| c.len()).collect()).collect();
     let blocks = &blocks;
     let mut work: Vec<Vec<ShardInput>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, (run, tail)) in runs.into_iter().zip(tails).enumerate() {
@@ -382,7 +422,7 @@ fn build_shard(
             )));
         }
         // The version's header is loaded from its slot on first use.
-        entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0 }));
+        entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0, stamped: 0 }));
         if crate::cost::sampled(key.0, key.1) {
             sampled.push(key);
         }
@@ -391,7 +431,7 @@ fn build_shard(
         let mut samples = db.inner.samples[shard_of(first.0, first.1)].lock();
         samples.extend(sampled.into_iter().map(|k| (k, 0)));
     }
-    let mut tree = BTree::from_sorted(entries, 0);
+    let mut tree = ShardIndex::from_sorted(entries, 0);
     for v in &tail {
         tree.get_mut(&v.key, v.txn);
     }
@@ -415,7 +455,7 @@ impl FirDb {
             tables: schemas.len() as u32,
             checkpoint_keys: options.checkpoint_keys,
         };
-        let config = Storage::halloc_config(schemas, options.blocks_per_table);
+        let config = Storage::halloc_config(schemas, options);
         layout.halloc_base().0 + Halloc::required_len_bytes(&config)
     }
 
@@ -449,7 +489,7 @@ impl FirDb {
         }
         let base = layout.halloc_base();
         region.persist(RegionOffset(MEDIA_BLOCK_BYTES), base.0 - MEDIA_BLOCK_BYTES);
-        let config = Storage::halloc_config(schemas, options.blocks_per_table);
+        let config = Storage::halloc_config(schemas, options);
         let halloc_len = Halloc::required_len_bytes(&config);
         let halloc = Halloc::format(&region, base, halloc_len, &config)?;
         let mut sb = vec![0u8; MEDIA_BLOCK_BYTES as usize];
@@ -564,7 +604,7 @@ impl FirDb {
             tails[shard_of(k.0, k.1)].push(TailVersion { key: k, addr, txn });
         }
         let db = FirDb::start(storage, &lctt, max_txn + 1, run);
-        *db.inner.checkpoint.lock() = LastCheckpoint { selector, ct };
+        *db.inner.checkpoint.lock() = LastCheckpoint::at(selector, ct);
         let rebuild_started = Instant::now();
         let built = if run.scan_whole_heap {
             build_top_down(&db, tails)?
@@ -583,16 +623,18 @@ impl FirDb {
         let inner = Arc::new(Inner {
             commits: GroupCommit::new(storage.layout.workers, lctt),
             storage,
-            shards: (0..SHARDS).map(|_| Mutex::new(BTree::default())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(ShardIndex::default())).collect(),
             next_ts: AtomicU64::new(next_ts),
             open: (0..workers).map(|_| Mutex::new(BTreeSet::new())).collect(),
             checkpoint: Mutex::new(LastCheckpoint::default()),
+            checkpoint_begun_ct: AtomicU64::new(0),
             samples: (0..SHARDS).map(|_| Mutex::new(Map::default())).collect(),
             planted_bug: run.planted_bug,
             commit_thread: run.commit_thread,
             closing: Mutex::new(false),
             closing_changed: Condvar::new(),
             checkpoint_error: Mutex::new(None),
+            checkpoints_taken: Mutex::new(Vec::new()),
         });
         let thread = run.commit_thread.then(|| {
             let i = inner.clone();
@@ -608,26 +650,37 @@ impl FirDb {
                 })
                 .expect("spawning the group-commit thread")
         });
+        let kind = run.checkpoint_kind;
         let checkpointer = run.checkpoint_every.map(|every| {
             let i = inner.clone();
             std::thread::Builder::new()
                 .name("fir-checkpoint".into())
-                .spawn(move || loop {
-                    let mut closing = i.closing.lock();
-                    if !*closing {
-                        i.closing_changed.wait_for(&mut closing, every);
-                    }
-                    if *closing {
-                        return;
-                    }
-                    drop(closing);
-                    if let Err(e) = i.checkpoint(crate::checkpoint::CheckpointKind::Auto) {
-                        *i.checkpoint_error.lock() = Some(e);
+                .spawn(move || {
+                    lower_priority();
+                    loop {
+                        let mut closing = i.closing.lock();
+                        if !*closing {
+                            i.closing_changed.wait_for(&mut closing, every);
+                        }
+                        if *closing {
+                            return;
+                        }
+                        drop(closing);
+                        match i.checkpoint(kind) {
+                            Ok(report) => i.checkpoints_taken.lock().push(report),
+                            Err(e) => *i.checkpoint_error.lock() = Some(e),
+                        }
                     }
                 })
                 .expect("spawning the checkpoint thread")
         });
         FirDb { inner, thread, checkpointer }
+    }
+
+    /// The reports of the checkpoints the checkpoint thread took since the
+    /// last call (taken).
+    pub fn take_checkpoint_reports(&self) -> Vec<CheckpointReport> {
+        std::mem::take(&mut *self.inner.checkpoints_taken.lock())
     }
 
     /// The last error of the checkpoint thread, if any (taken).
@@ -668,7 +721,7 @@ impl FirDb {
         let mut out = BTreeMap::new();
         for shard in self.inner.shards.iter() {
             for ((tk, key), st) in shard.lock().iter() {
-                if *tk != table.0 {
+                if tk != table.0 {
                     continue;
                 }
                 let mut v = st.newest;
@@ -678,7 +731,7 @@ impl FirDb {
                     });
                     if begin & crate::tile::PENDING == 0 {
                         if !tomb {
-                            out.insert(RowKey(*key), self.inner.storage.read_row(t, a));
+                            out.insert(RowKey(key), self.inner.storage.read_row(t, a));
                         }
                         break;
                     }

@@ -6,7 +6,8 @@
 //!   256-byte update map and a DRAM tile of tuple headers ([`tile`]);
 //!   logical addresses (region, block, slot) ([`addr`]);
 //! - MVTO transactions ([`txn`]) whose versions are persisted where they
-//!   lie (Algorithm 1), with no log;
+//!   lie (Algorithm 1: lines flushed as written, one fence at commit),
+//!   with no log;
 //! - group commit through a queue that advances each worker's LCTT entry
 //!   in PMem, one fence per batch (`commit`);
 //! - recovery ([`db`]): redo the versions at or below their region's LCTT
@@ -14,8 +15,8 @@
 //! - the DRAM index ([`index`]): a hand-written B+-tree per latch shard
 //!   whose nodes carry access stamps set on the write path (4.3.1's
 //!   `MarkNode`), with the traversal an incremental checkpoint skips
-//!   untouched subtrees by, and the bottom-up build of 4.4.2.
-//!
+//!   untouched subtrees by, and the bottom-up build of 4.4.2; beside it a
+//!   hash of the keys read since open, for reads;
 //! - index-leaf checkpoints ([`checkpoint`], 4.3.1-4.3.2): full, or
 //!   incremental by the stamps and merged with the previous one, in two
 //!   halves behind a selector word; recovery then scans only the versions
@@ -33,16 +34,23 @@
 //! checkpoint thread (`RunOptions::checkpoint_every`), and at a clean
 //! shutdown (`FirDb::close`).
 //!
-//! Not built yet: long-transaction regions (4.2.2), garbage collection
-//! (4.5), the DRAM baselines and `strata bench oltp --engine`. The on-media format is `docs/format/fir.md`.
+//! The transactional-table API (`strata_txn::access`): [`FirEngine`] runs
+//! stored procedures on FIR ([`engine`]); [`DramDb`] is fir.txt 5.1's
+//! DRAM-DB baselines in the same engine, over DRAM, without or with a
+//! redo log ([`baseline`]). `strata bench oltp --engine` runs them.
+//!
+//! Not built yet: long-transaction regions (4.2.2) and garbage collection
+//! (4.5). The on-media format is `docs/format/fir.md`.
 
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod baseline;
 pub mod checkpoint;
 mod commit;
 pub mod cost;
 pub mod db;
+pub mod engine;
 pub mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
@@ -52,7 +60,9 @@ mod storage;
 pub mod tile;
 pub mod txn;
 
+pub use baseline::{DramDb, DramTicket};
 pub use checkpoint::{CheckpointKind, CheckpointReport};
 pub use db::{FirDb, FirOptions, FirRecoveryReport, FirTicket, PlantedBug, RunOptions};
+pub use engine::{FirEngine, FirLoader};
 pub use error::FirError;
 pub use txn::FirTxn;

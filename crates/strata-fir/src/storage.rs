@@ -10,10 +10,11 @@
 //! or discarded transaction left: a hole). Recovery keeps the versions at
 //! or below the region's LCTT entry.
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::RwLock;
+use parking_lot::Mutex;
 use strata_pmem::halloc::{Halloc, HallocConfig, ObjectId, PoolId, PoolSpec};
 use strata_pmem::{Region, RegionOffset};
 use strata_txn::TableSchema;
@@ -31,7 +32,7 @@ use crate::tile::{Tile, TupleHeader};
 pub(crate) struct Block {
     pub id: ObjectId,
     pub offset: RegionOffset,
-    pub tile: OnceLock<Arc<Tile>>,
+    pub tile: OnceLock<Tile>,
 }
 
 impl Block {
@@ -39,18 +40,49 @@ impl Block {
         Block { id, offset, tile: OnceLock::new() }
     }
 
-    fn tile(&self) -> Arc<Tile> {
-        self.tile.get_or_init(|| Arc::new(Tile::default())).clone()
+    fn tile(&self) -> &Tile {
+        self.tile.get_or_init(Tile::default)
     }
 }
 
-/// One (table, region): its blocks in chain order and where the next
-/// version goes.
-#[derive(Default)]
+/// One (table, region): its blocks in chain order, each set once (by the
+/// region's worker, or recovery) and read without a lock, as many as the
+/// table's pool holds; and where the next version goes.
 pub(crate) struct Chain {
-    pub blocks: Vec<Block>,
-    /// Slots used in the last block.
-    pub next_slot: usize,
+    pub blocks: Box<[OnceLock<Block>]>,
+    /// Blocks set (a prefix of `blocks`).
+    len: AtomicUsize,
+    /// Slots used in the last block; held by whoever appends.
+    next_slot: Mutex<usize>,
+}
+
+impl Chain {
+    fn new(capacity: usize) -> Chain {
+        Chain {
+            blocks: (0..capacity).map(|_| OnceLock::new()).collect(),
+            len: AtomicUsize::new(0),
+            next_slot: Mutex::new(0),
+        }
+    }
+
+    /// Blocks in the chain.
+    pub fn len(&self) -> usize {
+        self.len.load(Acquire)
+    }
+
+    fn block(&self, n: usize) -> &Block {
+        self.blocks[n].get().expect("a block of the chain")
+    }
+
+    /// Appends a block (one appender at a time: the caller holds `next_slot`).
+    fn push(&self, block: Block) -> Result<(), FirError> {
+        let n = self.len.load(Acquire);
+        let cell =
+            self.blocks.get(n).ok_or_else(|| FirError::Format(format!("a chain of more than {n} blocks")))?;
+        assert!(cell.set(block).is_ok(), "block {n} of a chain set twice");
+        self.len.store(n + 1, Release);
+        Ok(())
+    }
 }
 
 /// A slot as recovery reads it (whether it is a delete is read with its
@@ -66,22 +98,29 @@ pub(crate) struct Storage {
     pub layout: Layout,
     pub row_bytes: Vec<usize>,
     /// `[table][region]`.
-    pub chains: Vec<Vec<RwLock<Chain>>>,
+    pub chains: Vec<Vec<Chain>>,
 }
 
 impl Storage {
-    /// The Halloc configuration: one pool of `blocks_per_table` blocks per table.
-    pub fn halloc_config(schemas: &[TableSchema], blocks_per_table: u64) -> HallocConfig {
+    /// The Halloc configuration: one pool of blocks per table.
+    pub fn halloc_config(schemas: &[TableSchema], options: &crate::db::FirOptions) -> HallocConfig {
         let pools = schemas
             .iter()
-            .map(|s| PoolSpec { object_size_bytes: block_bytes(s.row_bytes), object_count: blocks_per_table })
+            .enumerate()
+            .map(|(t, s)| PoolSpec {
+                object_size_bytes: block_bytes(s.row_bytes),
+                object_count: options.blocks_of(t),
+            })
             .collect();
         HallocConfig::new(pools, 64, 0)
     }
 
     pub fn new(region: Arc<Region>, halloc: Halloc, layout: Layout, schemas: &[TableSchema]) -> Storage {
         let chains = (0..layout.tables)
-            .map(|_| (0..layout.workers).map(|_| RwLock::new(Chain::default())).collect())
+            .map(|t| {
+                let capacity = halloc.object_count(PoolId(t)) as usize;
+                (0..layout.workers).map(|_| Chain::new(capacity)).collect()
+            })
             .collect();
         Storage { region, halloc, layout, row_bytes: schemas.iter().map(|s| s.row_bytes).collect(), chains }
     }
@@ -93,14 +132,13 @@ impl Storage {
     /// Whether `addr` names a slot of a block of `table`'s region.
     pub fn holds(&self, table: usize, addr: VersionAddr) -> bool {
         self.chains.get(table).and_then(|c| c.get(addr.region as usize)).is_some_and(|chain| {
-            (addr.block as usize) < chain.read().blocks.len() && (addr.slot as usize) < SLOTS_PER_BLOCK
+            (addr.block as usize) < chain.len() && (addr.slot as usize) < SLOTS_PER_BLOCK
         })
     }
 
     /// Where a version's slot lies, and its header.
-    pub fn locate(&self, table: usize, addr: VersionAddr) -> (RegionOffset, Arc<Tile>) {
-        let chain = self.chains[table][addr.region as usize].read();
-        let block = &chain.blocks[addr.block as usize];
+    pub fn locate(&self, table: usize, addr: VersionAddr) -> (RegionOffset, &Tile) {
+        let block = self.chains[table][addr.region as usize].block(addr.block as usize);
         (self.slot_at(table, block, addr.slot as usize), block.tile())
     }
 
@@ -124,6 +162,27 @@ impl Storage {
         f(h)
     }
 
+    /// A version's `(begin_ts, tombstone, prev)` read without its key's
+    /// latch (a checkpoint's resolution): a header never set is read from
+    /// the slot and left unset (its latch holder sets it).
+    pub fn peek_header(&self, table: usize, addr: VersionAddr) -> (u64, bool, Option<VersionAddr>) {
+        let (at, tile) = self.locate(table, addr);
+        let h = &tile.headers[addr.slot as usize];
+        let begin = h.begin_ts.load(Relaxed);
+        if begin == 0 {
+            let flags = self.region.load_u64(at + 16);
+            return (self.region.load_u64(at), flags & FLAG_TOMBSTONE != 0, None);
+        }
+        (begin, h.tombstone.load(Relaxed) != 0, VersionAddr::unlink(h.prev.load(Relaxed)))
+    }
+
+    /// Sets a new version's header (no slot load: [`Self::with_header`]'s
+    /// lazy path is for versions recovery found, not ones just written).
+    pub fn init_header(&self, table: usize, addr: VersionAddr, f: impl FnOnce(&TupleHeader)) {
+        let (_, tile) = self.locate(table, addr);
+        f(&tile.headers[addr.slot as usize]);
+    }
+
     /// A version's row (its content past the slot header).
     pub fn read_row(&self, table: usize, addr: VersionAddr) -> Vec<u8> {
         let (at, _) = self.locate(table, addr);
@@ -131,7 +190,8 @@ impl Storage {
     }
 
     /// Algorithm 1: appends a version to `region`'s chain of `table` and
-    /// persists it (copy, flush, fence) before returning its address. A
+    /// flushes its lines; the caller fences before the transaction's
+    /// commit signal (one fence orders every line this thread flushed). A
     /// new block's floor is `txn`. `durable` false only under the planted
     /// bug that persists the slot after its LCTT entry.
     pub fn append(
@@ -143,40 +203,50 @@ impl Storage {
         row: Option<&[u8]>,
         durable: bool,
     ) -> Result<VersionAddr, FirError> {
-        let mut chain = self.chains[table][region].write();
-        if chain.blocks.is_empty() || chain.next_slot == SLOTS_PER_BLOCK {
-            self.add_block(table, region, &mut chain, txn)?;
+        let chain = &self.chains[table][region];
+        let mut next_slot = chain.next_slot.lock();
+        if chain.len() == 0 || *next_slot == SLOTS_PER_BLOCK {
+            self.add_block(table, region, chain, txn)?;
+            *next_slot = 0;
         }
-        let slot = chain.next_slot;
-        let block_no = chain.blocks.len() - 1;
-        let at = self.slot_at(table, &chain.blocks[block_no], slot);
-        let mut bytes = Vec::with_capacity(slot_bytes(self.row_bytes[table]) as usize);
-        bytes.extend_from_slice(&txn.to_le_bytes());
-        bytes.extend_from_slice(&key.to_le_bytes());
-        bytes.extend_from_slice(&(if row.is_none() { FLAG_TOMBSTONE } else { 0 }).to_le_bytes());
-        bytes.extend_from_slice(row.unwrap_or(&[]));
-        bytes.resize(slot_bytes(self.row_bytes[table]) as usize, 0);
+        let slot = *next_slot;
+        let block_no = chain.len() - 1;
+        let at = self.slot_at(table, chain.block(block_no), slot);
+        let row_bytes = self.row_bytes[table];
+        let mut head = [0u8; SLOT_HEADER_BYTES as usize];
+        head[..8].copy_from_slice(&txn.to_le_bytes());
+        head[8..16].copy_from_slice(&key.to_le_bytes());
+        head[16..24].copy_from_slice(&(if row.is_none() { FLAG_TOMBSTONE } else { 0 }).to_le_bytes());
+        self.region.write(at, &head);
+        let content = at + SLOT_HEADER_BYTES;
+        match row {
+            Some(r) => self.region.write(content, r),
+            // A delete's row is zeros (the slot may be a reused block's).
+            None => self.region.write(content, &vec![0u8; row_bytes]),
+        }
+        let padding = slot_bytes(row_bytes) - SLOT_HEADER_BYTES - row_bytes as u64;
+        if padding > 0 {
+            self.region.write(content + row_bytes as u64, &[0u8; 8][..padding as usize]);
+        }
         if durable {
-            self.region.write_flush(at, &bytes);
-            self.region.fence();
-        } else {
-            self.region.write(at, &bytes);
+            self.region.flush(at, slot_bytes(row_bytes));
         }
-        chain.next_slot += 1;
+        *next_slot += 1;
         Ok(VersionAddr { region: region as u16, block: block_no as u32, slot: slot as u16 })
     }
 
     /// Takes a block from the table's pool, persists its header and an
     /// empty update map, links it as the region's last block, then commits
     /// the object (Halloc's protocol: contents, reference, commit).
-    fn add_block(&self, table: usize, region: usize, chain: &mut Chain, floor: u64) -> Result<(), FirError> {
+    /// The caller holds the chain's `next_slot`.
+    fn add_block(&self, table: usize, region: usize, chain: &Chain, floor: u64) -> Result<(), FirError> {
         let id = self.halloc.get(PoolId(table as u32))?;
         let offset = self.halloc.object_offset(id);
         let header = BlockHeader {
             table: table as u32,
             region: region as u32,
-            seq: chain.blocks.len() as u32,
-            prev: chain.blocks.last().map_or(0, |b| b.id.to_raw() + 1),
+            seq: chain.len() as u32,
+            prev: chain.len().checked_sub(1).map_or(0, |n| chain.block(n).id.to_raw() + 1),
             txn_floor: floor,
         };
         self.region.write(offset, &header.encode());
@@ -184,9 +254,7 @@ impl Storage {
         self.region.persist(offset, BLOCK_HEADER_BYTES + UPDATE_MAP_BYTES);
         self.region.store_u64_persist(self.layout.last_block(table as u32, region as u32), id.to_raw() + 1);
         self.halloc.commit(id);
-        chain.blocks.push(Block::new(id, offset));
-        chain.next_slot = 0;
-        Ok(())
+        chain.push(Block::new(id, offset))
     }
 
     /// Flushes a version's slot (the planted bug's late persist).
@@ -206,8 +274,7 @@ impl Storage {
     /// the next fence (the bit is a hint for garbage collection: recovery
     /// keeps each key's newest version whatever the bits say).
     pub fn mark_obsolete(&self, table: usize, addr: VersionAddr) {
-        let chain = self.chains[table][addr.region as usize].read();
-        let block = &chain.blocks[addr.block as usize];
+        let block = self.chains[table][addr.region as usize].block(addr.block as usize);
         let word = block.offset + BLOCK_HEADER_BYTES + 8 * (addr.slot as u64 / 64);
         let old = self.region.load_u64(word);
         self.region.store_u64(word, old | 1 << (addr.slot % 64));
@@ -263,7 +330,8 @@ impl Storage {
         }
         ids.reverse();
         headers.reverse();
-        let mut chain = self.chains[table][region].write();
+        let chain = &self.chains[table][region];
+        let mut next_slot = chain.next_slot.lock();
         let mut out = Vec::new();
         let mut last_txn = 0u64;
         for (n, (id, h)) in ids.iter().zip(&headers).enumerate() {
@@ -271,9 +339,9 @@ impl Storage {
                 return Err(bad(table, region, "a chain out of sequence"));
             }
             let block = Block::new(*id, self.halloc.object_offset(*id));
-            chain.next_slot = 0;
+            *next_slot = 0;
             if headers.get(n + 1).is_some_and(|next| next.txn_floor <= after) {
-                chain.blocks.push(block);
+                chain.push(block)?;
                 continue;
             }
             for slot in 0..SLOTS_PER_BLOCK {
@@ -281,7 +349,7 @@ impl Storage {
                 let txn = self.region.load_u64(at);
                 if txn != 0 && txn >= h.txn_floor && txn >= last_txn {
                     last_txn = txn;
-                    chain.next_slot = slot + 1;
+                    *next_slot = slot + 1;
                     if txn <= after {
                         continue;
                     }
@@ -290,7 +358,7 @@ impl Storage {
                     out.push((addr, SlotContent { txn, key }));
                 }
             }
-            chain.blocks.push(block);
+            chain.push(block)?;
         }
         Ok((out, headers.iter().map(|h| h.txn_floor).max().unwrap_or(0)))
     }

@@ -11,7 +11,7 @@
 //! Aborts turn the transaction's slots into holes (txnId 0) and fence, so
 //! no later LCTT entry of the region can make them look committed.
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use strata_txn::{RowKey, TableId, WorkerId};
 
@@ -155,8 +155,23 @@ impl<'a> FirTxn<'a> {
         let inner = &self.db.inner;
         let s = &inner.storage;
         let mut shard = inner.shard(table.0, key.0).lock();
-        // MarkNode: the path is stamped with the writer's txnId.
-        let st = shard.entry((table.0, key.0), self.ts, KeyState::default);
+        // MarkNode: the path is stamped with the writer's txnId, unless the
+        // key was stamped above the `CT` of the newest checkpoint begun
+        // (read under the shard's latch, so a checkpoint that read this
+        // shard before is seen): then every checkpoint still to read the
+        // shard visits the key already (fir.txt Algorithm 2 stamps a node
+        // only when its stamp is below the current checkpoint's time; this
+        // skips the descent as well when the whole path is known stamped).
+        let begun = inner.checkpoint_begun_ct.load(Acquire);
+        let k = (table.0, key.0);
+        let st = match shard.get_mut_unstamped(&k) {
+            Some(st) if st.stamped > begun => st,
+            _ => {
+                let st = shard.entry(k, self.ts, KeyState::default);
+                st.stamped = st.stamped.max(self.ts);
+                st
+            }
+        };
         // MVTO's write rule: no later transaction read or wrote the key.
         let (exists, own, prev) = match st.newest {
             Some(n) => {
@@ -204,7 +219,7 @@ impl<'a> FirTxn<'a> {
                 return Err(self.abort_with(e));
             }
         };
-        s.with_header(t, addr, |h| {
+        s.init_header(t, addr, |h| {
             h.begin_ts.store(self.ts | PENDING, Relaxed);
             h.end_ts.store(OPEN, Relaxed);
             h.read_ts.store(self.ts, Relaxed);
@@ -237,6 +252,10 @@ impl<'a> FirTxn<'a> {
         }
         let writes = std::mem::take(&mut self.writes);
         let inner = &self.db.inner;
+        // Every version this transaction wrote was flushed by this thread
+        // (Algorithm 1): one fence makes them all durable before the
+        // commit signal, whichever thread writes the LCTT entry.
+        inner.storage.region.fence();
         for w in &writes {
             let _g = inner.shard(w.table, w.key).lock();
             inner.storage.with_header(w.table as usize, w.addr, |h| h.begin_ts.fetch_or(COMMITTING, Relaxed));

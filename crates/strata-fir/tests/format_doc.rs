@@ -112,7 +112,7 @@ fn bytes_the_code_writes_lie_where_the_document_says() {
     let db = FirDb::create(
         region.clone(),
         &schemas,
-        &FirOptions { workers: 2, blocks_per_table: 4, checkpoint_keys: 4096 },
+        &FirOptions { workers: 2, blocks_per_table: 4, table_blocks: Vec::new(), checkpoint_keys: 4096 },
     )
     .unwrap();
     let mut t = db.begin(WorkerId(1)).unwrap();

@@ -22,7 +22,7 @@ fn valid_image() -> Vec<u8> {
     let db = FirDb::create(
         region.clone(),
         &fuzz_schemas(),
-        &FirOptions { workers: 2, blocks_per_table: 4, checkpoint_keys: 2200 },
+        &FirOptions { workers: 2, blocks_per_table: 4, table_blocks: Vec::new(), checkpoint_keys: 2200 },
     )
     .unwrap();
     for i in 0..2100u64 {
@@ -42,6 +42,9 @@ fn valid_image() -> Vec<u8> {
     }
     let mut open = db.begin(WorkerId(1)).unwrap();
     open.put(TableId(0), RowKey(1), &[9; 8]).unwrap();
+    // Its version is flushed; a fence (as a later commit's would) makes it
+    // reach the image, for recovery to discard.
+    region.fence();
     let image = region.as_sim().unwrap().persistent_image();
     drop(open);
     image

@@ -53,6 +53,8 @@ pub(crate) enum PersistMethod {
     /// A flush records its pages; a fence msyncs (`MS_SYNC`) every page
     /// flushed since the last fence, each merged run of pages once.
     Msync,
+    /// Flushes and fences do nothing (`volatile`: DRAM tables).
+    Nothing,
 }
 
 enum Mapping {
@@ -333,6 +335,7 @@ impl MappedRegion {
                 // Only recorded: the next fence msyncs it (module comment).
                 add_run(&mut self.pending.lock(), page_run(offset, len, self.page_bytes, self.len));
             }
+            PersistMethod::Nothing => {}
         }
     }
 
@@ -343,6 +346,7 @@ impl MappedRegion {
                 spin_ns(self.delay_ns_per_fence);
             }
             PersistMethod::Msync => self.msync_pending(),
+            PersistMethod::Nothing => {}
         }
     }
 

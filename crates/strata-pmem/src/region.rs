@@ -28,6 +28,10 @@ pub enum PmemMode {
     Msync,
     /// (`sim`) the crash simulator.
     Sim,
+    /// (`volatile`) a shared file mapping whose flushes and fences do
+    /// nothing: tables in DRAM that survive nothing (the DRAM-DB baselines
+    /// of fir.txt 5.1 run FIR's engine so). Never for data that must last.
+    Volatile,
 }
 
 impl PmemMode {
@@ -37,13 +41,14 @@ impl PmemMode {
             PmemMode::Emulated => "emulated",
             PmemMode::Msync => "msync",
             PmemMode::Sim => "sim",
+            PmemMode::Volatile => "volatile",
         }
     }
 }
 
-/// A PMem mode name that is none of dax, emulated, msync or sim.
+/// A PMem mode name that is none of dax, emulated, msync, sim or volatile.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown pmem mode `{0}` (expected dax, emulated, msync or sim)")]
+#[error("unknown pmem mode `{0}` (expected dax, emulated, msync, sim or volatile)")]
 pub struct UnknownPmemMode(pub String);
 
 impl FromStr for PmemMode {
@@ -54,6 +59,7 @@ impl FromStr for PmemMode {
             "emulated" => Ok(PmemMode::Emulated),
             "msync" => Ok(PmemMode::Msync),
             "sim" => Ok(PmemMode::Sim),
+            "volatile" => Ok(PmemMode::Volatile),
             other => Err(UnknownPmemMode(other.to_string())),
         }
     }
@@ -101,6 +107,7 @@ impl Region {
                 m
             }
             PmemMode::Msync => MappedRegion::file(path, options.len_bytes, PersistMethod::Msync)?,
+            PmemMode::Volatile => MappedRegion::file(path, options.len_bytes, PersistMethod::Nothing)?,
             PmemMode::Sim => {
                 let image = std::fs::read(path).unwrap_or_default();
                 let mut image = image;
@@ -282,6 +289,9 @@ impl Region {
     #[track_caller]
     pub fn flush(&self, offset: RegionOffset, len: u64) {
         self.assert_range(offset, len);
+        if self.mode == PmemMode::Volatile {
+            return; // nothing persists, nothing to count
+        }
         match &self.backend {
             Backend::Mapped(m) => m.flush(offset.0, len),
             Backend::Sim(s) => s.flush(offset.0, len),
@@ -293,6 +303,9 @@ impl Region {
     /// returns. In `msync` mode: msyncs every page flushed since the last
     /// fence, by any thread, each merged run of pages once.
     pub fn fence(&self) {
+        if self.mode == PmemMode::Volatile {
+            return;
+        }
         match &self.backend {
             Backend::Mapped(m) => m.fence(),
             Backend::Sim(s) => s.fence(),
@@ -452,9 +465,22 @@ mod tests {
 
     #[test]
     fn mode_names_parse() {
-        for m in [PmemMode::Dax, PmemMode::Emulated, PmemMode::Msync, PmemMode::Sim] {
+        for m in [PmemMode::Dax, PmemMode::Emulated, PmemMode::Msync, PmemMode::Sim, PmemMode::Volatile] {
             assert_eq!(m.name().parse::<PmemMode>().unwrap(), m);
         }
         assert!("optane".parse::<PmemMode>().is_err());
+    }
+
+    #[test]
+    fn a_volatile_region_reads_back_what_it_holds_and_persists_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let r =
+            Region::open(&dir.path().join("dram"), &RegionOptions::new(PmemMode::Volatile, 1 << 16)).unwrap();
+        assert_eq!(r.mode(), PmemMode::Volatile);
+        r.write(RegionOffset(64), b"rows in dram");
+        r.persist(RegionOffset(64), 12);
+        assert_eq!(r.read_vec(RegionOffset(64), 12), b"rows in dram");
+        assert_eq!(r.stats(), PersistStats::default(), "no flush or fence counted");
+        assert_eq!("volatile".parse::<PmemMode>().unwrap(), PmemMode::Volatile);
     }
 }

@@ -136,8 +136,18 @@ impl FenceWindow {
                 break; // wrapped past u64::MAX
             }
         }
-        if new_blocks > 0 && self.ranges.len() < MAX_WINDOW_RANGES {
-            self.ranges.push((region, first, last));
+        if new_blocks > 0 {
+            // A range that ends where this one starts (a stream of appends)
+            // grows instead of a new one: the window stays a few ranges.
+            let joins = self
+                .ranges
+                .iter()
+                .position(|&(r, a, b)| r == region && a <= first && first <= b.saturating_add(1));
+            match joins {
+                Some(i) => self.ranges[i].2 = self.ranges[i].2.max(last),
+                None if self.ranges.len() < MAX_WINDOW_RANGES => self.ranges.push((region, first, last)),
+                None => {}
+            }
         }
         new_blocks
     }

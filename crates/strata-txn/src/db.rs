@@ -119,6 +119,20 @@ pub struct TxnDb {
     planted_bug: crate::planted::PlantedBug,
 }
 
+/// A log of the scheme `o.kind` for another engine's transactions (FIR's
+/// DRAM-DB baseline, fir.txt 5.1, logs its writes as data records): the
+/// devices opened and cut after their committed prefix, new records
+/// following it. [`TxnDb::committed_logs`] reads what it logged.
+pub fn open_redo_log(o: &LoggingOptions) -> Result<Box<dyn TxnLogging>, TxnError> {
+    let devices = open_devices(o)?;
+    let decoded = read_logs(&devices)?;
+    let (_, ends) = committed_prefixes(&decoded);
+    for (d, end) in devices.iter().zip(&ends) {
+        d.truncate(*end)?;
+    }
+    open_logging(o, devices, &ends)
+}
+
 fn open_devices(o: &LoggingOptions) -> Result<Vec<Box<dyn LogDevice>>, TxnError> {
     let logs = o.kind.logs();
     let mut devices: Vec<Box<dyn LogDevice>> = Vec::with_capacity(logs);

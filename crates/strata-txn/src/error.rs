@@ -37,4 +37,8 @@ pub enum TxnError {
     Options(String),
     #[error("not supported: {0}")]
     Unsupported(&'static str),
+    /// Another engine's error with no counterpart here (FIR's region full,
+    /// its format), carried whole for its caller to inspect.
+    #[error("engine: {0}")]
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

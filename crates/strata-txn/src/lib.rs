@@ -15,6 +15,8 @@
 //! - [`log`]: the logging schemes behind [`log::TxnLogging`] (`none`,
 //!   `serial`, `taurus`, `silo-r`), the log manager of Algorithm 2 and the log
 //!   devices (emulated PMem, SSD file, optional bandwidth limit);
+//! - [`access`]: the transactional-table API every engine implements
+//!   (procedures' row accesses, base-state loading, running by procedure);
 //! - [`procedures`]: stored procedures by id, for command logging;
 //! - [`record`]: the log record (format: `docs/format/taurus-log.md`);
 //! - [`recovery`]: Algorithms 3 and 4 (and serial replay);
@@ -23,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod cc;
 pub mod db;
 pub mod error;
@@ -39,8 +42,9 @@ pub mod recovery;
 pub mod store;
 pub mod txn;
 
+pub use access::{RowAccess, RowLoader, TxnEngine};
 pub use cc::CcKind;
-pub use db::{TableSchema, TxnDb, TxnDbOptions};
+pub use db::{open_redo_log, TableSchema, TxnDb, TxnDbOptions};
 pub use error::TxnError;
 pub use ids::{LogId, RowKey, TableId, WorkerId};
 pub use log::{CommitTicket, EpochClock, LogDeviceKind, LogMode, LoggingKind};

@@ -1,4 +1,5 @@
-//! Stored procedures registered by id, for command logging (taurus.txt
+//! Stored procedures registered by id, written against [`RowAccess`] so
+//! every transactional engine runs them; for command logging (taurus.txt
 //! 3.2: "the high-level command"): a transaction run through
 //! [`crate::TxnDb::run`] logs the procedure's id and arguments instead of
 //! its writes, and recovery re-runs it (without locks, in the order the
@@ -8,15 +9,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::access::RowAccess;
 use crate::error::TxnError;
-use crate::txn::Txn;
 
 /// A stored procedure's id, as logged.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ProcId(pub u32);
 
 /// A stored procedure: runs its reads and writes in `txn`.
-pub type Procedure = Arc<dyn Fn(&mut Txn<'_>, &[u8]) -> Result<(), TxnError> + Send + Sync>;
+pub type Procedure = Arc<dyn Fn(&mut dyn RowAccess, &[u8]) -> Result<(), TxnError> + Send + Sync>;
 
 /// The procedures a database knows (given at open: recovery needs them).
 #[derive(Clone, Default)]
@@ -33,7 +34,7 @@ impl Procedures {
     pub fn register(
         &mut self,
         id: ProcId,
-        f: impl Fn(&mut Txn<'_>, &[u8]) -> Result<(), TxnError> + Send + Sync + 'static,
+        f: impl Fn(&mut dyn RowAccess, &[u8]) -> Result<(), TxnError> + Send + Sync + 'static,
     ) -> &mut Self {
         self.by_id.insert(id, Arc::new(f));
         self

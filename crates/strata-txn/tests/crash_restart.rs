@@ -23,7 +23,7 @@ use strata_media::fs::Tear;
 use strata_media::{FaultFs, FileSystem};
 use strata_txn::db::RecoveryReport;
 use strata_txn::{
-    LogDeviceKind, LogMode, LoggingKind, ProcId, Procedures, RowKey, TableId, TableSchema, Txn, TxnDb,
+    LogDeviceKind, LogMode, LoggingKind, ProcId, Procedures, RowAccess, RowKey, TableId, TableSchema, TxnDb,
     TxnDbOptions, TxnError, WorkerId,
 };
 
@@ -93,7 +93,7 @@ fn bump_two(
 
 /// Bumps counters `a` and `b` in `txn` (read v, write v + 1, a receipt
 /// for each naming the other); the receipts it inserts.
-fn bump_in(txn: &mut Txn<'_>, a: u64, b: u64) -> Result<Vec<u64>, TxnError> {
+fn bump_in(txn: &mut dyn RowAccess, a: u64, b: u64) -> Result<Vec<u64>, TxnError> {
     let mut receipts = Vec::new();
     let mut next = Vec::new();
     for c in [a, b] {

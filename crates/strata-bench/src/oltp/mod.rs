@@ -22,6 +22,7 @@
 //! behind the paper's Fig. 5, 7, 13 and 14 and draws them ([`figures`]).
 
 pub mod figures;
+mod fir_run;
 pub mod lv_micro;
 mod run;
 pub use run::run_child_from_env;
@@ -54,13 +55,59 @@ pub enum Device {
     Ssd,
 }
 
-/// One variant: a scheme and what its records hold.
+/// The engine a variant runs: Taurus's `TxnDb` under a logging scheme, or
+/// FIR's engine as FIR, its baselines (fir.txt 5.1), on the same procedures.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// `TxnDb`: 2PL (or OCC) rows in DRAM under the variant's logging scheme.
+    Logged,
+    /// FIR, its checkpoint thread taking the cost model's choice.
+    Fir,
+    /// FIR with full checkpoints only.
+    FirFull,
+    /// The Zen-style engine: FIR's tuple heap with no index checkpoints;
+    /// recovery scans the whole heap and builds the index top-down.
+    Zen,
+    /// DRAM-DB (No Log): FIR's engine over DRAM tables, nothing persisted.
+    DramNoLog,
+    /// DRAM-DB (Log): the same with a serial redo log (on `--device`, or
+    /// the variant's own).
+    DramLog,
+}
+
+impl EngineKind {
+    /// Whether FIR's engine runs it (its storage in an emulated PMem or a
+    /// DRAM region).
+    pub fn on_fir_engine(self) -> bool {
+        self != EngineKind::Logged
+    }
+
+    /// Whether its tables are in emulated PMem and recover from there.
+    pub fn fir_storage(self) -> bool {
+        matches!(self, EngineKind::Fir | EngineKind::FirFull | EngineKind::Zen)
+    }
+}
+
+/// One variant: an engine, its scheme and what its records hold.
 #[derive(Clone, Debug)]
 pub struct Variant {
     pub name: String,
     pub kind: LoggingKind,
     pub mode: LogMode,
+    pub engine: EngineKind,
+    /// Where its log goes when not where `--device` says (`dram-log-ssd`).
+    pub device: Option<Device>,
 }
+
+impl Variant {
+    /// Whether a run recovers after the kill (a log, or FIR's region).
+    pub fn recovers(&self) -> bool {
+        self.kind.logs() > 0 || self.engine.fir_storage()
+    }
+}
+
+/// The names [`parse_variants`] takes.
+pub const VARIANT_NAMES: &str = "none, serial-data, serial-command, taurus-data, taurus-command, silo-r, dram-nolog, dram-log, dram-log-ssd, fir, fir-full, zen";
 
 /// The variants named in `list` (comma separated), Taurus with `logs` logs.
 pub fn parse_variants(list: &str, logs: usize) -> anyhow::Result<Vec<Variant>> {
@@ -68,19 +115,28 @@ pub fn parse_variants(list: &str, logs: usize) -> anyhow::Result<Vec<Variant>> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|name| {
-            let (kind, mode) = match name {
-                "none" => (LoggingKind::None, LogMode::Data),
-                "serial-data" => (LoggingKind::Serial, LogMode::Data),
-                "serial-command" => (LoggingKind::Serial, LogMode::Command),
-                "taurus-data" => (LoggingKind::Taurus { logs }, LogMode::Data),
-                "taurus-command" => (LoggingKind::Taurus { logs }, LogMode::Command),
+            let logged = |kind, mode| (kind, mode, EngineKind::Logged, None);
+            let fir = |engine| (LoggingKind::None, LogMode::Data, engine, None);
+            let (kind, mode, engine, device) = match name {
+                "none" => logged(LoggingKind::None, LogMode::Data),
+                "serial-data" => logged(LoggingKind::Serial, LogMode::Data),
+                "serial-command" => logged(LoggingKind::Serial, LogMode::Command),
+                "taurus-data" => logged(LoggingKind::Taurus { logs }, LogMode::Data),
+                "taurus-command" => logged(LoggingKind::Taurus { logs }, LogMode::Command),
                 // Silo logs data only and runs its own OCC (taurus.txt 5).
-                "silo-r" => (LoggingKind::SiloR { logs }, LogMode::Data),
-                other => anyhow::bail!(
-                    "unknown variant `{other}` (none, serial-data, serial-command, taurus-data, taurus-command, silo-r)"
-                ),
+                "silo-r" => logged(LoggingKind::SiloR { logs }, LogMode::Data),
+                "fir" => fir(EngineKind::Fir),
+                "fir-full" => fir(EngineKind::FirFull),
+                "zen" => fir(EngineKind::Zen),
+                "dram-nolog" => fir(EngineKind::DramNoLog),
+                // Its redo log: serial, data records.
+                "dram-log" => (LoggingKind::Serial, LogMode::Data, EngineKind::DramLog, None),
+                "dram-log-ssd" => {
+                    (LoggingKind::Serial, LogMode::Data, EngineKind::DramLog, Some(Device::Ssd))
+                }
+                other => anyhow::bail!("unknown variant `{other}` ({VARIANT_NAMES})"),
             };
-            Ok(Variant { name: name.to_string(), kind, mode })
+            Ok(Variant { name: name.to_string(), kind, mode, engine, device })
         })
         .collect()
 }
@@ -129,6 +185,9 @@ pub struct OltpOptions {
     pub settle: bool,
     /// How to start a run's child process (`strata bench oltp-child`).
     pub child: crate::ycsb_ts::ChildCommand,
+    /// FIR's checkpoint thread period (`fir`, `fir-full`; 1 s): fir.txt
+    /// 4.4.1 bounds what recovery scans by it, and leaves it open.
+    pub fir_checkpoint_every: Duration,
 }
 
 impl OltpOptions {
@@ -158,6 +217,7 @@ impl OltpOptions {
                 args: vec!["bench".into(), "oltp-child".into()],
                 env: Vec::new(),
             },
+            fir_checkpoint_every: Duration::from_millis(1_000),
         }
     }
 
@@ -249,13 +309,9 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
             }
             let dir = tempfile::Builder::new().prefix("strata-oltp-").tempdir_in(&parent)?;
             let pmem = o.pmem_dir_for(dir.path());
-            if o.device == Device::Pmem {
-                std::fs::create_dir_all(&pmem).with_context(|| format!("creating {}", pmem.display()))?;
-            }
+            std::fs::create_dir_all(&pmem).with_context(|| format!("creating {}", pmem.display()))?;
             let f = run::run_once(o, v, dir.path(), round as u64);
-            if o.device == Device::Pmem {
-                let _ = std::fs::remove_dir_all(&pmem);
-            }
+            let _ = std::fs::remove_dir_all(&pmem);
             let f = f.with_context(|| format!("round {} of {}", round + 1, v.name))?;
             if o.print {
                 let rollbacks =
@@ -285,7 +341,7 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
             }
             s.push("log_bytes_per_txn", f.log_bytes_per_txn);
             s.push("cpu_busy_pct", f.cpu_busy_pct);
-            if v.kind.logs() > 0 {
+            if v.recovers() {
                 s.push("recovery_s", f.recovery_s);
                 s.push("recovery_txn_per_s", f.recovery_txn_per_s);
                 s.push("recovered_txns", f.recovered_txns as f64);
@@ -295,9 +351,20 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
                     s.push("recovery_parallelism_true", t);
                 }
             }
+            if v.engine.fir_storage() {
+                s.push("recovery_data_s", f.recovery_data_s);
+                s.push("recovery_index_s", f.recovery_index_s);
+                s.push("recovery_versions_scanned", f.recovery_versions_scanned as f64);
+                s.push("checkpoints", f.checkpoints as f64);
+                s.push("incremental_checkpoints", f.incremental_checkpoints as f64);
+                s.push("checkpoint_ms_mean", f.checkpoint_ms_mean);
+            }
         }
     }
-    let none = o.variants.iter().position(|v| v.kind == LoggingKind::None);
+    // The no-log baseline: FIR's DRAM-DB (No Log) when it runs, else `none`.
+    let none = o.variants.iter().position(|v| v.engine == EngineKind::DramNoLog).or_else(|| {
+        o.variants.iter().position(|v| v.kind == LoggingKind::None && v.engine == EngineKind::Logged)
+    });
     let serial_data = o.variants.iter().position(|v| v.name == "serial-data");
     let medians: Vec<_> = o.variants.iter().zip(&samples).map(|(v, s)| s.median_row(&v.name)).collect();
     let get = |i: usize, m: &str| medians[i].get(m).and_then(|x| x.as_f64());
@@ -336,6 +403,12 @@ pub fn run(o: &OltpOptions) -> anyhow::Result<BenchReport> {
         "recovery_threads",
         "recovery_parallelism",
         "recovery_parallelism_true",
+        "recovery_data_s",
+        "recovery_index_s",
+        "recovery_versions_scanned",
+        "checkpoints",
+        "incremental_checkpoints",
+        "checkpoint_ms_mean",
     ]
     .map(String::from)
     .to_vec();
@@ -461,6 +534,43 @@ mod tests {
         assert!(
             tc["log_bytes_per_txn"].as_f64().unwrap() < td["log_bytes_per_txn"].as_f64().unwrap(),
             "commands are smaller than rows"
+        );
+    }
+
+    const THIS_FIR_TEST: &str =
+        "oltp::tests::a_tiny_tpcc_run_on_fir_s_engine_reports_checkpoints_and_recoveries";
+
+    /// FIR's engine and its baselines on the TPC-C mix: each runs the same
+    /// procedures; FIR and Zen recover from their regions, DRAM-DB (Log)
+    /// from its log.
+    #[test]
+    fn a_tiny_tpcc_run_on_fir_s_engine_reports_checkpoints_and_recoveries() {
+        let mut o = tiny_run("dram-nolog,dram-log,fir,zen", THIS_FIR_TEST, 300);
+        o.workload = Workload::TpccMix;
+        o.tpcc = TpccShape { warehouses: 2, items: 1_000, customers: 60, new_orders: 18 };
+        o.fir_checkpoint_every = Duration::from_millis(50);
+        let report = run(&o).unwrap();
+        assert_eq!(report.results.len(), 4);
+        for r in &report.results {
+            assert!(r["throughput_txn_per_s"].as_f64().unwrap() > 0.0, "{r:?}");
+        }
+        let none = report.result("dram-nolog").unwrap();
+        assert_eq!(none["ratio_to_none"].as_f64(), Some(1.0), "DRAM-DB (No Log) is the base: {none:?}");
+        assert!(none.get("recovery_s").is_none(), "it does not recover: {none:?}");
+        let log = report.result("dram-log").unwrap();
+        assert!(log["log_bytes_per_txn"].as_f64().unwrap() > 100.0, "{log:?}");
+        assert!(log["recovered_txns"].as_f64().unwrap() > 0.0, "its log replayed: {log:?}");
+        let fir = report.result("fir").unwrap();
+        assert!(fir["checkpoints"].as_f64().unwrap() >= 1.0, "checkpoints in the window: {fir:?}");
+        let zen = report.result("zen").unwrap();
+        assert_eq!(zen["checkpoints"].as_f64(), Some(0.0), "{zen:?}");
+        for r in [fir, zen] {
+            assert!(r["recovery_s"].as_f64().unwrap() > 0.0, "{r:?}");
+            assert!(r["recovery_versions_scanned"].as_f64().unwrap() > 0.0, "{r:?}");
+        }
+        assert!(
+            zen["recovery_versions_scanned"].as_f64() > fir["recovery_versions_scanned"].as_f64(),
+            "Zen scans the whole heap, FIR only past its checkpoint: {zen:?} {fir:?}"
         );
     }
 }

@@ -27,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use strata_pmem::{PmemMode, Region, RegionOptions};
 use strata_txn::recovery::parallelism;
-use strata_txn::{CcKind, CommitTicket, LogDeviceKind, LoggingKind, TxnDb, TxnDbOptions, TxnError, WorkerId};
+use strata_txn::{CcKind, LogDeviceKind, LoggingKind, TxnDb, TxnDbOptions, TxnEngine, TxnError, WorkerId};
 
 use super::tpcc::TpccShape;
 use super::workload::{Bench, Workload};
@@ -53,7 +53,8 @@ const ORPHAN_EXIT: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunFigures {
     pub committed: u64,
-    /// Of those, the ones that wrote a log record (read-only ones write none).
+    /// Of those, the ones that left something recovery must find (a log
+    /// record, or FIR's versions; read-only ones leave nothing).
     pub logged: u64,
     /// Lock conflicts (each retried).
     pub aborts: u64,
@@ -75,6 +76,24 @@ pub struct RunFigures {
     pub recovery_parallelism_true: Option<f64>,
     /// Threads the replay used (1: the serial fallback).
     pub recovery_threads: usize,
+    /// FIR: the recovery's phases (fir.txt Fig. 11): the data phase (the
+    /// tail past the checkpoint, or the whole heap) and the index rebuild.
+    #[serde(default)]
+    pub recovery_data_s: f64,
+    #[serde(default)]
+    pub recovery_index_s: f64,
+    /// FIR: versions the recovery scanned.
+    #[serde(default)]
+    pub recovery_versions_scanned: u64,
+    /// FIR: the checkpoints the thread took in the window, and how many
+    /// of them were incremental.
+    #[serde(default)]
+    pub checkpoints: u64,
+    #[serde(default)]
+    pub incremental_checkpoints: u64,
+    /// FIR: the mean time of those checkpoints.
+    #[serde(default)]
+    pub checkpoint_ms_mean: f64,
 }
 
 /// A child's job: the options of one variant's run.
@@ -101,6 +120,9 @@ pub struct OltpJob {
     pub dir: PathBuf,
     pub pmem_dir: PathBuf,
     pub round: u64,
+    /// FIR's checkpoint thread period (`fir`, `fir-full`).
+    #[serde(default)]
+    pub fir_checkpoint_ms: u64,
 }
 
 impl OltpJob {
@@ -110,7 +132,7 @@ impl OltpJob {
             variant: v.name.clone(),
             logs: o.logs,
             workers: o.workers,
-            device: match o.device {
+            device: match v.device.unwrap_or(o.device) {
                 Device::Pmem => "pmem".into(),
                 Device::Ssd => "ssd".into(),
             },
@@ -127,6 +149,7 @@ impl OltpJob {
             dir: dir.to_path_buf(),
             pmem_dir: o.pmem_dir_for(dir),
             round,
+            fir_checkpoint_ms: o.fir_checkpoint_every.as_millis() as u64,
         }
     }
 
@@ -134,11 +157,11 @@ impl OltpJob {
         YcsbShape { rows: self.rows, theta: self.theta, accesses: self.accesses, read_ratio: self.read_ratio }
     }
 
-    fn bench(&self) -> anyhow::Result<Bench> {
+    pub(crate) fn bench(&self) -> anyhow::Result<Bench> {
         Bench::new(self.workload, &self.shape(), &self.tpcc)
     }
 
-    fn variant(&self) -> anyhow::Result<Variant> {
+    pub(crate) fn variant(&self) -> anyhow::Result<Variant> {
         parse_variants(&self.variant, self.logs)?.pop().context("one variant")
     }
 
@@ -150,7 +173,7 @@ impl OltpJob {
         self.log_capacity_bytes * (self.logs / v.kind.logs().max(1)).max(1) as u64
     }
 
-    fn db_options(&self, fresh: bool) -> anyhow::Result<TxnDbOptions> {
+    pub(crate) fn db_options(&self, fresh: bool) -> anyhow::Result<TxnDbOptions> {
         let v = self.variant()?;
         let device = match self.device.as_str() {
             "ssd" => {
@@ -223,7 +246,9 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
     let json = line.find("{\"committed\"").map_or("", |at| line[at..].trim());
     let mut f: RunFigures = serde_json::from_str(json)
         .with_context(|| format!("the child's figures line {line:?} (it failed: see its output above)"))?;
-    if v.kind.logs() > 0 {
+    if v.engine.on_fir_engine() {
+        super::fir_run::recover(&job, &mut f)?;
+    } else if v.kind.logs() > 0 {
         let options = job.db_options(false)?;
         let silo = matches!(v.kind, LoggingKind::SiloR { .. });
         if !silo {
@@ -235,7 +260,7 @@ pub fn run_once(o: &OltpOptions, v: &Variant, dir: &Path, round: u64) -> anyhow:
         // The base load stands in for a checkpoint: only decoding and replay count.
         let bench = job.bench()?;
         let (db, report) =
-            TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(db))?;
+            TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(&mut &*db))?;
         f.recovery_s = (report.decode_time + report.replay_time).as_secs_f64();
         f.recovered_txns = report.transactions;
         if silo {
@@ -263,17 +288,42 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     let text = std::env::var(JOB_ENV).with_context(|| format!("${JOB_ENV} is not set"))?;
     let job: OltpJob = serde_json::from_str(&text).context("the job")?;
     let bench = Arc::new(job.bench()?);
+    if job.variant()?.engine.on_fir_engine() {
+        return super::fir_run::run_child(&job, bench);
+    }
     let options = job.db_options(true)?;
-    let (db, _) = TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(db))
+    let (db, _) = TxnDb::open_over(&options, bench.schemas(), bench.procedures(), |db| bench.load(&mut &*db))
         .context("opening the database")?;
-    let db = Arc::new(db);
+    drive(&job, bench, Arc::new(db), |db: &TxnDb| Probe { log_bytes: db.log_bytes(), ..Probe::default() })
+}
+
+/// What an engine has done so far (counts since it opened), read at the
+/// window's edges.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct Probe {
+    pub log_bytes: u64,
+    pub checkpoints: u64,
+    pub incremental_checkpoints: u64,
+    pub checkpoint_s: f64,
+}
+
+/// Runs the job's workers on `engine`, prints the window's figures (what
+/// `probe` counts included), runs on until killed.
+pub(crate) fn drive<E: TxnEngine + 'static>(
+    job: &OltpJob,
+    bench: Arc<Bench>,
+    db: Arc<E>,
+    mut probe: impl FnMut(&E) -> Probe,
+) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(Counters::default());
     let handles: Vec<_> = (0..job.workers)
         .map(|w| {
             let (db, bench, stop, counters) = (db.clone(), bench.clone(), stop.clone(), counters.clone());
             let (round, name) = (job.round, job.workload.name());
-            std::thread::spawn(move || worker(&db, WorkerId(w as u32), &bench, name, round, &stop, &counters))
+            std::thread::spawn(move || {
+                worker(&*db, WorkerId(w as u32), &bench, name, round, &stop, &counters)
+            })
         })
         .collect();
     // The warm-up fills the workers' in-flight queues and, on a slow
@@ -281,13 +331,14 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
     // steady state, not the start-up burst.
     std::thread::sleep(Duration::from_millis(job.warmup_ms));
     let cpu_before = cpu_times();
-    let log_bytes_before = db.log_bytes();
+    let before = probe(&db);
     let started = Instant::now();
     counters.window_open.store(true, Ordering::Release);
     std::thread::sleep(Duration::from_millis(job.window_ms));
     let elapsed = started.elapsed();
     let cpu_after = cpu_times();
-    let log_bytes = db.log_bytes() - log_bytes_before;
+    let after = probe(&db);
+    let log_bytes = after.log_bytes - before.log_bytes;
     counters.window_over.store(true, Ordering::Release);
     // Each worker adds its counts at its next transaction (a worker blocked
     // on a full in-flight queue adds them once it moves on).
@@ -318,6 +369,10 @@ pub fn run_child_from_env() -> anyhow::Result<()> {
             (Some(b), Some(a)) => 100.0 * (1.0 - idle_fraction(b, a)),
             _ => f64::NAN,
         },
+        checkpoints: after.checkpoints - before.checkpoints,
+        incremental_checkpoints: after.incremental_checkpoints - before.incremental_checkpoints,
+        checkpoint_ms_mean: 1e3 * (after.checkpoint_s - before.checkpoint_s)
+            / (after.checkpoints - before.checkpoints).max(1) as f64,
         ..Default::default()
     };
     println!("{}", serde_json::to_string(&f)?);
@@ -389,8 +444,8 @@ struct Local {
     latencies: Histogram<u64>,
 }
 
-fn worker(
-    db: &TxnDb,
+fn worker<E: TxnEngine>(
+    db: &E,
     id: WorkerId,
     bench: &Bench,
     workload: &str,
@@ -401,7 +456,7 @@ fn worker(
     let mut rng = ChaCha8Rng::seed_from_u64(0x0_17b0_u64 ^ (round << 16) ^ u64::from(id.0));
     let inputs = bench.inputs(id);
     // Each transaction waiting for its commit: when it started, whether it is a New-Order.
-    let mut waiting: VecDeque<(CommitTicket, Instant, bool)> = VecDeque::new();
+    let mut waiting: VecDeque<(E::Ticket, Instant, bool)> = VecDeque::new();
     let mut args = Vec::new();
     let mut local = Local {
         committed: 0,
@@ -415,7 +470,7 @@ fn worker(
     // Collects the committed transactions at the front (waiting for the
     // first one when `block`); only commits seen while the window is open
     // count (a worker may report a while after it).
-    let collect = |waiting: &mut VecDeque<(CommitTicket, Instant, bool)>, local: &mut Local, block: bool| {
+    let collect = |waiting: &mut VecDeque<(E::Ticket, Instant, bool)>, local: &mut Local, block: bool| {
         let mut first = true;
         while let Some((ticket, at, new_order)) = waiting.front() {
             if block && first {
@@ -427,7 +482,7 @@ fn worker(
             if counters.in_window() {
                 local.latencies.record(at.elapsed().as_nanos() as u64).ok();
                 local.committed += 1;
-                local.logged += u64::from(ticket.record.is_some());
+                local.logged += u64::from(db.wrote(ticket));
                 local.new_orders += u64::from(*new_order);
             }
             waiting.pop_front();

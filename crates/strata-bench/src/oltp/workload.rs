@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
-use strata_txn::{ProcId, Procedures, TableSchema, TxnDb, TxnError, WorkerId};
+use strata_txn::{ProcId, Procedures, RowLoader, TableSchema, TxnError, WorkerId};
 
 use super::tpcc::{self, Mix, TpccShape, TxnGen, TxnKind};
 use super::ycsb::{self, YcsbShape};
@@ -98,8 +98,8 @@ impl Bench {
         }
     }
 
-    /// The unlogged base state (the same at every call).
-    pub(crate) fn load(&self, db: &TxnDb) -> Result<(), TxnError> {
+    /// The base state (the same at every call).
+    pub(crate) fn load(&self, db: &mut dyn RowLoader) -> Result<(), TxnError> {
         match self {
             Bench::Ycsb { shape, .. } => ycsb::load(db, shape.rows),
             Bench::Tpcc { shape, .. } => tpcc::load(db, shape),

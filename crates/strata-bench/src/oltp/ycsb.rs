@@ -7,7 +7,7 @@
 //! field's bytes from them.
 
 use rand::Rng;
-use strata_txn::{ProcId, Procedures, RowKey, TableId, TableSchema, Txn, TxnDb, TxnError};
+use strata_txn::{ProcId, Procedures, RowAccess, RowKey, RowLoader, TableId, TableSchema, TxnError};
 
 use crate::ycsb_ts::zipf::ZipfianGenerator;
 
@@ -57,10 +57,10 @@ fn fill(out: &mut [u8], seed: u64) {
     }
 }
 
-/// Loads the table without logging (the base every variant starts from).
-pub fn load(db: &TxnDb, rows: u64) -> Result<(), TxnError> {
+/// Loads the table (the base every variant starts from).
+pub fn load(db: &mut dyn RowLoader, rows: u64) -> Result<(), TxnError> {
     for key in 0..rows {
-        db.bulk_load(TABLE, RowKey(key), &initial_row(key))?;
+        db.load_row(TABLE, RowKey(key), &initial_row(key))?;
     }
     Ok(())
 }
@@ -85,7 +85,7 @@ pub fn next_args(shape: &YcsbShape, zipf: &ZipfianGenerator, rng: &mut impl Rng,
 }
 
 /// The stored procedure: reads each key, updates one field of the written ones.
-pub fn run_ycsb(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn run_ycsb(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let seed = u64::from_le_bytes(args[..8].try_into().expect("a seed"));
     for (n, access) in args[8..].chunks_exact(9).enumerate() {
         let key = RowKey(u64::from_le_bytes(access[..8].try_into().expect("a key")));

@@ -47,6 +47,7 @@ impl Survives {
         match mode {
             strata_pmem::PmemMode::Dax | strata_pmem::PmemMode::Msync => Survives::PowerLoss,
             strata_pmem::PmemMode::Emulated | strata_pmem::PmemMode::Sim => Survives::ProcessCrash,
+            strata_pmem::PmemMode::Volatile => Survives::Nothing,
         }
     }
 
@@ -70,6 +71,7 @@ pub fn pmem_medium(mode: strata_pmem::PmemMode) -> &'static str {
         }
         strata_pmem::PmemMode::Msync => "a mapped file persisted by msync",
         strata_pmem::PmemMode::Sim => "the crash simulator (tests only)",
+        strata_pmem::PmemMode::Volatile => "DRAM (a mapped file never flushed: survives nothing)",
     }
 }
 

@@ -12,6 +12,9 @@
 
 /// Most entries of a leaf and children of an inner node.
 pub const MAX_ENTRIES: usize = 64;
+/// Most inner levels (a tree of 64^16 entries; a path of child indexes
+/// fits a `u8` each).
+const MAX_DEPTH: usize = 16;
 
 enum Node<K, V> {
     Leaf { keys: Vec<K>, vals: Vec<V>, stamp: u64 },
@@ -73,9 +76,10 @@ impl<K: Ord + Copy, V> BTree<K, V> {
     }
 
     /// The value of `key` to change, its path stamped with `stamp`
-    /// (`MarkNode` on the write path); None if absent (nothing stamped).
+    /// (`MarkNode` on the write path). None if absent; the path to where
+    /// it would be is stamped all the same (the next incremental
+    /// checkpoint then visits that subtree: more work, never a miss).
     pub fn get_mut(&mut self, key: &K, stamp: u64) -> Option<&mut V> {
-        self.get(key)?;
         let mut node = &mut self.root;
         loop {
             node.mark(stamp);
@@ -90,20 +94,57 @@ impl<K: Ord + Copy, V> BTree<K, V> {
     }
 
     /// The value of `key`, inserted from `make` if absent; the path is
-    /// stamped with `stamp`.
+    /// stamped with `stamp`. A present key costs one search.
     pub fn entry(&mut self, key: K, stamp: u64, make: impl FnOnce() -> V) -> &mut V {
-        if self.get(&key).is_none() {
-            if let Some((sep, right)) = insert(&mut self.root, key, make(), stamp) {
-                let left = std::mem::replace(
-                    &mut self.root,
-                    Node::Leaf { keys: Vec::new(), vals: Vec::new(), stamp: 0 },
-                );
-                let stamp = left.stamp().max(right.stamp());
-                self.root = Node::Inner { seps: vec![sep], children: vec![left, right], stamp };
-            }
-            self.len += 1;
+        let (path, depth, found) = self.descend(&key, stamp);
+        if let Ok(i) = found {
+            return self.at(&path[..depth], i);
         }
+        if let Some((sep, right)) = insert(&mut self.root, key, make(), stamp) {
+            let left = std::mem::replace(
+                &mut self.root,
+                Node::Leaf { keys: Vec::new(), vals: Vec::new(), stamp: 0 },
+            );
+            let stamp = left.stamp().max(right.stamp());
+            self.root = Node::Inner { seps: vec![sep], children: vec![left, right], stamp };
+        }
+        self.len += 1;
         self.get_mut(&key, stamp).expect("present")
+    }
+
+    /// Stamps the path to `key` with `stamp`: the child taken at each
+    /// inner node, their count, and `key`'s place in its leaf.
+    fn descend(&mut self, key: &K, stamp: u64) -> ([u8; MAX_DEPTH], usize, Result<usize, usize>) {
+        let mut path = [0u8; MAX_DEPTH];
+        let mut depth = 0;
+        let mut node = &mut self.root;
+        loop {
+            node.mark(stamp);
+            match node {
+                Node::Leaf { keys, .. } => return (path, depth, keys.binary_search(key)),
+                Node::Inner { seps, children, .. } => {
+                    let c = child_index(seps, key);
+                    path[depth] = c as u8;
+                    depth += 1;
+                    node = &mut children[c];
+                }
+            }
+        }
+    }
+
+    /// The value at leaf position `i` at the end of `path` (from [`Self::descend`]).
+    fn at(&mut self, path: &[u8], i: usize) -> &mut V {
+        let mut node = &mut self.root;
+        for &c in path {
+            match node {
+                Node::Inner { children, .. } => node = &mut children[c as usize],
+                Node::Leaf { .. } => unreachable!("a path deeper than the tree"),
+            }
+        }
+        match node {
+            Node::Leaf { vals, .. } => &mut vals[i],
+            Node::Inner { .. } => unreachable!("a path ending above the leaves"),
+        }
     }
 
     /// Nodes in the tree (what a full traversal visits).
@@ -200,6 +241,10 @@ fn insert<K: Ord + Copy, V>(node: &mut Node<K, V>, key: K, val: V, stamp: u64) -
             }
             let half = keys.len() / 2;
             let (rk, rv) = (keys.split_off(half), vals.split_off(half));
+            // The new leaf keeps the whole leaf's stamp: a key moved into
+            // it stays stamped as high as it was (txn.rs skips restamping
+            // keys known to be stamped).
+            let stamp = node.stamp();
             Some((rk[0], Node::Leaf { keys: rk, vals: rv, stamp }))
         }
         Node::Inner { seps, children, .. } => {

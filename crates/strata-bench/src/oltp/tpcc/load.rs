@@ -1,6 +1,6 @@
-//! TPC-C's initial population (clause 4.3.3.1) loaded with
-//! `TxnDb::bulk_load` (unlogged: the base state every variant starts from
-//! and recovery replays onto). Deterministic: items from one fixed seed,
+//! TPC-C's initial population (clause 4.3.3.1) loaded through a
+//! `RowLoader` (`TxnDb::bulk_load`, unlogged: the base state every variant
+//! starts from and recovery replays onto; FIR's loader inserts it). Deterministic: items from one fixed seed,
 //! each warehouse from its own, every date [`LOAD_DATE`], so the live run
 //! and the recovery load the same rows. Also fills the index tables of
 //! `tpcc/mod.rs`.
@@ -8,7 +8,7 @@
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use strata_txn::{RowKey, TxnDb, TxnError};
+use strata_txn::{RowKey, RowLoader, TxnError};
 
 use super::random::{a_string, data_with_original, last_name, n_string, nurand, zip, C_LAST_LOAD};
 use super::rows::{
@@ -24,12 +24,12 @@ const WAREHOUSE_SEED: u64 = 0x7bcc_1000;
 /// Cents a customer has paid at load (its one HISTORY row, `C_YTD_PAYMENT`).
 const INITIAL_PAYMENT: i64 = 1_000;
 
-fn put<R: Row>(db: &TxnDb, key: RowKey, row: &R) -> Result<(), TxnError> {
-    db.bulk_load(R::TABLE, key, &row.encode())
+fn put<R: Row>(db: &mut dyn RowLoader, key: RowKey, row: &R) -> Result<(), TxnError> {
+    db.load_row(R::TABLE, key, &row.encode())
 }
 
 /// Loads every table for `shape`.
-pub fn load(db: &TxnDb, shape: &TpccShape) -> Result<(), TxnError> {
+pub fn load(db: &mut dyn RowLoader, shape: &TpccShape) -> Result<(), TxnError> {
     let mut rng = ChaCha8Rng::seed_from_u64(ITEM_SEED);
     for i in 1..=shape.items {
         let item = Item {
@@ -57,7 +57,7 @@ fn address(rng: &mut ChaCha8Rng) -> Address {
     }
 }
 
-fn load_warehouse(db: &TxnDb, shape: &TpccShape, w: u32) -> Result<(), TxnError> {
+fn load_warehouse(db: &mut dyn RowLoader, shape: &TpccShape, w: u32) -> Result<(), TxnError> {
     let mut rng = ChaCha8Rng::seed_from_u64(WAREHOUSE_SEED + u64::from(w));
     let district_ytd = i64::from(shape.customers) * INITIAL_PAYMENT;
     let warehouse = Warehouse {
@@ -104,7 +104,7 @@ fn load_warehouse(db: &TxnDb, shape: &TpccShape, w: u32) -> Result<(), TxnError>
 
 /// CUSTOMER, HISTORY and `customer_by_last` of one district.
 fn load_customers(
-    db: &TxnDb,
+    db: &mut dyn RowLoader,
     shape: &TpccShape,
     w: u32,
     d: u32,
@@ -165,7 +165,13 @@ fn load_customers(
 /// ORDER, ORDER-LINE, NEW-ORDER, `customer_last_order` and
 /// `new_order_head` of one district: one order per customer (a random
 /// permutation), the last `new_orders` undelivered.
-fn load_orders(db: &TxnDb, shape: &TpccShape, w: u32, d: u32, rng: &mut ChaCha8Rng) -> Result<(), TxnError> {
+fn load_orders(
+    db: &mut dyn RowLoader,
+    shape: &TpccShape,
+    w: u32,
+    d: u32,
+    rng: &mut ChaCha8Rng,
+) -> Result<(), TxnError> {
     let mut customers: Vec<u32> = (1..=shape.customers).collect();
     customers.shuffle(rng);
     let first_new = shape.customers - shape.new_orders + 1;
@@ -211,6 +217,7 @@ mod tests {
 
     use super::*;
     use crate::oltp::tpcc::tests::{open_none, TINY};
+    use strata_txn::TxnDb;
 
     fn count(db: &TxnDb) -> BTreeMap<&'static str, usize> {
         let names = [
@@ -234,7 +241,7 @@ mod tests {
     fn the_loader_writes_the_spec_s_counts_and_is_deterministic() {
         let shape = TpccShape { warehouses: 2, ..TINY };
         let db = open_none();
-        load(&db, &shape).unwrap();
+        load(&mut &db, &shape).unwrap();
         let n = count(&db);
         let districts = 2 * 10;
         assert_eq!(n["warehouse"], 2);
@@ -259,7 +266,7 @@ mod tests {
         assert_eq!(head.o_id, 22);
 
         let again = open_none();
-        load(&again, &shape).unwrap();
+        load(&mut &again, &shape).unwrap();
         for t in schema::TABLES {
             assert!(db.rows(t) == again.rows(t), "{t:?} differs between two loads");
         }
@@ -272,7 +279,7 @@ mod tests {
     fn last_name_lists_fit_and_are_sorted_at_the_spec_s_scale() {
         let shape = TpccShape { warehouses: 1, items: 100, customers: 3_000, new_orders: 900 };
         let db = open_none();
-        load(&db, &shape).unwrap();
+        load(&mut &db, &shape).unwrap();
         let customers = db.rows(schema::CUSTOMER);
         let lists = db.rows(schema::CUSTOMER_BY_LAST);
         assert_eq!(lists.len(), 10 * 1000, "every name in every district");

@@ -25,7 +25,7 @@ pub(crate) fn open_none() -> TxnDb {
 
 fn loaded(shape: &TpccShape) -> TxnDb {
     let db = open_none();
-    load(&db, shape).expect("load");
+    load(&mut &db, shape).expect("load");
     db
 }
 
@@ -245,8 +245,9 @@ fn recovery_re_runs_the_logged_transactions_to_the_same_rows() {
         let mut options = TxnDbOptions::new(LoggingKind::Taurus { logs: 2 }, device, 2);
         options.logging.mode = mode;
         options.logging.capacity_bytes = 64 << 20;
-        let open =
-            || TxnDb::open_over(&options, schemas(), procedures(), |db| load(db, &shape)).expect("open");
+        let open = || {
+            TxnDb::open_over(&options, schemas(), procedures(), |db| load(&mut &*db, &shape)).expect("open")
+        };
         let (db, _) = open();
         let (_, logged) = run_mix(&db, &shape, seed, 300);
         // A last, read-write transaction: every earlier one commits with it.

@@ -10,7 +10,7 @@
 //! transaction aborts ([`super::is_rollback`]). A lock conflict aborts as
 //! with any transaction (NO_WAIT).
 
-use strata_txn::{RowKey, Txn, TxnError};
+use strata_txn::{RowAccess, RowKey, TxnError};
 
 use super::args::{CustomerSel, DeliveryArgs, NewOrderArgs, OrderStatusArgs, PaymentArgs, StockLevelArgs};
 use super::rows::{
@@ -24,25 +24,25 @@ const MAX_LINES: u32 = 15;
 /// Orders Stock-Level looks back over (clause 2.8.2.2).
 const STOCK_LEVEL_ORDERS: u32 = 20;
 
-fn get<R: Row>(txn: &mut Txn<'_>, key: RowKey) -> Result<R, TxnError> {
+fn get<R: Row>(txn: &mut dyn RowAccess, key: RowKey) -> Result<R, TxnError> {
     get_opt(txn, key)?.ok_or(TxnError::NotFound { table: R::TABLE, key })
 }
 
-fn get_opt<R: Row>(txn: &mut Txn<'_>, key: RowKey) -> Result<Option<R>, TxnError> {
+fn get_opt<R: Row>(txn: &mut dyn RowAccess, key: RowKey) -> Result<Option<R>, TxnError> {
     Ok(txn.get(R::TABLE, key)?.map(|r| R::decode(&r)))
 }
 
-fn put<R: Row>(txn: &mut Txn<'_>, key: RowKey, row: &R) -> Result<(), TxnError> {
+fn put<R: Row>(txn: &mut dyn RowAccess, key: RowKey, row: &R) -> Result<(), TxnError> {
     txn.put(R::TABLE, key, &row.encode())
 }
 
-fn insert<R: Row>(txn: &mut Txn<'_>, key: RowKey, row: &R) -> Result<(), TxnError> {
+fn insert<R: Row>(txn: &mut dyn RowAccess, key: RowKey, row: &R) -> Result<(), TxnError> {
     txn.insert(R::TABLE, key, &row.encode())
 }
 
 /// The customer's id: given, or the middle one of those with the last
 /// name, by first name (clause 2.5.2.2, through `customer_by_last`).
-fn customer_id(txn: &mut Txn<'_>, w: u32, d: u32, sel: CustomerSel) -> Result<u32, TxnError> {
+fn customer_id(txn: &mut dyn RowAccess, w: u32, d: u32, sel: CustomerSel) -> Result<u32, TxnError> {
     match sel {
         CustomerSel::Id(c) => Ok(c),
         CustomerSel::Last(last) => {
@@ -57,7 +57,7 @@ fn customer_id(txn: &mut Txn<'_>, w: u32, d: u32, sel: CustomerSel) -> Result<u3
 /// New-Order (clause 2.4.2): takes `D_NEXT_O_ID`, inserts the ORDER, its
 /// NEW-ORDER and its lines, updates each line's STOCK and the customer's
 /// `customer_last_order`.
-pub fn new_order(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn new_order(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let a = NewOrderArgs::decode(args);
     let (w, d) = (a.w, a.d);
     let _warehouse: Warehouse = get(txn, schema::warehouse(w))?;
@@ -115,7 +115,7 @@ pub fn new_order(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
 /// Payment (clause 2.5.2): the amount onto the warehouse's, the
 /// district's and the customer's totals (and, for bad credit, into
 /// `C_DATA`), and a HISTORY row.
-pub fn payment(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn payment(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let a = PaymentArgs::decode(args);
     let amount = i64::from(a.amount);
     let wk = schema::warehouse(a.w);
@@ -158,7 +158,7 @@ pub fn payment(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
 
 /// Order-Status (clause 2.6.2, read-only): the customer, its last order
 /// (through `customer_last_order`) and that order's lines.
-pub fn order_status(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn order_status(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let a = OrderStatusArgs::decode(args);
     let c = customer_id(txn, a.w, a.d, a.customer)?;
     let _customer: Customer = get(txn, schema::customer(a.w, a.d, c))?;
@@ -174,7 +174,7 @@ pub fn order_status(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
 /// oldest undelivered order (through `new_order_head`; none: the district
 /// is skipped) loses its NEW-ORDER row, gets its carrier and its lines'
 /// delivery date, and its amount goes onto the customer's balance.
-pub fn delivery(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn delivery(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let a = DeliveryArgs::decode(args);
     let w = a.w;
     for d in 1..=DISTRICTS {
@@ -210,7 +210,7 @@ pub fn delivery(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
 /// Stock-Level (clause 2.8.2, read-only): the items of the district's last
 /// 20 orders (their lines by point gets, o_id and ol_number) whose stock is
 /// below the threshold.
-pub fn stock_level(txn: &mut Txn<'_>, args: &[u8]) -> Result<(), TxnError> {
+pub fn stock_level(txn: &mut dyn RowAccess, args: &[u8]) -> Result<(), TxnError> {
     let a = StockLevelArgs::decode(args);
     let district: District = get(txn, schema::district(a.w, a.d))?;
     let next = district.next_o_id;
