@@ -381,7 +381,8 @@ fn build_shard(
     mut tail: Vec<TailVersion>,
 ) -> Result<ShardTree, FirError> {
     tail.sort_unstable_by_key(|v| v.key);
-    let mut entries: Vec<((u32, u64), KeyState)> = Vec::with_capacity(run.len() + tail.len());
+    let mut keys: Vec<(u32, u64)> = Vec::with_capacity(run.len() + tail.len());
+    let mut states: Vec<KeyState> = Vec::with_capacity(run.len() + tail.len());
     let mut sampled = Vec::new();
     let (mut r, mut t) = (run.iter().peekable(), tail.iter().peekable());
     loop {
@@ -409,7 +410,7 @@ fn build_shard(
                 (v.key, v.addr)
             }
         };
-        if entries.last().is_some_and(|(k, _)| *k >= key) {
+        if keys.last().is_some_and(|k| *k >= key) {
             return Err(FirError::Format(format!("checkpoint keys out of order at {key:?}")));
         }
         let in_chain =
@@ -422,7 +423,8 @@ fn build_shard(
             )));
         }
         // The version's header is loaded from its slot on first use.
-        entries.push((key, KeyState { newest: Some(addr), absent_read_ts: 0, stamped: 0 }));
+        keys.push(key);
+        states.push(KeyState { newest: Some(addr), absent_read_ts: 0, stamped: 0 });
         if crate::cost::sampled(key.0, key.1) {
             sampled.push(key);
         }
@@ -431,7 +433,7 @@ fn build_shard(
         let mut samples = db.inner.samples[shard_of(first.0, first.1)].lock();
         samples.extend(sampled.into_iter().map(|k| (k, 0)));
     }
-    let mut tree = ShardIndex::from_sorted(entries, 0);
+    let mut tree = ShardIndex::from_sorted_parts(keys, states, 0);
     for v in &tail {
         tree.get_mut(&v.key, v.txn);
     }

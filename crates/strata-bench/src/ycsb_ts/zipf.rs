@@ -42,7 +42,8 @@ pub const MAX_SCRAMBLED_ITEMS: u64 = 1 << 32;
 pub enum ZipfError {
     /// There must be at least one item.
     NoItems,
-    /// Theta must be finite, positive and not 1 (the pole of Gray's formula).
+    /// Theta must be finite, at least 0 (0: uniform) and not 1 (the pole
+    /// of Gray's formula).
     BadTheta(f64),
     /// More items than [`MAX_SCRAMBLED_ITEMS`].
     TooManyItems(u64),
@@ -87,7 +88,7 @@ impl ZipfianGenerator {
         if items == 0 {
             return Err(ZipfError::NoItems);
         }
-        if !theta.is_finite() || theta <= 0.0 || (theta - 1.0).abs() < 1e-9 {
+        if !theta.is_finite() || theta < 0.0 || (theta - 1.0).abs() < 1e-9 {
             return Err(ZipfError::BadTheta(theta));
         }
         let zeta_n = zeta(items, theta);
@@ -261,7 +262,12 @@ mod tests {
     fn rejects_bad_parameters() {
         assert_eq!(ZipfianGenerator::new(0, 0.9).unwrap_err(), ZipfError::NoItems);
         assert_eq!(ZipfianGenerator::new(10, 1.0).unwrap_err(), ZipfError::BadTheta(1.0));
-        assert_eq!(ZipfianGenerator::new(10, 0.0).unwrap_err(), ZipfError::BadTheta(0.0));
+        assert_eq!(ZipfianGenerator::new(10, -0.1).unwrap_err(), ZipfError::BadTheta(-0.1));
+        // Theta 0 is the uniform distribution (Gray's formula reduces to it).
+        let uniform = ZipfianGenerator::new(10, 0.0).unwrap();
+        for u in 0..100 {
+            assert_eq!(uniform.rank_for(u as f64 / 100.0), u / 10, "u = {u} %");
+        }
         assert!(matches!(ZipfianGenerator::new(10, f64::NAN), Err(ZipfError::BadTheta(_))));
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let err = ScrambledZipfian::new(MAX_SCRAMBLED_ITEMS + 1, 0.9, &mut rng).unwrap_err();

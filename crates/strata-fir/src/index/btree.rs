@@ -169,16 +169,22 @@ impl<K: Ord + Copy, V> BTree<K, V> {
     /// order (fir.txt 4.4.2), every node stamped `stamp`: leaves filled to
     /// [`MAX_ENTRIES`] (the last ones balanced so none is under half),
     /// then each level above them the same way.
-    pub fn from_sorted(entries: Vec<(K, V)>, stamp: u64) -> Self {
-        assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "entries in strictly increasing key order");
-        let len = entries.len();
+    pub fn from_sorted(
+        entries: impl IntoIterator<Item = (K, V), IntoIter: ExactSizeIterator>,
+        stamp: u64,
+    ) -> Self {
+        let mut it = entries.into_iter();
+        let len = it.len();
         if len == 0 {
             return BTree { root: Node::Leaf { keys: Vec::new(), vals: Vec::new(), stamp }, len };
         }
         let mut level: Vec<(K, Node<K, V>)> = Vec::new();
-        let mut it = entries.into_iter();
+        let mut last: Option<K> = None;
         for size in chunk_sizes(len) {
             let (keys, vals): (Vec<K>, Vec<V>) = it.by_ref().take(size).unzip();
+            let ordered = keys.windows(2).all(|w| w[0] < w[1]) && last.is_none_or(|l| l < keys[0]);
+            assert!(ordered, "entries in strictly increasing key order");
+            last = keys.last().copied();
             level.push((keys[0], Node::Leaf { keys, vals, stamp }));
         }
         while level.len() > 1 {
@@ -384,7 +390,7 @@ mod tests {
             }
             prop_assert!(covered.iter().copied().eq(model.keys().copied()), "in order, each key once");
 
-            let rebuilt = BTree::from_sorted(model.iter().map(|(k, v)| (*k, *v)).collect(), 7);
+            let rebuilt = BTree::from_sorted(model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(), 7);
             rebuilt.check();
             prop_assert!(rebuilt.iter().map(|(k, v)| (*k, *v)).eq(model.iter().map(|(k, v)| (*k, *v))));
         }
@@ -393,7 +399,7 @@ mod tests {
     #[test]
     fn a_bottom_up_build_is_balanced_and_untouched_subtrees_are_skipped() {
         let n = 64 * 64 * 3 + 5;
-        let mut tree = BTree::from_sorted((0..n as u64).map(|k| (k, k)).collect(), 10);
+        let mut tree = BTree::from_sorted((0..n as u64).map(|k| (k, k)).collect::<Vec<_>>(), 10);
         tree.check();
         assert_eq!(tree.len(), n);
         assert_eq!(tree.node_count(), 193 + 4 + 1, "193 leaves, 4 inner nodes over them, a root");

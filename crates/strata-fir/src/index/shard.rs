@@ -133,16 +133,19 @@ impl<V> ShardIndex<V> {
     /// The bottom-up build (fir.txt 4.4.2) from entries in strictly
     /// increasing key order, every node stamped `stamp`.
     pub fn from_sorted(entries: Vec<(Key, V)>, stamp: u64) -> Self {
-        let mut states = Vec::with_capacity(entries.len());
-        let keys = entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, (k, v))| {
-                states.push(v);
-                (packed(k), u32::try_from(i).expect("fewer than 2^32 keys in a shard"))
-            })
-            .collect();
-        ShardIndex { tree: BTree::from_sorted(keys, stamp), states, read: HashMap::default() }
+        let (keys, states) = entries.into_iter().unzip();
+        ShardIndex::from_sorted_parts(keys, states, stamp)
+    }
+
+    /// [`Self::from_sorted`] from the keys and their states apart (what
+    /// recovery merges into): the states are kept as they are, the tree
+    /// made as the build takes the keys (recovery's allocations cost a
+    /// page fault per page).
+    pub fn from_sorted_parts(keys: Vec<Key>, states: Vec<V>, stamp: u64) -> Self {
+        assert_eq!(keys.len(), states.len(), "a state per key");
+        assert!(u32::try_from(keys.len()).is_ok(), "fewer than 2^32 keys in a shard");
+        let places = keys.into_iter().enumerate().map(|(i, k)| (packed(k), i as u32));
+        ShardIndex { tree: BTree::from_sorted(places, stamp), states, read: HashMap::default() }
     }
 }
 
