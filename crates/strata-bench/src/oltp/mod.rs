@@ -1,5 +1,6 @@
 //! `strata bench oltp`: transactional tables under each logging scheme
-//! (taurus.txt section 5), variants alternating within each round, medians
+//! (taurus.txt section 5) and FIR's engine with its baselines (fir.txt
+//! 5.1), variants alternating within each round, medians
 //! of the rounds: throughput, commit latency, log bytes per transaction,
 //! recovery time and speed, and the recovery parallelism the logs allow.
 //!
@@ -12,6 +13,8 @@
 //! logs`). `--log-mbps` puts a bandwidth limit on every log device (a token
 //! bucket, reads at recovery included), so a 2-core machine shows what the
 //! paper's many disks show: the device, not the CPU, bounds serial logging.
+//! On FIR's engine (`--engine`, an alias of `--variants`; `fir_run.rs`):
+//! `fir`, `fir-full`, `zen`, `dram-nolog`, `dram-log`, `dram-log-ssd`.
 //!
 //! Each run is a child process (`strata bench oltp-child`) SIGKILLed
 //! 100 ms after its window, transactions in flight; recovery is timed on
