@@ -310,7 +310,7 @@ mod tests {
         for (args, what) in [
             (&["--figures", "d", "--draw", "6"][..], "unknown figure"),
             (&["--figures", "d", "--sweep-theta", "1.0"][..], "theta"),
-            (&["--figures", "d", "--sweep-theta", "0"][..], "theta"),
+            (&["--figures", "d", "--sweep-theta=-0.5"][..], "theta"),
             (&["--figures", "d", "--sweep-logs", "0"][..], "logs"),
             (&["--figures", "d", "--sweep-logs", "17"][..], "logs"),
             (&["--figures", "d", "--sweep-accesses", "0"][..], "accesses"),
