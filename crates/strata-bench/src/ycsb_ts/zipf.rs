@@ -54,7 +54,7 @@ impl fmt::Display for ZipfError {
         match self {
             ZipfError::NoItems => write!(f, "a Zipfian distribution needs at least one item"),
             ZipfError::BadTheta(theta) => {
-                write!(f, "Zipfian theta must be finite, positive and not 1 (got {theta})")
+                write!(f, "Zipfian theta must be finite, at least 0 and not 1 (got {theta})")
             }
             ZipfError::TooManyItems(n) => {
                 write!(f, "a scrambled Zipfian supports at most {MAX_SCRAMBLED_ITEMS} items (got {n})")
