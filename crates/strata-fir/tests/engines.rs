@@ -59,19 +59,25 @@ fn balances(db: &FirDb) -> Vec<u64> {
     (0..ACCOUNTS).map(|k| balance(rows.get(&RowKey(k)).cloned())).collect()
 }
 
+/// Runs `n` transfers on `engine`, waits for the last one and checks that
+/// its ticket says committed and written.
+fn run_transfers<E: TxnEngine>(engine: &E, n: u64) {
+    let mut last = None;
+    for i in 0..n {
+        last = Some(engine.run(WorkerId(0), MOVE, &args(i)).unwrap());
+    }
+    let ticket = last.expect("at least one transfer");
+    engine.wait_committed(&ticket).unwrap();
+    assert!(engine.is_committed(&ticket) && engine.wrote(&ticket));
+}
+
 #[test]
 fn a_procedure_runs_on_fir_s_engine_and_its_commits_survive_a_crash() {
     let region = Arc::new(Region::sim(4 << 20));
     let db = FirDb::create(region.clone(), &schemas(), &options()).unwrap();
     load(&db);
     let engine = FirEngine::new(db, procedures());
-    let mut last = None;
-    for i in 0..200 {
-        last = Some(engine.run(WorkerId(0), MOVE, &args(i)).unwrap());
-    }
-    let ticket = last.unwrap();
-    engine.wait_committed(&ticket).unwrap();
-    assert!(engine.is_committed(&ticket) && engine.wrote(&ticket));
+    run_transfers(&engine, 200);
     let live = balances(&engine.db);
     assert_eq!(live.iter().sum::<u64>(), 100 * ACCOUNTS, "money is conserved: {live:?}");
     assert_ne!(live, vec![100; ACCOUNTS as usize], "the transfers moved money");
@@ -103,13 +109,7 @@ fn dram_db_s_redo_log_replays_to_the_same_tables() {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(Region::sim(1 << 20));
     let (dram, o) = dram_db(dir.path(), Some(log.clone()));
-    let mut last = None;
-    for i in 0..150 {
-        last = Some(dram.run(WorkerId(0), MOVE, &args(i)).unwrap());
-    }
-    let ticket = last.unwrap();
-    dram.wait_committed(&ticket).unwrap();
-    assert!(dram.is_committed(&ticket) && dram.wrote(&ticket));
+    run_transfers(&dram, 150);
     assert!(dram.log_bytes() > 150 * 16, "one record per transfer: {} bytes", dram.log_bytes());
     let live = balances(&dram.db);
     drop(dram);
