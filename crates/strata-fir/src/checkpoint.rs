@@ -272,18 +272,19 @@ impl Inner {
             Some(_) => CheckpointKind::Full,
             None => kind,
         };
-        let previous = match (kind, last.selector) {
-            (CheckpointKind::Incremental, sel) if sel != 0 => match last.runs.take() {
-                Some(runs) => Some(runs),
-                None => read_active(&s.region, &layout)?.map(|(_, _, runs)| runs),
-            },
-            _ => last.runs.take(),
-        };
-        // A full checkpoint does not read the previous one: its runs only
-        // become spare buffers.
+        // An incremental checkpoint merges into the previous one's runs (kept
+        // in DRAM, else read back after recovery); a full one only reuses
+        // their buffers.
+        let cached = last.runs.take();
         let (previous, retired) = match kind {
-            CheckpointKind::Incremental => (previous, None),
-            _ => (None, previous),
+            CheckpointKind::Incremental if last.selector != 0 => {
+                let runs = match cached {
+                    Some(runs) => Some(runs),
+                    None => read_active(&s.region, &layout)?.map(|(_, _, runs)| runs),
+                };
+                (runs, None)
+            }
+            _ => (None, cached),
         };
         let kind = if previous.is_some() { CheckpointKind::Incremental } else { CheckpointKind::Full };
         let mut report = CheckpointReport {

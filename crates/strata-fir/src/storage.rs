@@ -150,16 +150,20 @@ impl Storage {
         let (at, tile) = self.locate(table, addr);
         let h = &tile.headers[addr.slot as usize];
         if h.begin_ts.load(Relaxed) == 0 {
-            let txn = self.region.load_u64(at);
-            let flags = self.region.load_u64(at + 16);
+            let (txn, tombstone) = self.slot_txn(at);
             h.end_ts.store(crate::tile::OPEN, Relaxed);
             h.read_ts.store(txn, Relaxed);
             h.prev.store(0, Relaxed);
             h.next.store(0, Relaxed);
-            h.tombstone.store(flags & FLAG_TOMBSTONE, Relaxed);
+            h.tombstone.store(u64::from(tombstone), Relaxed);
             h.begin_ts.store(txn, Relaxed);
         }
         f(h)
+    }
+
+    /// A slot's txnId and whether it is a delete, as its bytes say.
+    fn slot_txn(&self, at: RegionOffset) -> (u64, bool) {
+        (self.region.load_u64(at), self.region.load_u64(at + 16) & FLAG_TOMBSTONE != 0)
     }
 
     /// A version's `(begin_ts, tombstone, prev)` read without its key's
@@ -170,8 +174,8 @@ impl Storage {
         let h = &tile.headers[addr.slot as usize];
         let begin = h.begin_ts.load(Relaxed);
         if begin == 0 {
-            let flags = self.region.load_u64(at + 16);
-            return (self.region.load_u64(at), flags & FLAG_TOMBSTONE != 0, None);
+            let (txn, tombstone) = self.slot_txn(at);
+            return (txn, tombstone, None);
         }
         (begin, h.tombstone.load(Relaxed) != 0, VersionAddr::unlink(h.prev.load(Relaxed)))
     }

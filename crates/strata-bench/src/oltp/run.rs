@@ -70,6 +70,8 @@ pub struct RunFigures {
     pub log_bytes_per_txn: f64,
     pub cpu_busy_pct: f64,
     pub recovery_s: f64,
+    /// What recovery brought back: transactions (a log's replay), or
+    /// versions kept past the checkpoint (FIR's engine: `fir`, `zen`).
     pub recovered_txns: u64,
     pub recovery_txn_per_s: f64,
     pub recovery_parallelism: f64,

@@ -130,17 +130,10 @@ impl<V> ShardIndex<V> {
         }));
     }
 
-    /// The bottom-up build (fir.txt 4.4.2) from entries in strictly
-    /// increasing key order, every node stamped `stamp`.
-    pub fn from_sorted(entries: Vec<(Key, V)>, stamp: u64) -> Self {
-        let (keys, states) = entries.into_iter().unzip();
-        ShardIndex::from_sorted_parts(keys, states, stamp)
-    }
-
-    /// [`Self::from_sorted`] from the keys and their states apart (what
-    /// recovery merges into): the states are kept as they are, the tree
-    /// made as the build takes the keys (recovery's allocations cost a
-    /// page fault per page).
+    /// The bottom-up build (fir.txt 4.4.2) from keys in strictly
+    /// increasing order and their states, every node stamped `stamp`: the
+    /// states are kept as they are, the tree made as the build takes the
+    /// keys (recovery's allocations cost a page fault per page).
     pub fn from_sorted_parts(keys: Vec<Key>, states: Vec<V>, stamp: u64) -> Self {
         assert_eq!(keys.len(), states.len(), "a state per key");
         assert!(u32::try_from(keys.len()).is_ok(), "fewer than 2^32 keys in a shard");
@@ -180,7 +173,8 @@ mod tests {
         let all: Vec<_> = ix.iter().map(|(k, v)| (k, *v)).collect();
         assert_eq!(all.len(), 500);
         assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
-        let rebuilt = ShardIndex::from_sorted(all.clone(), 0);
+        let (keys, states) = all.iter().copied().unzip();
+        let rebuilt = ShardIndex::from_sorted_parts(keys, states, 0);
         assert_eq!(rebuilt.iter().map(|(k, v)| (k, *v)).collect::<Vec<_>>(), all);
         // Keys order as (table, key): a table's keys before the next table's.
         assert!(packed((1, u64::MAX)) < packed((2, 0)));
