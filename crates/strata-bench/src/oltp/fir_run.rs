@@ -13,7 +13,7 @@
 //! over a fresh load of the base rows (the stand-in for its checkpoint, as
 //! for the Taurus variants: only decoding and replay are timed).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,21 +56,29 @@ pub(crate) fn run_child(job: &OltpJob, bench: Arc<Bench>) -> anyhow::Result<()> 
     drive(job, bench, dram, |d: &DramDb| Probe { log_bytes: d.log_bytes(), ..Probe::default() })
 }
 
-/// DRAM-DB: FIR's engine over a `volatile` region (DRAM), loaded, with
-/// the job's serial redo log when `logged`.
-fn open_dram(job: &OltpJob, bench: &Bench, logged: bool) -> anyhow::Result<DramDb> {
+/// Tables for `job` in a region of `mode` at `path`, sized by a dry run,
+/// touched whole, created without a checkpoint thread and loaded with the
+/// workload's base rows.
+fn create_loaded(job: &OltpJob, bench: &Bench, mode: PmemMode, path: &Path) -> anyhow::Result<FirDb> {
     let schemas = bench.schemas();
     let options = fir_options(job, bench)?;
     let len = FirDb::region_bytes(&schemas, &options);
-    let path = job.pmem_dir.join("dram.tables");
-    let region = Region::open(&path, &RegionOptions::new(PmemMode::Volatile, len))
-        .with_context(|| format!("opening DRAM tables at {}", path.display()))?;
+    let region = Region::open(path, &RegionOptions::new(mode, len))
+        .with_context(|| format!("opening {} tables at {}", mode.name(), path.display()))?;
     crate::emulated_region::touch(&region)?;
-    let run = RunOptions { checkpoint_every: None, ..run_options(job, EngineKind::DramNoLog, false) };
-    let db = FirDb::create_with(Arc::new(region), &schemas, &options, &run)?;
+    let engine = job.variant()?.engine;
+    let loading = RunOptions { checkpoint_every: None, ..run_options(job, engine, false) };
+    let db = FirDb::create_with(Arc::new(region), &schemas, &options, &loading)?;
     let mut loader = FirLoader::new(&db);
     bench.load(&mut loader).context("loading the base rows")?;
     loader.finish()?;
+    Ok(db)
+}
+
+/// DRAM-DB: FIR's engine over a `volatile` region (DRAM), loaded, with
+/// the job's serial redo log when `logged`.
+fn open_dram(job: &OltpJob, bench: &Bench, logged: bool) -> anyhow::Result<DramDb> {
+    let db = create_loaded(job, bench, PmemMode::Volatile, &job.pmem_dir.join("dram.tables"))?;
     let log = if logged { Some(strata_txn::open_redo_log(&job.db_options(true)?.logging)?) } else { None };
     Ok(DramDb::new(db, bench.procedures(), log))
 }
@@ -180,21 +188,13 @@ fn run_options(job: &OltpJob, engine: EngineKind, recovering: bool) -> RunOption
 /// checkpoint thread started.
 pub(crate) fn open_loaded(job: &OltpJob, bench: &Bench) -> anyhow::Result<FirEngine> {
     let engine = job.variant()?.engine;
-    let schemas = bench.schemas();
-    let options = fir_options(job, bench)?;
-    let path = region_path(job);
-    let len = FirDb::region_bytes(&schemas, &options);
-    let region = Arc::new(crate::emulated_region::open_touched(&path, len)?);
-    let loading = RunOptions { checkpoint_every: None, ..run_options(job, engine, false) };
-    let db = FirDb::create_with(region.clone(), &schemas, &options, &loading)?;
-    let mut loader = FirLoader::new(&db);
-    bench.load(&mut loader).context("loading the base rows")?;
-    loader.finish()?;
+    let db = create_loaded(job, bench, PmemMode::Emulated, &region_path(job))?;
     if engine != EngineKind::Zen {
         db.checkpoint(CheckpointKind::Full)?;
     }
+    let region = db.region().clone();
     drop(db);
-    let (db, _) = FirDb::open_with(region, &schemas, &run_options(job, engine, false))?;
+    let (db, _) = FirDb::open_with(region, &bench.schemas(), &run_options(job, engine, false))?;
     Ok(FirEngine::new(db, bench.procedures()))
 }
 
