@@ -102,6 +102,12 @@ fn redoing_a_leaf_step_from_its_current_version_shows_as_duplicates() {
 }
 
 #[test]
+fn shifting_leaves_before_the_tail_is_persisted_shows_as_lost_events() {
+    let report = crashtest(&planted(MergeBug::TailNotPersisted), 2, 2000);
+    assert!(report.counts.lost > 0, "{}", report.line());
+}
+
+#[test]
 fn rewriting_flank_entries_without_the_journal_shows_as_damage() {
     let report = crashtest(&planted(MergeBug::NoEntryJournal), 8, 4000);
     assert!(!report.is_clean(), "{}", report.line());

@@ -57,6 +57,11 @@ impl Flank {
         self.pmem.is_some()
     }
 
+    #[cfg(test)]
+    pub(crate) fn pmem_mut(&mut self) -> Option<&mut PmemFlankArea> {
+        self.pmem.as_mut()
+    }
+
     pub(crate) fn pmem(&self) -> Option<&PmemFlankArea> {
         self.pmem.as_ref()
     }

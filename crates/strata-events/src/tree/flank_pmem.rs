@@ -43,9 +43,14 @@ use crate::node::header::header_count;
 
 /// `STEVFLNK` read as a little-endian u64.
 pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
-/// Version 2: the leaf slot's count lives in the leaf commit word (version
-/// 1 persisted it in the slot header behind a second fence).
-pub const FLANK_VERSION: u32 = 2;
+/// Version 3: merges are one pass (merge record kinds 3-5, see
+/// [`super::merge_record`]). Version 2 (same layout; merge record kinds 1
+/// and 2 only) still opens, and a merge it left pending is redone with
+/// those kinds. Version 2 moved the leaf slot's count into the leaf commit
+/// word (version 1 persisted it in the slot header behind a second fence).
+pub const FLANK_VERSION: u32 = 3;
+/// The previous version, which this build still opens.
+pub const FLANK_VERSION_PREVIOUS: u32 = 2;
 /// Bytes of the area header (one 256-byte media block).
 pub const FLANK_HEADER_BYTES: u64 = 256;
 /// Area offset of slot 0; slot `l` starts at `FLANK_SLOTS_OFFSET + l * FLANK_SLOT_BYTES`.
@@ -226,11 +231,11 @@ pub struct PmemFlankArea {
     merge_slot: Option<u32>,
 }
 
-fn header_bytes(fp: &FlankFingerprint) -> Vec<u8> {
+fn header_bytes(fp: &FlankFingerprint, version: u32) -> Vec<u8> {
     let mut h = vec![0u8; CACHE_LINE_BYTES as usize];
     h[0..8].copy_from_slice(&FLANK_MAGIC.to_le_bytes());
     let fields = [
-        (FLANK_OFFSET_VERSION, FLANK_VERSION),
+        (FLANK_OFFSET_VERSION, version),
         (FLANK_OFFSET_MAX_LEVELS, fp.max_levels),
         (FLANK_OFFSET_EVENT_BYTES, fp.event_bytes),
         (FLANK_OFFSET_INDEX_ENTRY_BYTES, fp.index_entry_bytes),
@@ -303,7 +308,7 @@ impl PmemFlankArea {
         put(&mut dynamic, FLANK_OFFSET_JOURNAL_ROOT_ID, NO_NODE);
         area.write(CACHE_LINE_BYTES, &dynamic);
         area.write(FLANK_SLOTS_OFFSET, &leaf_header[..NODE_HEADER_BYTES]);
-        let header = header_bytes(fp);
+        let header = header_bytes(fp, FLANK_VERSION);
         area.write(8, &header[8..]);
         area.flush(0, FLANK_HEADER_BYTES);
         area.flush(FLANK_SLOTS_OFFSET, NODE_HEADER_BYTES as u64);
@@ -342,18 +347,18 @@ impl PmemFlankArea {
                 "magic {magic:#018x}: the area was never formatted (or a format was cut)"
             )));
         }
-        let expected = header_bytes(fp);
         let crc_at = FLANK_OFFSET_HEADER_CRC as usize;
         let stored_crc = u32::from_le_bytes(h[crc_at..crc_at + 4].try_into().expect("4 bytes"));
         if crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]) != stored_crc {
             return Err(corrupt("header CRC mismatch".into()));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-        if version != FLANK_VERSION {
+        if version != FLANK_VERSION && version != FLANK_VERSION_PREVIOUS {
             return Err(corrupt(format!(
-                "flank format version {version}; this build reads version {FLANK_VERSION} (recreate the tree)"
+                "flank format version {version}; this build reads versions {FLANK_VERSION_PREVIOUS} and {FLANK_VERSION} (recreate the tree)"
             )));
         }
+        let expected = header_bytes(fp, version);
         if h[..CACHE_LINE_BYTES as usize] != expected[..] {
             return Err(corrupt(format!(
                 "formatted for another tree configuration (stored {:?}, expected {:?})",
@@ -483,6 +488,19 @@ impl PmemFlankArea {
             });
         }
         Ok(())
+    }
+
+    /// Makes the area look formatted by a build of flank format `version`
+    /// (the header's version word and CRC; tests of older formats' data).
+    #[cfg(test)]
+    pub(crate) fn restamp_version(&mut self, version: u32) {
+        let mut h = vec![0u8; FLANK_HEADER_CRC_COVERED_BYTES as usize + 4];
+        self.read(0, &mut h);
+        h[FLANK_OFFSET_VERSION as usize..][..4].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]);
+        h[FLANK_OFFSET_HEADER_CRC as usize..][..4].copy_from_slice(&crc.to_le_bytes());
+        self.write(0, &h);
+        self.persist(0, h.len() as u64);
     }
 
     fn write(&mut self, at: u64, bytes: &[u8]) {

@@ -50,6 +50,12 @@ fn every_constant_appears_with_its_value() {
         ("MERGE_STEP_APPEND", MERGE_STEP_APPEND.into()),
         ("MERGE_CARRY_PRESENT", MERGE_CARRY_PRESENT.into()),
         ("MERGE_CARRY_SOURCE_FIRST", MERGE_CARRY_SOURCE_FIRST.into()),
+        ("MERGE_STEP_SHIFT_TAIL", MERGE_STEP_SHIFT_TAIL.into()),
+        ("MERGE_STEP_SHIFT_LEAF", MERGE_STEP_SHIFT_LEAF.into()),
+        ("MERGE_STEP_REFRESH_RUN", MERGE_STEP_REFRESH_RUN.into()),
+        ("MERGE_RUN_TO_FLANK", MERGE_RUN_TO_FLANK.into()),
+        ("MERGE_KEEP_MAX", MERGE_KEEP_MAX.into()),
+        ("FLANK_VERSION_PREVIOUS", FLANK_VERSION_PREVIOUS.into()),
     ];
     for (name, v) in dec {
         assert_eq!(value_of(name), v.to_string(), "constant {name}");
@@ -238,16 +244,22 @@ fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
     assert!(err.to_string().contains("CRC"), "{err}");
 }
 
-#[test]
-fn merge_record_table_matches_the_encoding() {
-    let rows = table("## Merge step record");
+/// The rows of a merge record table, checked to tile the record.
+fn record_table(heading: &str) -> Vec<Vec<String>> {
+    let rows = table(heading);
     assert_eq!(rows[0][..4], ["offset", "size", "type", "name"].map(String::from), "column layout");
     let mut at = 0;
     for row in &rows[1..] {
         assert_eq!(row[0], at.to_string(), "the rows tile the record (row {})", row[3]);
         at += row[1].parse::<u64>().unwrap();
     }
-    assert_eq!(at, MERGE_RECORD_BYTES);
+    assert_eq!(at, MERGE_RECORD_BYTES, "{heading}");
+    rows
+}
+
+#[test]
+fn merge_record_table_matches_the_encoding() {
+    let rows = record_table("## Merge step record");
     let field = |name: &str| -> (usize, usize) {
         let row = rows.iter().find(|r| r[3] == name).unwrap_or_else(|| panic!("field {name} missing"));
         (row[0].parse().unwrap(), row[1].parse().unwrap())
@@ -281,6 +293,75 @@ fn merge_record_table_matches_the_encoding() {
     let append = MergeRecord { step: MergeStep::Append { events_before: 12, carry: None }, ..r }.encode();
     assert_eq!(append[field("before").0..field("before").0 + 8], NO_NODE.to_le_bytes());
     assert_eq!(append[field("carry_source").0..field("carry_source").0 + 8], NO_NODE.to_le_bytes());
+}
+
+#[test]
+fn one_pass_merge_record_table_matches_the_encoding() {
+    let rows = record_table("## One-pass merge step record");
+    let field = |bytes: &[u8], name: &str| -> u64 {
+        let row = rows.iter().find(|r| r[3] == name).unwrap_or_else(|| panic!("field {name} missing"));
+        let (o, n): (usize, usize) = (row[0].parse().unwrap(), row[1].parse().unwrap());
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&bytes[o..o + n]);
+        u64::from_le_bytes(b)
+    };
+    let before = crate::block_store::PhysAddr::new(4, 64).unwrap();
+    let shift = MergeRecord {
+        done: 0x0102_0304,
+        chunk: 0x0A0B_0C0D,
+        step: MergeStep::ShiftLeaf {
+            leaf: NodeId::leaf(77),
+            before,
+            keep: 0x1234,
+            skip: 0x0506_0708,
+            last: NodeId::leaf(99),
+            to_flank: true,
+        },
+    };
+    let bytes = shift.encode();
+    assert_eq!(field(&bytes, "run_start"), 0x0102_0304);
+    assert_eq!(field(&bytes, "run_input"), 0x0A0B_0C0D);
+    assert_eq!(field(&bytes, "kind"), u64::from(MERGE_STEP_SHIFT_LEAF));
+    assert_eq!(field(&bytes, "flags"), u64::from(MERGE_RUN_TO_FLANK));
+    assert_eq!(field(&bytes, "keep"), 0x1234);
+    assert_eq!(field(&bytes, "skip"), 0x0506_0708);
+    assert_eq!(field(&bytes, "target"), NodeId::leaf(77).to_u64());
+    assert_eq!(field(&bytes, "before"), before.to_u64());
+    assert_eq!(field(&bytes, "last"), NodeId::leaf(99).to_u64());
+    let tail = MergeRecord {
+        step: MergeStep::ShiftTail { last: NodeId::leaf(99), source: before, events_before: 1234, count: 17 },
+        ..shift
+    };
+    let bytes = tail.encode();
+    assert_eq!(field(&bytes, "kind"), u64::from(MERGE_STEP_SHIFT_TAIL));
+    assert_eq!(field(&bytes, "flags"), u64::from(MERGE_RUN_TO_FLANK));
+    assert_eq!((field(&bytes, "keep"), field(&bytes, "skip"), field(&bytes, "target")), (0, 17, 1234));
+    let refresh = MergeRecord { done: 5, chunk: 0, step: MergeStep::RefreshRun { first: NodeId::leaf(3) } };
+    let bytes = refresh.encode();
+    assert_eq!(field(&bytes, "kind"), u64::from(MERGE_STEP_REFRESH_RUN));
+    assert_eq!(field(&bytes, "target"), NodeId::leaf(3).to_u64());
+    assert_eq!((field(&bytes, "before"), field(&bytes, "last")), (NO_NODE, NO_NODE));
+    for r in [shift, tail, refresh] {
+        assert_eq!(MergeRecord::decode(&r.encode()), Ok(r));
+    }
+    let mut bad = shift.encode();
+    bad[9] = 2;
+    assert!(MergeRecord::decode(&bad).is_err(), "an unknown flag");
+    let mut bad = refresh.encode();
+    bad[32..40].copy_from_slice(&NodeId::leaf(1).to_u64().to_le_bytes());
+    assert!(MergeRecord::decode(&bad).is_err(), "a refresh names no last leaf");
+}
+
+#[test]
+fn a_version_2_area_opens_and_other_versions_are_refused() {
+    let (fp, region, mut area) = formatted_sine_flank_area();
+    let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
+    area.restamp_version(FLANK_VERSION_PREVIOUS);
+    assert!(open().is_ok(), "the previous version opens");
+    area.restamp_version(1);
+    assert!(open().map(|_| ()).unwrap_err().to_string().contains("version 1"));
+    area.restamp_version(FLANK_VERSION + 1);
+    assert!(open().is_err(), "a newer version is refused");
 }
 
 #[test]

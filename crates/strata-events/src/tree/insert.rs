@@ -43,18 +43,20 @@ impl TabTree {
     /// A leaf that reaches its fill limit is written out before this returns.
     pub fn append(&mut self, event: &[u8]) -> Result<AppendOutcome, EventError> {
         self.check_no_pending_merge()?;
-        if event.len() != self.leaf_layout.event_bytes() {
-            return Err(EventError::invalid(format!(
-                "an event of this stream has {} bytes, got {}",
-                self.leaf_layout.event_bytes(),
-                event.len()
-            )));
-        }
+        self.check_event_len(event)?;
         let ts = timestamp_of(event);
         if ts < self.newest_ts {
             self.stats.late_events += 1;
             return Ok(AppendOutcome::Late { ts, newest_ts: self.newest_ts });
         }
+        self.push_event(event)
+    }
+
+    /// Appends `event` to the flank leaf, which must not hold a newer one;
+    /// it may be older than the tree's newest (a one-pass merge's carried
+    /// events go into the emptied flank leaf this way).
+    pub(crate) fn push_event(&mut self, event: &[u8]) -> Result<AppendOutcome, EventError> {
+        let ts = timestamp_of(event);
         let full = match self.flank.append_event(event) {
             Err(EventError::Full { .. }) => {
                 // A write-out failed earlier: finish it, then append.
@@ -65,7 +67,7 @@ impl TabTree {
         };
         let seq = self.events;
         self.events += 1;
-        self.newest_ts = ts;
+        self.newest_ts = self.newest_ts.max(ts);
         self.stats.events_appended += 1;
         if full {
             match self.settle() {

@@ -1,7 +1,13 @@
 //! The step record of an out-of-order merge (chronicledb-pmem.txt section
-//! 4.3, made crash-safe; format: `docs/format/events-flank.md`, "Merge
-//! redo record"): what a crash during [`super::TabTree::merge_ooo`] leaves
-//! to redo, five 8-byte words in one of the flank header's two record slots.
+//! 4.3, made crash-safe; format: `docs/format/events-flank.md`, "Merge step
+//! record" and "One-pass merge step record"): what a crash during
+//! [`super::TabTree::merge_ooo`] leaves to redo, five 8-byte words in one of
+//! the flank header's two record slots.
+//!
+//! Flank format 3 merges in one pass (`super::ooo_pass`): kinds
+//! [`MERGE_STEP_REFRESH_RUN`], [`MERGE_STEP_SHIFT_TAIL`] and
+//! [`MERGE_STEP_SHIFT_LEAF`], and the append step without a carry. The rest
+//! of this comment describes format 2's kinds, still decoded and redone:
 //!
 //! The merge input (the queue's `sorted()`, still in the queue until the
 //! merge is recorded) is consumed in *chunks*: `chunk` events from `done`
@@ -28,6 +34,17 @@ pub const MERGE_RECORD_BYTES: u64 = 40;
 pub const MERGE_STEP_LEAF: u8 = 1;
 /// `kind` byte of an append step.
 pub const MERGE_STEP_APPEND: u8 = 2;
+/// `kind` byte of a shift-tail step (one-pass merge, flank format 3).
+pub const MERGE_STEP_SHIFT_TAIL: u8 = 3;
+/// `kind` byte of a shift-leaf step (one-pass merge, flank format 3).
+pub const MERGE_STEP_SHIFT_LEAF: u8 = 4;
+/// `kind` byte of a refresh-run step (one-pass merge, flank format 3).
+pub const MERGE_STEP_REFRESH_RUN: u8 = 5;
+/// Largest `keep` of a shift-leaf step (16 bits).
+pub const MERGE_KEEP_MAX: u32 = u16::MAX as u32;
+/// One-pass flag bit: the run's last leaf is the last completed one (its
+/// input ends with the input events older than the tree's newest).
+pub const MERGE_RUN_TO_FLANK: u8 = 1;
 /// `carry` byte bit: the step receives carried events.
 pub const MERGE_CARRY_PRESENT: u8 = 1;
 /// `carry` byte bit: the carry source was the chunk's first leaf (the
@@ -55,6 +72,21 @@ pub enum MergeStep {
     /// carry) the chunk's events; the tree held `events_before` events when
     /// the step began.
     Append { events_before: u64, carry: Option<MergeCarry> },
+    /// One-pass merge (`super::ooo_pass`): append the last `count` events
+    /// of the run's merged sequence through its last leaf `last` (whose
+    /// version before the pass is at `source`) to the flank leaf; the tree
+    /// held `events_before` events when the step began.
+    ShiftTail { last: NodeId, source: PhysAddr, events_before: u64, count: u32 },
+    /// One-pass merge: rewrite leaf `leaf` (version before the pass at
+    /// `before`) with the `keep` events of the run's merged sequence through
+    /// it that precede its last `skip` (those went to leaves to its right or
+    /// the flank). `last` is the run's last leaf; `to_flank` if it is the
+    /// last completed leaf.
+    ShiftLeaf { leaf: NodeId, before: PhysAddr, keep: u32, skip: u32, last: NodeId, to_flank: bool },
+    /// One-pass merge: the run starting at leaf `first` (and at input event
+    /// `done`) gives its leaves' index entries their new keys and
+    /// aggregates, left to right, before any of them is rewritten.
+    RefreshRun { first: NodeId },
 }
 
 /// One step record: the chunk and the step.
@@ -72,11 +104,54 @@ impl MergeRecord {
     /// bits << 8 | count << 32`; leaf id or `events_before`; `before` or
     /// `NO_NODE`; the carry source or `NO_NODE`.
     pub fn encode(&self) -> [u8; MERGE_RECORD_BYTES as usize] {
+        let pass = |kind: u8, flags: u8, keep: u32, skip: u32, w2: u64, w3: u64, w4: u64| {
+            debug_assert!(keep <= MERGE_KEEP_MAX);
+            [
+                u64::from(kind) | u64::from(flags) << 8 | u64::from(keep) << 16 | u64::from(skip) << 32,
+                w2,
+                w3,
+                w4,
+            ]
+        };
+        let tail = match self.step {
+            MergeStep::ShiftTail { last, source, events_before, count } => Some(pass(
+                MERGE_STEP_SHIFT_TAIL,
+                MERGE_RUN_TO_FLANK,
+                0,
+                count,
+                events_before,
+                source.to_u64(),
+                last.to_u64(),
+            )),
+            MergeStep::ShiftLeaf { leaf, before, keep, skip, last, to_flank } => Some(pass(
+                MERGE_STEP_SHIFT_LEAF,
+                if to_flank { MERGE_RUN_TO_FLANK } else { 0 },
+                keep,
+                skip,
+                leaf.to_u64(),
+                before.to_u64(),
+                last.to_u64(),
+            )),
+            MergeStep::RefreshRun { first } => {
+                Some(pass(MERGE_STEP_REFRESH_RUN, 0, 0, 0, first.to_u64(), NO_NODE, NO_NODE))
+            }
+            _ => None,
+        };
+        if let Some(tail) = tail {
+            return words_to_bytes(&[
+                u64::from(self.done) | u64::from(self.chunk) << 32,
+                tail[0],
+                tail[1],
+                tail[2],
+                tail[3],
+            ]);
+        }
         let (kind, target, before, carry) = match self.step {
             MergeStep::Leaf { leaf, before, carry } => {
                 (MERGE_STEP_LEAF, leaf.to_u64(), before.to_u64(), carry)
             }
             MergeStep::Append { events_before, carry } => (MERGE_STEP_APPEND, events_before, NO_NODE, carry),
+            _ => unreachable!("one-pass steps are encoded above"),
         };
         let (bits, count, source) = match carry {
             None => (0u8, 0u32, NO_NODE),
@@ -85,18 +160,13 @@ impl MergeRecord {
                 (MERGE_CARRY_PRESENT | first, c.count, c.source.to_u64())
             }
         };
-        let words = [
+        words_to_bytes(&[
             u64::from(self.done) | u64::from(self.chunk) << 32,
             u64::from(kind) | u64::from(bits) << 8 | u64::from(count) << 32,
             target,
             before,
             source,
-        ];
-        let mut out = [0u8; MERGE_RECORD_BYTES as usize];
-        for (i, w) in words.iter().enumerate() {
-            out[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-        }
-        out
+        ])
     }
 
     /// Decodes a record; a message naming the bad field otherwise.
@@ -110,11 +180,50 @@ impl MergeRecord {
         }
         let w = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         let (done, chunk) = (w(0) as u32, (w(0) >> 32) as u32);
-        let (kind, bits, count) = (w(1) as u8, (w(1) >> 8) as u8, (w(1) >> 32) as u32);
+        let addr = |raw: u64, what| PhysAddr::from_u64(raw).ok_or(DecodeError::BadAddress { what, raw });
+        let leaf = |raw: u64, what: &str| {
+            let id = NodeId::from_u64(raw);
+            if id.kind != crate::ids::NodeKind::Leaf {
+                return Err(DecodeError::Invalid(format!("{what} {id} is not a leaf")));
+            }
+            Ok(id)
+        };
+        let (kind, flags) = (w(1) as u8, (w(1) >> 8) as u8);
+        let (keep, skip) = (((w(1) >> 16) & u64::from(MERGE_KEEP_MAX)) as u32, (w(1) >> 32) as u32);
+        let to_flank = flags == MERGE_RUN_TO_FLANK;
+        let flags_ok = flags & !MERGE_RUN_TO_FLANK == 0;
+        let one_pass = match kind {
+            MERGE_STEP_SHIFT_TAIL if keep == 0 && skip > 0 && to_flank => Some(MergeStep::ShiftTail {
+                last: leaf(w(4), "shift-tail last leaf")?,
+                source: addr(w(3), "shift-tail source address")?,
+                events_before: w(2),
+                count: skip,
+            }),
+            MERGE_STEP_SHIFT_LEAF if keep > 0 && flags_ok => Some(MergeStep::ShiftLeaf {
+                leaf: leaf(w(2), "shift-leaf step of")?,
+                before: addr(w(3), "shift-leaf address")?,
+                keep,
+                skip,
+                last: leaf(w(4), "shift-leaf last leaf")?,
+                to_flank,
+            }),
+            MERGE_STEP_REFRESH_RUN
+                if flags == 0 && keep == 0 && skip == 0 && w(3) == NO_NODE && w(4) == NO_NODE =>
+            {
+                Some(MergeStep::RefreshRun { first: leaf(w(2), "refresh-run first leaf")? })
+            }
+            MERGE_STEP_SHIFT_TAIL | MERGE_STEP_SHIFT_LEAF | MERGE_STEP_REFRESH_RUN => {
+                return Err(DecodeError::Invalid(format!("one-pass step word {:#018x} has bad counts", w(1))))
+            }
+            _ => None,
+        };
+        if let Some(step) = one_pass {
+            return Ok(MergeRecord { done, chunk, step });
+        }
+        let (bits, count) = ((w(1) >> 8) as u8, (w(1) >> 32) as u32);
         if (w(1) >> 16) & 0xFFFF != 0 || bits & !(MERGE_CARRY_PRESENT | MERGE_CARRY_SOURCE_FIRST) != 0 {
             return Err(DecodeError::Invalid(format!("step word {:#018x} has unknown bits", w(1))));
         }
-        let addr = |raw: u64, what| PhysAddr::from_u64(raw).ok_or(DecodeError::BadAddress { what, raw });
         let carry = if bits & MERGE_CARRY_PRESENT != 0 {
             Some(MergeCarry {
                 source: addr(w(4), "carry source address")?,
@@ -139,6 +248,14 @@ impl MergeRecord {
         };
         Ok(MergeRecord { done, chunk, step })
     }
+}
+
+fn words_to_bytes(words: &[u64; 5]) -> [u8; MERGE_RECORD_BYTES as usize] {
+    let mut out = [0u8; MERGE_RECORD_BYTES as usize];
+    for (i, w) in words.iter().enumerate() {
+        out[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    out
 }
 
 /// Builds a record, checking that the counts fit their 32-bit fields.

@@ -153,3 +153,44 @@ fn resuming_without_a_pending_merge_is_refused_and_a_dram_flank_records_nothing(
     let replay: Vec<Vec<u8>> = tree.replay().map(Result::unwrap).collect();
     assert_eq!(replay, model);
 }
+
+#[test]
+fn a_merge_left_pending_by_flank_format_2_resumes_from_its_leaf_step() {
+    // The fixture: what a build of flank format 2 left on the media when it
+    // crashed right after recording its merge's first step (a leaf step of
+    // the first chunk, record kind 1). This build redoes that step with the
+    // version-2 protocol and merges the rest in one pass.
+    for p in [all_placements()[20], all_placements()[47]] {
+        let config = wide_config(p, 300, 200);
+        let eb = config.schema.event_bytes();
+        let (early, late, model) = split_workload(&config);
+        let env = TestEnv::new(&config, true);
+        let mut tree = env.create(&config);
+        append_all(&mut tree, &early, 4);
+        tree.sync().unwrap();
+        tree.flank.pmem_mut().unwrap().restamp_version(flank_pmem::FLANK_VERSION_PREVIOUS);
+        tree.write_out_flank_leaf().unwrap();
+        let first_leaf = tree.path_for_ts(timestamp_of(&late[0])).unwrap().leaf;
+        let chunk = late
+            .iter()
+            .take_while(|e| tree.path_for_ts(timestamp_of(e)).unwrap().leaf == first_leaf)
+            .count()
+            .min(tree.leaf_layout().capacity());
+        let before = tree.storage.leaf_addr(first_leaf).unwrap();
+        let step = merge_record::MergeStep::Leaf { leaf: first_leaf, before, carry: None };
+        let first = merge_record::MergeRecord { done: 0, chunk: chunk as u32, step };
+        tree.flank.begin_merge(7, late.len() as u64, &first);
+        drop(tree);
+        let crashed = env.crash();
+        let (mut tree, report) = TabTree::recover(config.clone(), crashed.media()).unwrap();
+        assert!(report.merge_pending, "{p:?}: the version-2 area opens with its merge pending");
+        let resumed = tree.resume_ooo_merge(&list(&late, eb)).unwrap();
+        assert!(resumed.leaves_rewritten > 0, "{p:?}");
+        tree.verify().unwrap();
+        let replay: Vec<Vec<u8>> = tree.replay().map(Result::unwrap).collect();
+        assert_eq!(replay, model, "{p:?}: every event once, in order");
+        drop(tree);
+        let (tree, _) = TabTree::recover(config.clone(), crashed.crash().media()).unwrap();
+        assert_eq!(tree.len(), model.len() as u64, "{p:?}: and it stays so");
+    }
+}

@@ -41,6 +41,7 @@ mod id_alloc;
 mod insert;
 mod node_cache;
 mod ooo_merge;
+mod ooo_pass;
 mod ooo_path;
 mod ooo_steps;
 mod open;
@@ -136,6 +137,9 @@ pub struct TreeStats {
     /// Completed leaves rewritten by merges, and events moved to a right
     /// neighbour because a leaf was at capacity.
     pub leaves_rewritten: u64,
+    /// Rewrites of a leaf the same merge had rewritten already (0 with the
+    /// one-pass merge; a redo after a crash may rewrite a leaf again).
+    pub leaves_rewritten_twice: u64,
     pub events_carried: u64,
     pub leaves_written: u64,
     pub index_nodes_written: u64,
@@ -170,6 +174,8 @@ pub struct TabTree {
     merged_ooo_generation: u64,
     /// A merge a crash interrupted, to be resumed with the queue's events.
     pending_merge: Option<ooo_merge::MergeResume>,
+    /// The leaves the merge in progress rewrote (one-pass: each at most once).
+    merge_rewritten: std::collections::HashSet<crate::ids::NodeId>,
 }
 
 impl TabTree {

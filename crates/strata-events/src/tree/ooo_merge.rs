@@ -10,32 +10,24 @@
 //!   application-time order:
 //!   1. the flank leaf is written out early (if it holds events), so every
 //!      event older than the newest belongs in a completed leaf;
-//!   2. the older events, in chunks of at most a leaf's capacity that belong
-//!      in one leaf (descending by key), are merged into it: the leaf is
-//!      read, the events merged in (the leaf's own first on equal
-//!      timestamps), and written back under its id (new physical location,
-//!      translation update); the index entries on the path get the leaf's
-//!      recomputed aggregates and key, completed index nodes are rewritten,
-//!      flank index nodes updated (and persisted on PMem);
-//!   3. a leaf over its capacity keeps its smallest events and hands the
-//!      rest to its right neighbour ("carry", which may cascade; into the
-//!      flank leaf by appending, after which the flank leaf is written out
-//!      so it is empty again). No node splits: the only new node ids are
-//!      those of ordinary write-outs, so recovery's id rules are unchanged;
-//!   4. events not older than the newest are appended;
-//!   5. the flank leaf is written out again (merged events never sit in a
+//!   2. the older events are merged in one pass (`ooo_pass`): cut into
+//!      *runs* of consecutive leaves they and the carries of overflowing
+//!      leaves reach, each leaf rewritten at most once, leaves nothing
+//!      reaches untouched (the paper's RD1), no node splits;
+//!   3. events not older than the newest are appended;
+//!   4. the flank leaf is written out again (merged events never sit in a
 //!      DRAM flank) and the queue's generation recorded (PMem flank header
 //!      `merged_ooo_generation`), after which the caller truncates the queue.
 //!
-//! With the flank on PMem every step of 2-4 is redoable: a redo record in
-//! the flank header ([`super::merge_record`], steps in `ooo_steps`) names
-//! the current step, persisted before the step writes anything; recovery
-//! keeps an unfinished merge pending ([`TabTree::pending_ooo_merge`]) until
-//! the caller passes the queue's events again
-//! ([`TabTree::resume_ooo_merge`]), which redoes the current step and runs
-//! the rest. A crash between 5 and the truncation is handled by the queue's
-//! `discard_if_merged`. With a DRAM flank nothing is recorded (its events
-//! are not durable anyway).
+//! With the flank on PMem every phase of 2 and 3 is redoable: a redo record
+//! in the flank header ([`super::merge_record`]) names the current step,
+//! persisted before the step writes anything; recovery keeps an unfinished
+//! merge pending ([`TabTree::pending_ooo_merge`]) until the caller passes
+//! the queue's events again ([`TabTree::resume_ooo_merge`]), which redoes
+//! the current step and runs the rest (a version-2 record with the
+//! version-2 steps of `ooo_steps`). A crash between 4 and the truncation is
+//! handled by the queue's `discard_if_merged`. With a DRAM flank nothing is
+//! recorded (its events are not durable anyway).
 
 use crate::event::timestamp_of;
 use crate::ids::EventError;
@@ -56,6 +48,8 @@ pub struct OooMergeReport {
     pub events_appended: u64,
     pub leaves_rewritten: u64,
     pub index_nodes_rewritten: u64,
+    /// Rewrites of a leaf this merge had rewritten already.
+    pub leaves_rewritten_twice: u64,
     /// Events moved to a right neighbour by leaves at capacity.
     pub events_carried: u64,
     /// Early write-outs of the flank leaf (before and after).
@@ -89,7 +83,7 @@ impl TabTree {
         self.merged_ooo_generation
     }
 
-    fn check_event_len(&self, event: &[u8]) -> Result<(), EventError> {
+    pub(crate) fn check_event_len(&self, event: &[u8]) -> Result<(), EventError> {
         if event.len() != self.leaf_layout.event_bytes() {
             return Err(EventError::invalid(format!(
                 "an event of this stream has {} bytes, got {}",
@@ -136,6 +130,16 @@ impl TabTree {
         Ok(true)
     }
 
+    /// Counts a rewrite of `leaf` by the merge in progress.
+    pub(crate) fn note_leaf_rewritten(&mut self, leaf: crate::ids::NodeId, report: &mut OooMergeReport) {
+        report.leaves_rewritten += 1;
+        self.stats.leaves_rewritten += 1;
+        if !self.merge_rewritten.insert(leaf) {
+            report.leaves_rewritten_twice += 1;
+            self.stats.leaves_rewritten_twice += 1;
+        }
+    }
+
     /// The merge a crash interrupted, if any (see [`PendingOooMerge`]).
     pub fn pending_ooo_merge(&self) -> Option<PendingOooMerge> {
         self.pending_merge.map(|p| PendingOooMerge { generation: p.generation, input_events: p.input_events })
@@ -172,6 +176,7 @@ impl TabTree {
         self.check_no_pending_merge()?;
         let all = self.merge_input(events)?;
         let mut report = OooMergeReport { generation, ..OooMergeReport::default() };
+        self.merge_rewritten.clear();
         let mut recorded = false;
         if !all.is_empty() {
             report.flank_write_outs += u64::from(self.write_out_flank_leaf()?);
@@ -207,6 +212,7 @@ impl TabTree {
             )));
         }
         self.pending_merge = None;
+        self.merge_rewritten.clear();
         let mut report = OooMergeReport { generation: pending.generation, ..OooMergeReport::default() };
         let done = self
             .run_steps(&all, pending.record, true, &mut report)
@@ -242,11 +248,20 @@ impl TabTree {
                 MergeStep::Append { events_before, carry } => {
                     self.run_append_step(events_before, carry, chunk, report)?
                 }
+                MergeStep::ShiftTail { .. } | MergeStep::ShiftLeaf { .. } => {
+                    StepOutcome::RunDone(self.run_shift(all, rec, recorded, report)?)
+                }
+                MergeStep::RefreshRun { first } => {
+                    StepOutcome::Record(self.refresh_run(all, rec.done as usize, first, report)?)
+                }
             };
             rec = match outcome {
                 StepOutcome::Next(step) => MergeRecord { step, ..rec },
+                StepOutcome::Record(next) => next,
                 StepOutcome::ChunkDone if to == all.len() => return Ok(()),
                 StepOutcome::ChunkDone => self.next_chunk(all, to)?,
+                StepOutcome::RunDone(end) if end == all.len() => return Ok(()),
+                StepOutcome::RunDone(end) => self.next_chunk(all, end)?,
             };
             if recorded {
                 self.flank.write_merge_record(&rec)?;
@@ -254,36 +269,18 @@ impl TabTree {
         }
     }
 
-    /// The first step of the chunk starting at input event `done`: up to a
-    /// leaf's capacity of older events that belong in one completed leaf,
-    /// or all the rest to append once the rest is not older than the newest.
+    /// The first step of the chunk starting at input event `done`: the
+    /// run of the one-pass merge (`ooo_pass`) that starts there, or all the
+    /// rest to append once the rest is not older than the newest.
     fn next_chunk(&self, all: &[&[u8]], done: usize) -> Result<MergeRecord, EventError> {
-        let older = |e: &[u8]| timestamp_of(e) < self.newest_ts;
-        if !older(all[done]) {
+        if timestamp_of(all[done]) >= self.newest_ts {
             return record(
                 done,
                 all.len() - done,
                 MergeStep::Append { events_before: self.events, carry: None },
             );
         }
-        let leaf = self.path_for_ts(timestamp_of(all[done]))?.leaf;
-        if leaf == self.flank.id(0) {
-            return Err(EventError::corruption(
-                "out-of-order merge",
-                format!("an event older than the newest belongs in the flank leaf {leaf}"),
-            ));
-        }
-        let capacity = self.leaf_layout.capacity();
-        let mut end = done + 1;
-        while end < all.len()
-            && end - done < capacity
-            && older(all[end])
-            && self.path_for_ts(timestamp_of(all[end]))?.leaf == leaf
-        {
-            end += 1;
-        }
-        let before = self.storage.leaf_addr(leaf)?;
-        record(done, end - done, MergeStep::Leaf { leaf, before, carry: None })
+        self.first_run_record(all, done)
     }
 
     /// Step 5 (module comment) and the end of the redo record.

@@ -112,3 +112,67 @@ fn a_merge_into_full_leaves_carries_events_to_the_right_and_recovery_keeps_them(
         assert_eq!(tree.merged_ooo_generation(), if matches!(p.flank, FlankPlacement::Dram) { 0 } else { 1 });
     }
 }
+
+/// A tree of `n` events two timestamps apart (in order), then the given
+/// late events (odd timestamps) merged as one queue generation.
+fn merge_late_into(
+    p: Placement,
+    spare: u32,
+    n: usize,
+    late_at: &[usize],
+) -> (TabTree, TestEnv, OooMergeReport, TreeConfig) {
+    let config = wide_config(p, spare, (n + late_at.len()) as u64 * 2);
+    let env = TestEnv::new(&config, false);
+    let mut tree = env.create(&config);
+    let sorted = events_from_deltas(&config.schema, 11, &vec![1u8; 2 * n]);
+    let early: Vec<Vec<u8>> = sorted.iter().step_by(2).cloned().collect();
+    let late: Vec<Vec<u8>> = late_at.iter().map(|&i| sorted[2 * i + 1].clone()).collect();
+    append_all(&mut tree, &early, 0);
+    let mut list = EventList::new(tree.leaf_layout().event_bytes());
+    for e in &late {
+        list.push(e);
+    }
+    let report = tree.merge_ooo(&list, 1).unwrap();
+    let mut model = early;
+    model.extend(late);
+    model.sort_by_key(|e| timestamp_of(e));
+    tree.verify().unwrap();
+    let replay: Vec<Vec<u8>> = tree.replay().map(Result::unwrap).collect();
+    assert_eq!(replay, model, "{p:?}");
+    (tree, env, report, config)
+}
+
+#[test]
+fn a_merge_rewrites_only_the_leaves_late_events_reach_and_each_once() {
+    for p in [all_placements()[0], all_placements()[20], all_placements()[47]] {
+        // 30 % spare room: late events in two separate leaves fit in them.
+        let probe = merge_late_into(p, 300, 400, &[]).0;
+        let fill = probe.leaf_layout().fill_limit();
+        let (tree, _env, report, _) = merge_late_into(p, 300, 400, &[3, fill + 2, 5 * fill + 1]);
+        assert_eq!(report.leaves_rewritten, 3, "{p:?}: the three leaves with late events, nothing else");
+        assert_eq!(report.events_carried, 0, "{p:?}: the spare room holds them");
+        assert_eq!(report.leaves_rewritten_twice, 0);
+        assert_eq!(tree.stats().leaves_rewritten_twice, 0);
+    }
+}
+
+#[test]
+fn a_merge_into_full_leaves_carries_to_the_flank_in_one_pass() {
+    for p in [all_placements()[0], all_placements()[20], all_placements()[47]] {
+        // No spare room: late events in the first leaf shift every leaf after
+        // it once, and the surplus (more than a leaf) reaches the flank.
+        let probe = merge_late_into(p, 0, 300, &[]).0;
+        let completed = probe.verify().unwrap().leaves - 1;
+        let capacity = probe.leaf_layout().capacity();
+        let late: Vec<usize> = (0..capacity + 5).collect();
+        let (tree, env, report, config) = merge_late_into(p, 0, 300, &late);
+        assert_eq!(report.leaves_rewritten, completed, "{p:?}: every completed leaf once");
+        assert_eq!(report.leaves_rewritten_twice, 0, "{p:?}");
+        assert!(report.events_carried > capacity as u64, "{p:?}: {report:?}");
+        let len = tree.len();
+        drop(tree);
+        let (tree, _) = TabTree::recover(config, env.media()).unwrap();
+        assert_eq!(tree.len(), len, "{p:?}: the merged tree is durable");
+        tree.verify().unwrap();
+    }
+}

@@ -1,8 +1,10 @@
-//! The steps of an out-of-order merge (chronicledb-pmem.txt section 4.3,
-//! third step, made redoable; protocol: `docs/format/events-flank.md`,
-//! "Out-of-order merges"). Each step is a function of what it read before
-//! it began, named by its [`MergeRecord`], so running it again after a crash
-//! writes the same result:
+//! The steps of a flank-format-2 out-of-order merge (chronicledb-pmem.txt
+//! section 4.3, third step, made redoable; protocol:
+//! `docs/format/events-flank.md`, "Version 2 merges"), kept to finish a merge
+//! a version-2 build left pending: merges now run in one pass (`ooo_pass`),
+//! and only append steps without a carry are still started here. Each step is
+//! a function of what it read before it began, named by its [`MergeRecord`],
+//! so running it again after a crash writes the same result:
 //!
 //! - a leaf step reads the leaf's previous version at its recorded address
 //!   (never the current one), merges in the carried events or the chunk,
@@ -32,6 +34,10 @@ use super::{AppendOutcome, TabTree};
 pub(crate) enum StepOutcome {
     /// Another step of the same chunk.
     Next(MergeStep),
+    /// The next record, of the same run (one-pass merge).
+    Record(super::merge_record::MergeRecord),
+    /// A run is in the tree; its input ended at this input event.
+    RunDone(usize),
     /// The chunk is in the tree.
     ChunkDone,
 }
@@ -48,7 +54,7 @@ impl TabTree {
         let (id, bytes) = self.storage.read_leaf_at(carry.source)?;
         let source = LeafNode::open(bytes.as_slice(), &self.leaf_layout)?;
         let mine: Vec<Vec<u8>> = source.iter().map(<[u8]>::to_vec).collect();
-        let mut all = if carry.source_first { merge_in(mine, chunk) } else { mine };
+        let mut all = if carry.source_first { merge_in(&mine, chunk) } else { mine };
         let count = carry.count as usize;
         if count == 0 || count > all.len() {
             return Err(EventError::corruption(
@@ -90,7 +96,7 @@ impl TabTree {
         let carried_in = mine.len();
         mine.extend(old_leaf.iter().map(<[u8]>::to_vec));
         let add: &[&[u8]] = if carry.is_none() { chunk } else { &[] };
-        let mut merged = merge_in(mine, add);
+        let mut merged = merge_in(&mine, add);
         let capacity = self.leaf_layout.capacity();
         let overflow = merged.len().saturating_sub(capacity);
         if carry.is_some() && overflow > old_leaf.len() {
@@ -114,8 +120,7 @@ impl TabTree {
         let aggs = LeafNode::open(buf.as_slice(), &self.leaf_layout)?.aggregates(&self.config.spec)?;
         self.aggs.put(&self.config.spec, leaf, &aggs)?;
         self.storage.write_node(leaf, &buf)?;
-        report.leaves_rewritten += 1;
-        self.stats.leaves_rewritten += 1;
+        self.note_leaf_rewritten(leaf, report);
         let path = self.path_to_leaf(leaf, hint)?;
         self.refresh_path(&path.steps, leaf, aggs, report)?;
         self.recount()?;
@@ -179,7 +184,10 @@ impl TabTree {
                 },
             )?;
         for e in &events[already as usize..] {
-            match self.append(e)? {
+            // Carried events may be older than the newest (it may be among
+            // them): they go into the emptied flank leaf in order.
+            let outcome = if carry.is_some() { self.push_event(e)? } else { self.append(e)? };
+            match outcome {
                 AppendOutcome::Appended { .. } => {
                     if carry.is_none() {
                         report.events_appended += 1;
@@ -254,15 +262,15 @@ impl TabTree {
 }
 
 /// `mine` (in order) with `add` (in order) merged in, `mine` first on ties.
-pub(crate) fn merge_in(mine: Vec<Vec<u8>>, add: &[&[u8]]) -> Vec<Vec<u8>> {
+pub(crate) fn merge_in<E: AsRef<[u8]>>(mine: &[E], add: &[&[u8]]) -> Vec<Vec<u8>> {
     let mut out = Vec::with_capacity(mine.len() + add.len());
     let mut add_iter = add.iter().peekable();
     for e in mine {
-        let ts = timestamp_of(&e);
+        let ts = timestamp_of(e.as_ref());
         while add_iter.peek().is_some_and(|a| timestamp_of(a) < ts) {
             out.push(add_iter.next().expect("peeked").to_vec());
         }
-        out.push(e);
+        out.push(e.as_ref().to_vec());
     }
     out.extend(add_iter.map(|a| a.to_vec()));
     out
@@ -283,6 +291,9 @@ pub enum MergeBug {
     NoEntryJournal,
     /// The stream truncates the queue before the tree records the merge.
     TruncateFirst,
+    /// A one-pass run's tail is left in the flank leaf's unpersisted batch
+    /// while its leaves are rewritten without it.
+    TailNotPersisted,
 }
 
 #[cfg(any(test, feature = "crashtest"))]

@@ -219,6 +219,7 @@ impl TabTree {
             stats: TreeStats::default(),
             merged_ooo_generation: 0,
             pending_merge: None,
+            merge_rewritten: Default::default(),
         })
     }
 }

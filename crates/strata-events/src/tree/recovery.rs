@@ -120,6 +120,7 @@ impl TabTree {
             stats: TreeStats::default(),
             merged_ooo_generation: generation,
             pending_merge: None,
+            merge_rewritten: Default::default(),
         };
         let mut nodes_read = 0;
         if !tree.flank.is_pmem() {
