@@ -25,6 +25,13 @@ impl EngineHooks for DbHooks {
         self.0.engine().writes_stopped().map(|why| format!("writes stopped after a log failure: {why}"))
     }
 
+    fn failed_parts(&self) -> Vec<(String, String)> {
+        let failed = self.0.streams().failed().into_iter();
+        failed
+            .map(|f| (format!("stream {}/{}", f.db, f.name), format!("failed to recover: {}", f.reason)))
+            .collect()
+    }
+
     fn metrics_text(&self, out: &mut String) {
         let s = self.0.engine().stats();
         let r = self.0.recovery();
@@ -66,6 +73,20 @@ impl EngineHooks for DbHooks {
             s.log_bytes_since_checkpoint,
         );
         metric(out, "strata_series", "gauge", "Series in the index.", s.series);
+        let failed = self.0.streams().failed();
+        metric(
+            out,
+            "strata_streams_failed",
+            "gauge",
+            "Event streams that failed to recover at startup (out of service).",
+            failed.len() as u64,
+        );
+        if !failed.is_empty() {
+            header(out, "strata_stream_failed_info", "gauge", "An event stream that failed to recover.");
+            for f in &failed {
+                let _ = writeln!(out, "strata_stream_failed_info{{db=\"{}\",stream=\"{}\"}} 1", f.db, f.name);
+            }
+        }
         metric(out, "strata_databases", "gauge", "Databases.", s.databases);
         metric(out, "strata_dram_points", "gauge", "Points held in open blocks in DRAM.", s.dram_points);
         metric(out, "strata_dram_bytes", "gauge", "Compressed bytes of open blocks in DRAM.", s.dram_bytes);

@@ -8,80 +8,22 @@
 //! and `STRATA_KILL_SEED` the seed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
+
+mod common;
+use common::{free_port, http, start};
 
 const WRITERS: u64 = 3;
 const LINES_PER_REQUEST: u64 = 4;
 
-/// One HTTP/1.1 request on a fresh connection; returns (status, body).
-fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(20)))?;
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp)?;
-    let text = String::from_utf8_lossy(&resp).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    Ok((status, body))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Small checkpoint thresholds, so kills also land in the middle of
 /// checkpoints (sealing, block file and manifest writes, log truncation).
 const CONFIG: &str = "[storage]\ncheckpoint_log_bytes = 32768\ncheckpoint_interval_s = 1\n";
-
-fn start(data_dir: &Path, protocol: &str, port: u16) -> Child {
-    let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
-    std::fs::write(&config, CONFIG).expect("write config");
-    let stderr_path = data_dir.parent().expect("data dir inside a temp dir").join("serve-stderr.log");
-    let stderr = std::fs::File::create(&stderr_path).expect("create stderr log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn strata serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok((204, _)) = http(port, "GET", "/ping", b"") {
-            return child;
-        }
-        if let Some(status) = child.try_wait().expect("poll strata serve") {
-            let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            panic!("strata serve exited with {status} before answering /ping; its stderr:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("kill");
-    child.wait().expect("reap");
-    panic!("strata serve did not answer /ping within 60 s");
-}
 
 /// Request `seq` of writer `w`: LINES_PER_REQUEST points at distinct times,
 /// each with fields a and b derived from (w, seq, line).
@@ -211,7 +153,7 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
     let mut acked_total = 0;
     for i in 0..iterations {
         let port = free_port();
-        let mut child = start(&dir, protocol, port);
+        let mut child = start(&dir, CONFIG, protocol, port);
         if i > 0 {
             let checked = verify(port, &ledger.lock().unwrap());
             assert!(checked >= acked_total, "seed {seed}: iteration {i}");
@@ -221,7 +163,7 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
         acked_total = ledger.lock().unwrap().acked.len() * LINES_PER_REQUEST as usize;
     }
     let port = free_port();
-    let mut child = start(&dir, protocol, port);
+    let mut child = start(&dir, CONFIG, protocol, port);
     let checked = verify(port, &ledger.lock().unwrap());
     let block_files = std::fs::read_dir(dir.join("series"))
         .map(|d| {

@@ -50,6 +50,10 @@ pub enum EngineError {
     Storage { what: String, source: Box<dyn std::error::Error + Send + Sync> },
     #[error("the group this transaction was submitted with failed: {0}")]
     GroupFailed(Arc<EngineError>),
+    /// A part of the store is out of service (an event stream that failed
+    /// to recover); the rest is served. HTTP 503.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Why bytes do not decode as (or a value does not fit) one of the series

@@ -14,6 +14,12 @@ pub trait EngineHooks: Send + Sync {
     fn metrics_text(&self, out: &mut String);
     /// `Some(reason)` makes `GET /health` answer 503 with the reason.
     fn unhealthy_because(&self) -> Option<String>;
+    /// Parts of the store out of service while the rest is served (event
+    /// streams that failed to recover): `(check name, reason)`. `GET
+    /// /health` lists them as failed checks and still answers 200.
+    fn failed_parts(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Hooks of an engine with nothing to checkpoint and no extra metrics

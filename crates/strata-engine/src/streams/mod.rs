@@ -20,7 +20,12 @@
 //!   before deleting anything, so a crash never resurrects a half-dropped
 //!   stream;
 //! - open ([`Streams::open`]) deletes leftover `.creating-*` and
-//!   `.dropped-*` directories and recovers every stream, timing each.
+//!   `.dropped-*` directories and recovers every stream, timing each. A
+//!   stream that fails to recover (a damaged catalog, region or block file)
+//!   is *failed*: it is kept aside with the reason, its writes and queries
+//!   get [`StreamError::Unavailable`] (HTTP 503), `/health` and `/metrics`
+//!   report it, and every other stream and the series engine come up. Its
+//!   files are left as they are for the operator; dropping it removes them.
 
 pub mod catalog;
 pub mod placement;
@@ -102,10 +107,21 @@ pub struct StreamRecovered {
     pub merge_resumed: bool,
 }
 
+/// A stream that failed to recover at open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailedStream {
+    pub db: String,
+    pub name: String,
+    /// The recovery's error, as text for operators.
+    pub reason: String,
+}
+
 /// The recovery of every stream at open.
 #[derive(Clone, Debug, Default)]
 pub struct StreamsRecovery {
     pub streams: Vec<StreamRecovered>,
+    /// Streams that failed to recover (see the module comment).
+    pub failed: Vec<FailedStream>,
     /// Leftover `.creating-*` / `.dropped-*` directories removed.
     pub leftovers_removed: usize,
     pub duration: Duration,
@@ -130,6 +146,9 @@ impl fmt::Display for StreamsRecovery {
                 s.duration.as_secs_f64() * 1e3,
                 if s.merge_resumed { " (finished an interrupted out-of-order merge)" } else { "" }
             )?;
+        }
+        for s in &self.failed {
+            write!(f, "\n  stream {}/{}: FAILED to recover, unavailable: {}", s.db, s.name, s.reason)?;
         }
         Ok(())
     }
@@ -185,6 +204,8 @@ pub struct Streams {
     settings: NewStreamSettings,
     pmem: PmemSettings,
     open: RwLock<BTreeMap<(String, String), Arc<OpenStream>>>,
+    /// Streams that failed to recover, by (db, name): the reason.
+    failed: RwLock<BTreeMap<(String, String), String>>,
     /// Serializes create and drop.
     ddl: Mutex<()>,
 }
@@ -209,6 +230,7 @@ impl Streams {
             settings,
             pmem,
             open: RwLock::new(BTreeMap::new()),
+            failed: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
         };
         let mut report = StreamsRecovery::default();
@@ -222,29 +244,28 @@ impl Streams {
                     removed_here = true;
                     continue;
                 }
-                let catalog = Catalog::read(&dir)?;
-                let db_name = db_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if catalog.db != db_name || catalog.name != file_name {
-                    return Err(EngineError::corruption(
-                        dir.display().to_string(),
-                        format!("the catalog names stream {}/{}", catalog.db, catalog.name),
-                    ));
-                }
+                let db_name = db_dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
                 let one = Instant::now();
-                let config = placement::stream_config(&catalog);
-                let media = placement::open_media(&dir, &catalog, &pmem)?;
-                let (stream, r) = EventStream::recover(config, media).map_err(|e| EngineError::Storage {
-                    what: format!("recovering stream {}/{}", catalog.db, catalog.name),
-                    source: Box::new(e),
-                })?;
-                report.streams.push(StreamRecovered {
-                    db: catalog.db.clone(),
-                    name: catalog.name.clone(),
-                    events: stream.len(),
-                    duration: one.elapsed(),
-                    merge_resumed: r.merge_resumed.is_some(),
-                });
-                streams.insert(catalog, stream);
+                match recover_one(&dir, &db_name, &file_name, &pmem) {
+                    Ok((catalog, stream, merge_resumed)) => {
+                        report.streams.push(StreamRecovered {
+                            db: catalog.db.clone(),
+                            name: catalog.name.clone(),
+                            events: stream.len(),
+                            duration: one.elapsed(),
+                            merge_resumed,
+                        });
+                        streams.insert(catalog, stream);
+                    }
+                    Err(e) => {
+                        let failed = FailedStream { db: db_name, name: file_name, reason: e.to_string() };
+                        streams
+                            .failed
+                            .write()
+                            .insert((failed.db.clone(), failed.name.clone()), failed.reason.clone());
+                        report.failed.push(failed);
+                    }
+                }
             }
             if removed_here {
                 catalog::sync_dir(&db_dir)?;
@@ -286,6 +307,33 @@ impl Streams {
         self.open.read().get(&(db.to_string(), name.to_string())).cloned()
     }
 
+    /// Why stream `db`/`name` is unavailable, if it failed to recover.
+    pub fn failed_reason(&self, db: &str, name: &str) -> Option<String> {
+        self.failed.read().get(&(db.to_string(), name.to_string())).cloned()
+    }
+
+    /// The streams that failed to recover, sorted by (db, name).
+    pub fn failed(&self) -> Vec<FailedStream> {
+        self.failed
+            .read()
+            .iter()
+            .map(|((db, name), reason)| FailedStream {
+                db: db.clone(),
+                name: name.clone(),
+                reason: reason.clone(),
+            })
+            .collect()
+    }
+
+    /// [`StreamError::Unavailable`] for a failed stream.
+    pub fn unavailable(&self, db: &str, name: &str) -> Option<StreamError> {
+        self.failed_reason(db, name).map(|why| {
+            StreamError::Unavailable(format!(
+                "stream {db}/{name} is unavailable: it failed to recover at startup ({why}); drop it or restore its files and restart"
+            ))
+        })
+    }
+
     /// Every open stream, sorted by (db, name).
     pub fn all(&self) -> Vec<Arc<OpenStream>> {
         self.open.read().values().cloned().collect()
@@ -304,6 +352,11 @@ impl Streams {
         let _ddl = self.ddl.lock();
         if self.get(db, name).is_some() {
             return Err(StreamError::AlreadyExists(format!("stream {db}/{name} already exists")));
+        }
+        if let Some(why) = self.failed_reason(db, name) {
+            return Err(StreamError::AlreadyExists(format!(
+                "stream {db}/{name} exists but failed to recover ({why}); drop it first"
+            )));
         }
         let s = self.settings;
         let mut catalog = Catalog {
@@ -356,6 +409,9 @@ impl Streams {
         let _ddl = self.ddl.lock();
         let key = (db.to_string(), name.to_string());
         let Some(open) = self.get(db, name) else {
+            if self.failed_reason(db, name).is_some() {
+                return self.drop_failed(db, name);
+            }
             return Err(StreamError::NotFound(format!("stream {db}/{name} not found")));
         };
         // Wait for in-flight writes and queries of the stream.
@@ -373,6 +429,48 @@ impl Streams {
         catalog::sync_dir(&db_dir)?;
         Ok(())
     }
+}
+
+impl Streams {
+    /// Drops a stream that failed to recover: its directory goes the way of
+    /// any dropped stream's (caller holds the DDL lock).
+    fn drop_failed(&self, db: &str, name: &str) -> Result<(), StreamError> {
+        let db_dir = self.root.join(db);
+        let tomb = db_dir.join(format!("{DROPPED_PREFIX}{name}"));
+        if tomb.exists() {
+            std::fs::remove_dir_all(&tomb).map_err(io)?;
+        }
+        std::fs::rename(db_dir.join(name), &tomb).map_err(io)?;
+        self.failed.write().remove(&(db.to_string(), name.to_string()));
+        catalog::sync_dir(&db_dir)?;
+        std::fs::remove_dir_all(&tomb).map_err(io)?;
+        catalog::sync_dir(&db_dir)?;
+        Ok(())
+    }
+}
+
+/// Reads the catalog of the stream in `dir` (database `db`, directory name
+/// `name`) and recovers the stream; whether it finished an interrupted merge.
+fn recover_one(
+    dir: &Path,
+    db: &str,
+    name: &str,
+    pmem: &PmemSettings,
+) -> Result<(Catalog, EventStream, bool), EngineError> {
+    let catalog = Catalog::read(dir)?;
+    if catalog.db != db || catalog.name != name {
+        return Err(EngineError::corruption(
+            dir.display().to_string(),
+            format!("the catalog names stream {}/{}", catalog.db, catalog.name),
+        ));
+    }
+    let config = placement::stream_config(&catalog);
+    let media = placement::open_media(dir, &catalog, pmem)?;
+    let (stream, r) = EventStream::recover(config, media).map_err(|e| EngineError::Storage {
+        what: format!("recovering stream {}/{}", catalog.db, catalog.name),
+        source: Box::new(e),
+    })?;
+    Ok((catalog, stream, r.merge_resumed.is_some()))
 }
 
 /// Subdirectories of `dir`, sorted (none if `dir` does not exist).

@@ -308,28 +308,53 @@ fn creation_checks_names_schemas_and_conflicts() {
 }
 
 #[test]
-fn leftovers_are_removed_and_a_damaged_catalog_fails_open() {
+fn leftovers_are_removed_and_a_damaged_stream_is_out_of_service_alone() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), "pmem");
     db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
+    db.tables().create_stream("mydb", "other", &attrs()).unwrap();
     drop(db);
     let db_dir = dir.path().join("streams/mydb");
     std::fs::create_dir_all(db_dir.join(".creating-half")).unwrap();
     std::fs::create_dir_all(db_dir.join(".dropped-old/data")).unwrap();
     let db = open(dir.path(), "pmem");
     assert_eq!(db.streams_recovery().leftovers_removed, 2);
-    assert_eq!(db.tables().list_streams(None).len(), 1);
+    assert_eq!(db.tables().list_streams(None).len(), 2);
     assert!(db.streams_recovery().to_string().contains("stream mydb/stock: 0 events"));
     drop(db);
     let catalog = db_dir.join("stock/stream.catalog");
     let mut bytes = std::fs::read(&catalog).unwrap();
     bytes[20] ^= 0x40;
     std::fs::write(&catalog, &bytes).unwrap();
-    let err = Db::open(&config(dir.path(), "pmem"), &|_, _, _| {})
-        .err()
-        .expect("a bad CRC is an error")
-        .to_string();
-    assert!(err.contains("CRC mismatch") && err.contains("stream.catalog"), "{err}");
+    let db = open(dir.path(), "pmem");
+    let failed = &db.streams_recovery().failed;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!((failed[0].db.as_str(), failed[0].name.as_str()), ("mydb", "stock"));
+    assert!(
+        failed[0].reason.contains("CRC mismatch") && failed[0].reason.contains("stream.catalog"),
+        "{failed:?}"
+    );
+    assert!(db.streams_recovery().to_string().contains("stream mydb/stock: FAILED to recover"));
+    assert_eq!(db.tables().kind_of("mydb", "stock"), Some(TableKind::EventStream), "it still hides series");
+    let select =
+        EventSelect { range: TimeRange::ALL, filters: vec![], query: EventQuery::Raw { attrs: vec![] } };
+    let err = db.tables().select_events("mydb", "stock", &select).unwrap_err();
+    assert!(
+        matches!(err, StreamError::Unavailable(_)) && err.to_string().contains("failed to recover"),
+        "{err}"
+    );
+    let e = (0, 1, 1.5, 2, "X".to_string(), true);
+    let err = db.tables().write_request("mydb", &[point(&e)]).unwrap_err();
+    assert!(matches!(err, strata_series::EngineError::Unavailable(_)), "{err}");
+    let mut other = point(&e);
+    other.measurement = "other".into();
+    assert_eq!(db.tables().write_request("mydb", &[other]).unwrap().points_written, 1, "the rest is served");
+    let err = db.tables().create_stream("mydb", "stock", &attrs()).unwrap_err();
+    assert!(matches!(err, StreamError::AlreadyExists(_)), "{err}");
+    db.tables().drop_stream("mydb", "stock").unwrap();
+    assert!(db.streams().failed().is_empty());
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
+    assert_eq!(db.tables().write_request("mydb", &[point(&e)]).unwrap().points_written, 1);
 }
 
 #[test]

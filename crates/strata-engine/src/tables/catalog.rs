@@ -112,6 +112,7 @@ impl TableCatalog {
 fn stream_error(e: StreamError) -> EngineError {
     match e {
         StreamError::Engine(e) => e,
+        StreamError::Unavailable(m) => EngineError::Unavailable(m),
         StreamError::Invalid(m) | StreamError::AlreadyExists(m) | StreamError::NotFound(m) => {
             EngineError::InvalidArgument(m)
         }
@@ -128,7 +129,7 @@ impl Tables for TableCatalog {
     }
 
     fn kind_of(&self, db: &str, name: &str) -> Option<TableKind> {
-        if self.streams.get(db, name).is_some() {
+        if self.streams.get(db, name).is_some() || self.streams.failed_reason(db, name).is_some() {
             return Some(TableKind::EventStream);
         }
         let series = self.engine.measurements(db).ok()?.iter().any(|m| m == name);
@@ -138,12 +139,28 @@ impl Tables for TableCatalog {
     fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError> {
         let mut out: BTreeMap<String, TableKind> =
             self.engine.measurements(db)?.into_iter().map(|m| (m, TableKind::Series)).collect();
-        // A stream hides series of the same name (see the module comment).
+        // A stream hides series of the same name (see the module comment),
+        // also one that failed to recover.
         out.extend(self.streams.names(db).into_iter().map(|n| (n, TableKind::EventStream)));
+        out.extend(
+            self.streams
+                .failed()
+                .into_iter()
+                .filter(|f| f.db == db)
+                .map(|f| (f.name, TableKind::EventStream)),
+        );
         Ok(out.into_iter().collect())
     }
 
     fn write_request(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
+        // A request with points for a stream that failed to recover writes
+        // nothing (503): those points must not land in the series engine.
+        for failed in self.streams.failed().into_iter().filter(|f| f.db == db) {
+            if points.iter().any(|p| p.measurement == failed.name) {
+                let e = self.streams.unavailable(db, &failed.name).expect("listed as failed");
+                return Err(stream_error(e));
+            }
+        }
         let stream_names = self.streams.names(db);
         if stream_names.is_empty() {
             return self.engine.write(db, points);
@@ -177,7 +194,7 @@ impl Tables for TableCatalog {
     }
 
     fn drop_table(&self, db: &str, name: &str) -> Result<(), EngineError> {
-        if self.streams.get(db, name).is_some() {
+        if self.streams.get(db, name).is_some() || self.streams.failed_reason(db, name).is_some() {
             return self.streams.drop_stream(db, name).map_err(stream_error);
         }
         self.engine.drop_measurement(db, name)
@@ -207,6 +224,10 @@ impl StreamTables for TableCatalog {
         self.streams.all().iter().filter(|s| db.is_none_or(|d| s.catalog.db == d)).map(|s| s.info()).collect()
     }
 
+    fn failed_streams(&self) -> Vec<(String, String, String)> {
+        self.streams.failed().into_iter().map(|f| (f.db, f.name, f.reason)).collect()
+    }
+
     fn stream_schema(&self, db: &str, measurement: &str) -> Option<Vec<StreamAttr>> {
         self.streams.get(db, measurement).map(|s| attrs_of(&s.catalog.schema))
     }
@@ -216,6 +237,9 @@ impl StreamTables for TableCatalog {
     }
 
     fn select_events(&self, db: &str, name: &str, select: &EventSelect) -> Result<EventRows, StreamError> {
+        if let Some(e) = self.streams.unavailable(db, name) {
+            return Err(e);
+        }
         let open = self
             .streams
             .get(db, name)

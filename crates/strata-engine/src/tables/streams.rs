@@ -245,6 +245,10 @@ pub enum StreamError {
     /// The engine failed (I/O, corruption).
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The stream failed to recover at startup and is out of service (HTTP
+    /// 503); the rest of the store is served.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Event streams of a store: created with a schema, persistent, queried
@@ -255,6 +259,11 @@ pub trait StreamTables: Send + Sync {
     fn create_stream(&self, db: &str, name: &str, attrs: &[StreamAttr]) -> Result<StreamInfo, StreamError>;
     /// Streams of `db` (every database when `None`), sorted by (db, name).
     fn list_streams(&self, db: Option<&str>) -> Vec<StreamInfo>;
+    /// Streams that failed to recover at startup and are out of service:
+    /// `(db, name, reason)`, sorted.
+    fn failed_streams(&self) -> Vec<(String, String, String)> {
+        Vec::new()
+    }
     /// The schema of a stream, `None` if `measurement` is not a stream of `db`.
     fn stream_schema(&self, db: &str, measurement: &str) -> Option<Vec<StreamAttr>>;
     /// Removes a stream and its data, durably.

@@ -59,6 +59,10 @@ pub enum QueryError {
     /// A request parameter is invalid (e.g. an unknown `epoch`).
     #[error("{0}")]
     BadParam(String),
+    /// A statement read an event stream that failed to recover at startup
+    /// (the rest of the store is served): the request fails as a whole.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Parses `;`-separated statements.
@@ -75,5 +79,5 @@ pub fn execute(
 ) -> Result<serde_json::Value, QueryError> {
     let epoch = Epoch::parse(params.epoch.as_deref())?;
     let statements = parse_query(text)?;
-    Ok(exec::execute_statements(tables, &statements, params, epoch))
+    exec::execute_statements(tables, &statements, params, epoch)
 }

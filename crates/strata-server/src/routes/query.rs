@@ -1,7 +1,8 @@
 //! `GET|POST /query?q=&db=&epoch=&pretty=`: InfluxQL through
 //! `strata_influx::influxql::execute`, answered with its JSON (200; errors of
-//! single statements stay inside the results, as InfluxDB does) or 400 when
-//! the query does not parse.
+//! single statements stay inside the results, as InfluxDB does), 400 when
+//! the query does not parse, or 503 when it reads an event stream that
+//! failed to recover.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -84,10 +85,12 @@ async fn run_query(
     Ok(response)
 }
 
-/// Every request-level query error is the client's (400); failures of
-/// single statements are inside the 200 results.
+/// Request-level query errors are the client's (400), but for a read of an
+/// event stream that failed to recover (503); failures of single statements
+/// are inside the 200 results.
 fn query_error_status(error: &QueryError) -> StatusCode {
     match error {
         QueryError::Parse(_) | QueryError::BadParam(_) => StatusCode::BAD_REQUEST,
+        QueryError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
     }
 }

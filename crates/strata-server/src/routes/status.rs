@@ -1,5 +1,7 @@
 //! `GET|HEAD /ping` (204, or 200 with the version when `verbose`), `GET
-//! /health` (InfluxDB 1.8's JSON; 503 when the engine reports a problem)
+//! /health` (InfluxDB 1.8's JSON; 503 when the engine reports a problem; a
+//! part out of service, such as a stream that failed to recover, is a failed
+//! entry of `checks` while the rest is served, with 200)
 //! and `GET /metrics` (Prometheus text: the server's metrics, then the engine's).
 
 use std::sync::Arc;
@@ -38,18 +40,26 @@ pub async fn ping(State(state): State<Arc<AppState>>, RawQuery(query): RawQuery)
 /// `GET /health`.
 pub async fn health(State(state): State<Arc<AppState>>) -> Response {
     let hooks = Arc::clone(&state.hooks);
-    let verdict = tokio::task::spawn_blocking(move || hooks.unhealthy_because())
-        .await
-        .unwrap_or_else(|e| Some(format!("health check failed: {e}")));
-    let (status, pass, message) = match verdict {
+    let (verdict, failed) =
+        tokio::task::spawn_blocking(move || (hooks.unhealthy_because(), hooks.failed_parts()))
+            .await
+            .unwrap_or_else(|e| (Some(format!("health check failed: {e}")), Vec::new()));
+    let (status, pass, mut message) = match verdict {
         None => (StatusCode::OK, "pass", HEALTH_READY.to_string()),
         Some(reason) => (StatusCode::SERVICE_UNAVAILABLE, "fail", reason),
     };
+    if !failed.is_empty() {
+        message = format!("{message}; {} part(s) out of service, see checks", failed.len());
+    }
+    let checks: Vec<serde_json::Value> = failed
+        .iter()
+        .map(|(name, reason)| serde_json::json!({"name": name, "status": "fail", "message": reason}))
+        .collect();
     let body = serde_json::json!({
         "name": HEALTH_NAME,
         "message": message,
         "status": pass,
-        "checks": [],
+        "checks": checks,
         "version": state.config.version,
     });
     json_response(status, &body)

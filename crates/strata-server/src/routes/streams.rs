@@ -34,6 +34,7 @@ fn api_error(e: StreamError) -> ApiError {
         StreamError::AlreadyExists(m) => ApiError::new(StatusCode::CONFLICT, m),
         StreamError::NotFound(m) => ApiError::new(StatusCode::NOT_FOUND, m),
         StreamError::Engine(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        StreamError::Unavailable(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
     }
 }
 

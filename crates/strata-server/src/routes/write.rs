@@ -178,6 +178,9 @@ fn parse_and_commit(
             Err(e @ (EngineError::InvalidArgument(_) | EngineError::InvalidDatabaseName(..))) => {
                 return Err(ApiError::bad_request(e.to_string()));
             }
+            Err(e @ EngineError::Unavailable(_)) => {
+                return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()));
+            }
             Err(e) => return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
         }
     }

@@ -69,13 +69,14 @@ pub fn execute_statement(
     }
 }
 
-/// Runs statements in order and builds `{"results": [...]}`.
+/// Runs statements in order and builds `{"results": [...]}`; a statement
+/// that read an unavailable event stream fails the whole request.
 pub fn execute_statements(
     tables: &dyn Tables,
     statements: &[Statement],
     params: &QueryParams,
     epoch: Epoch,
-) -> Value {
+) -> Result<Value, crate::influxql::QueryError> {
     let mut results = Vec::with_capacity(statements.len());
     let mut failed = false;
     for (id, statement) in statements.iter().enumerate() {
@@ -85,9 +86,14 @@ pub fn execute_statements(
             execute_statement(tables, statement, params, epoch)
         };
         failed |= outcome.is_err();
+        if let Err(StatementError::Stream(strata_engine::tables::streams::StreamError::Unavailable(m))) =
+            &outcome
+        {
+            return Err(crate::influxql::QueryError::Unavailable(m.clone()));
+        }
         results.push(statement_result(id, &outcome));
     }
     let mut body = serde_json::Map::new();
     body.insert("results".to_string(), Value::Array(results));
-    Value::Object(body)
+    Ok(Value::Object(body))
 }

@@ -34,6 +34,15 @@ pub fn run_select(
     let db = super::target::resolve_db(stmt.from.database.as_deref(), params)?;
     if tables.kind_of(&db, &stmt.from.name) == Some(TableKind::EventStream) {
         if let Some(streams) = tables.stream_tables() {
+            let failed =
+                streams.failed_streams().into_iter().find(|(d, n, _)| *d == db && *n == stmt.from.name);
+            if let Some((d, n, why)) = failed {
+                return Err(StatementError::Stream(
+                    strata_engine::tables::streams::StreamError::Unavailable(format!(
+                        "stream {d}/{n} is unavailable: it failed to recover at startup ({why})"
+                    )),
+                ));
+            }
             if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
                 return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
             }

@@ -1,0 +1,68 @@
+//! Helpers of the tests that drive the real `strata serve` process.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One HTTP/1.1 request on a fresh connection; returns (status, body).
+pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let text = String::from_utf8_lossy(&resp).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((status, body))
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `strata serve` on `data_dir` (inside a temporary directory, which
+/// also gets the configuration file `config` and the server's stderr) and
+/// waits until it answers `/ping`.
+pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> Child {
+    let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
+    std::fs::write(&config, config_text).expect("write config");
+    let stderr_path = data_dir.parent().expect("data dir inside a temp dir").join("serve-stderr.log");
+    let stderr = std::fs::File::create(&stderr_path).expect("create stderr log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn strata serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok((204, _)) = http(port, "GET", "/ping", b"") {
+            return child;
+        }
+        if let Some(status) = child.try_wait().expect("poll strata serve") {
+            let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            panic!("strata serve exited with {status} before answering /ping; its stderr:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    panic!("strata serve did not answer /ping within 60 s");
+}
