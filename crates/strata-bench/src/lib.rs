@@ -33,6 +33,7 @@ pub mod peers;
 pub mod persist;
 pub mod report;
 pub mod settle;
+pub mod stream_queries;
 pub mod svg;
 pub mod ycsb_ts;
 

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use strata_bench::fir_recovery::{run_fir_recovery_bench, FirRecoveryOptions};
 use strata_bench::ingest::{default_protocols, rows_per_host_for, BenchDirs};
 use strata_bench::peers::parse_peer_list;
+use strata_bench::stream_queries::{run_stream_queries_bench, StreamQueriesOptions};
 use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
 use strata_bench::{run_ingest_bench, run_persist_bench, IngestOptions, PersistBenchOptions};
 use strata_engine::Protocol;
@@ -58,6 +59,11 @@ enum Benchmark {
     /// updated after it; recovery until the first transaction commits, with
     /// the index rebuilt on 2 threads and on 1.
     FirRecovery(FirRecoveryArgs),
+    /// Event-stream queries at scale: `LIMIT 10` (oldest and newest) and
+    /// `count` on a stream of 10^7 events, a full scan, and a writer's
+    /// acknowledgement latency alone and during full scans (the lock held
+    /// per chunk, or for the whole scan).
+    StreamQueries(StreamQueriesArgs),
     /// Internal: the child process of `bench oltp` (job in $STRATA_OLTP_JOB).
     #[command(hide = true)]
     OltpChild,
@@ -182,6 +188,24 @@ impl YcsbTsArgs {
         o.print = true;
         Ok(o)
     }
+}
+
+#[derive(Args)]
+struct StreamQueriesArgs {
+    /// Events in the stream (default 10^7; --quick 10^6).
+    #[arg(long)]
+    events: Option<u64>,
+    /// 10^6 events.
+    #[arg(long)]
+    quick: bool,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// A directory on a disk file system for the data directory (removed after the run).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -367,6 +391,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Benchmark::YcsbTs(a) => {
             ycsb_ts::run_ycsb_ts_bench(&a.options()?)?;
+            Ok(())
+        }
+        Benchmark::StreamQueries(a) => {
+            let mut o = if a.quick { StreamQueriesOptions::quick() } else { StreamQueriesOptions::full() };
+            if let Some(n) = a.events {
+                o.events = n;
+            }
+            o.rounds = a.rounds;
+            if let Some(d) = a.dir {
+                o.dir = d;
+            }
+            o.json_path = a.json;
+            run_stream_queries_bench(&o)?;
             Ok(())
         }
         Benchmark::Events(a) => crate::bench_events::run(a),

@@ -10,9 +10,11 @@
 //!   on `[v, v]`;
 //! - aggregates with filters: accumulated over the filtered events.
 //!
-//! Numbers: aggregates are kept as f64 by the tree, so sum/min/max of
-//! integer attributes are exact while |values| and sums stay below 2^53;
-//! they are reported as integers. Equal timestamps are separate events
+//! Numbers: aggregates are kept as f64 by the tree (and in its on-media
+//! aggregate records), so sum/min/max of integer attributes are exact while
+//! |values| and sums stay within 2^53; they are reported as integers, and a
+//! result beyond 2^53 is an overflow error (as InfluxDB errs on integer
+//! overflow) rather than a rounded or saturated number. Equal timestamps are separate events
 //! (one raw row each, all counted).
 
 use std::collections::BTreeMap;
@@ -227,6 +229,145 @@ fn matching_events(
     Ok(out)
 }
 
+/// Events a full raw scan reads per hold of the stream's lock (see
+/// [`crate::tables::catalog`]): writers wait for at most one chunk.
+pub const SCAN_CHUNK_EVENTS: u64 = 4096;
+
+/// Where a chunked scan stands: it has consumed every event before `ts`
+/// and the first `passed` events of timestamp `ts` (matching or not).
+/// Events are ordered by timestamp, then arrival; an event that arrives
+/// during the scan lands after every event of its timestamp, so each event
+/// present when the scan began is returned exactly once; one that arrives
+/// during it is returned if its timestamp is after the cursor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ScanCursor {
+    pub ts: i64,
+    pub passed: u64,
+}
+
+impl ScanCursor {
+    pub fn start(t_lo: i64) -> ScanCursor {
+        ScanCursor { ts: t_lo, passed: 0 }
+    }
+}
+
+/// Decoded events: `(timestamp, every attribute's value)`.
+type Decoded = Vec<(i64, Vec<Value>)>;
+/// Raw rows: `(timestamp, the projected attributes)`.
+type RawRows = Vec<(i64, Vec<FieldValue>)>;
+
+/// The indexes of the projected attributes.
+pub fn raw_columns(stream: &str, schema: &StreamSchema, attrs: &[String]) -> Result<Vec<usize>, StreamError> {
+    attrs.iter().map(|a| attr_index(stream, schema, a)).collect()
+}
+
+/// Raw rows of the projected attributes.
+pub fn project(events: Decoded, idx: &[usize]) -> RawRows {
+    events.into_iter().map(|(ts, v)| (ts, idx.iter().map(|&i| field_value(&v[i])).collect())).collect()
+}
+
+/// Up to `max` events matching `filters` from `cursor` to `t_hi`, read
+/// lazily, and the cursor after them (`None` once the range is exhausted).
+fn raw_chunk(
+    stream: &EventStream,
+    schema: &StreamSchema,
+    filters: &[Compiled],
+    cursor: ScanCursor,
+    t_hi: i64,
+    max: u64,
+) -> Result<(Decoded, Option<ScanCursor>), StreamError> {
+    let mut out = Vec::new();
+    let mut at = cursor;
+    let mut skip = cursor.passed;
+    for bytes in stream.range_iter(cursor.ts, t_hi).map_err(ev)? {
+        let bytes = bytes.map_err(ev)?;
+        let ts = event::timestamp_of(&bytes);
+        if ts == cursor.ts && skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        at =
+            if ts == at.ts { ScanCursor { ts, passed: at.passed + 1 } } else { ScanCursor { ts, passed: 1 } };
+        let e = event::decode(schema, &bytes).map_err(ev)?;
+        if filters.iter().all(|c| holds(c.op, &e.values[c.attr], &c.value)) {
+            out.push((e.ts, e.values));
+            if out.len() as u64 >= max {
+                return Ok((out, Some(at)));
+            }
+        }
+    }
+    Ok((out, None))
+}
+
+/// A full raw scan of `select` from `cursor`, one chunk: the rows and where
+/// the next chunk starts (`None`: done). The caller holds the stream's lock
+/// for this call only.
+pub fn select_raw_chunk(
+    stream_name: &str,
+    stream: &EventStream,
+    select: &EventSelect,
+    cursor: ScanCursor,
+) -> Result<(RawRows, Option<ScanCursor>), StreamError> {
+    let schema = &stream.config().tree.schema;
+    let EventQuery::Raw { attrs, .. } = &select.query else {
+        return Err(invalid(stream_name, "a chunked scan of an aggregate query"));
+    };
+    let idx = raw_columns(stream_name, schema, attrs)?;
+    let filters: Vec<Compiled> =
+        select.filters.iter().map(|f| compile(stream_name, schema, f)).collect::<Result<_, _>>()?;
+    if select.range.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let (events, next) = raw_chunk(stream, schema, &filters, cursor, select.range.max_ns, SCAN_CHUNK_EVENTS)?;
+    Ok((project(events, &idx), next))
+}
+
+/// The newest `n` events of `t_lo..=t_hi` matching `filters`, in time order.
+/// Without filters the tree's counts find where they begin (a binary search
+/// over time, each step logarithmic); with filters, windows ending at
+/// `t_hi` double until they hold `n` matching events.
+fn last_events(
+    stream: &EventStream,
+    schema: &StreamSchema,
+    filters: &[Compiled],
+    t_lo: i64,
+    t_hi: i64,
+    n: u64,
+) -> Result<Vec<(i64, Vec<Value>)>, StreamError> {
+    let keep_last = |mut v: Vec<(i64, Vec<Value>)>| {
+        let excess = v.len().saturating_sub(usize::try_from(n).unwrap_or(usize::MAX));
+        v.drain(..excess);
+        v
+    };
+    let count = |lo: i64| -> Result<u64, StreamError> { Ok(stream.aggregate(lo, t_hi).map_err(ev)?.count) };
+    if filters.is_empty() {
+        if count(t_lo)? <= n {
+            return matching_events(stream, schema, filters, t_lo, t_hi);
+        }
+        // The largest `t` with count(t..=t_hi) >= n.
+        let (mut lo, mut hi) = (i128::from(t_lo), i128::from(t_hi));
+        while lo < hi {
+            let mid = lo + (hi - lo + 1) / 2;
+            if count(clamp(mid))? >= n {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return Ok(keep_last(matching_events(stream, schema, filters, clamp(lo), t_hi)?));
+    }
+    let span = i128::from(t_hi) - i128::from(t_lo);
+    let mut width: i128 = (span / 1024).max(1);
+    loop {
+        let lo = clamp((i128::from(t_hi) - width).max(i128::from(t_lo)));
+        let found = matching_events(stream, schema, filters, lo, t_hi)?;
+        if found.len() as u64 >= n || lo == t_lo {
+            return Ok(keep_last(found));
+        }
+        width = width.saturating_mul(4);
+    }
+}
+
 /// A resolved aggregate column.
 #[derive(Copy, Clone)]
 struct Column {
@@ -268,26 +409,37 @@ impl Acc {
     const EMPTY: Acc = Acc { count: 0, sum: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY };
 }
 
-fn number(ty: AttrType, v: f64) -> FieldValue {
-    if is_integer(ty) {
-        FieldValue::Integer(v as i64)
-    } else {
-        FieldValue::Float(v)
+/// Integers up to this magnitude are exact as the f64 the tree's aggregate
+/// records keep (sums, minima and maxima of integer attributes).
+pub const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
+
+fn number(ty: AttrType, v: f64) -> Result<FieldValue, StreamError> {
+    if !is_integer(ty) {
+        return Ok(FieldValue::Float(v));
     }
+    if v.abs() > EXACT_INTEGER_LIMIT {
+        // InfluxDB answers an integer overflow with an error; here the bound
+        // is where the stored f64 aggregates stop being exact.
+        return Err(StreamError::Invalid(format!(
+            "integer aggregate overflow: {v:e} is beyond 2^53, the exact range of the stream's integer aggregates"
+        )));
+    }
+    Ok(FieldValue::Integer(v as i64))
 }
 
 /// One column's value from (count, sum, min, max) of its attribute.
-fn column_value(c: &Column, count: u64, acc: Acc) -> Option<FieldValue> {
+fn column_value(c: &Column, count: u64, acc: Acc) -> Result<Option<FieldValue>, StreamError> {
     if count == 0 {
-        return None;
+        return Ok(None);
     }
-    match c.func {
+    Ok(match c.func {
         EventAgg::Count => Some(FieldValue::Integer(count as i64)),
-        EventAgg::Sum => Some(number(c.ty, acc.sum)),
+        EventAgg::Sum => Some(number(c.ty, acc.sum)?),
         EventAgg::Mean => Some(FieldValue::Float(acc.sum / count as f64)),
-        EventAgg::Min => (acc.min <= acc.max).then(|| number(c.ty, acc.min)),
-        EventAgg::Max => (acc.min <= acc.max).then(|| number(c.ty, acc.max)),
-    }
+        EventAgg::Min if acc.min <= acc.max => Some(number(c.ty, acc.min)?),
+        EventAgg::Max if acc.min <= acc.max => Some(number(c.ty, acc.max)?),
+        EventAgg::Min | EventAgg::Max => None,
+    })
 }
 
 fn from_tree(aggs: &Aggregates, attr: usize) -> Acc {
@@ -300,13 +452,13 @@ fn from_tree(aggs: &Aggregates, attr: usize) -> Acc {
     }
 }
 
-fn row(cols: &[Column], start_ns: i64, accs: &[Acc]) -> AggRow {
+fn row(cols: &[Column], start_ns: i64, accs: &[Acc]) -> Result<AggRow, StreamError> {
     let count = accs.first().map_or(0, |a| a.count);
-    AggRow {
+    Ok(AggRow {
         start_ns,
-        values: cols.iter().zip(accs).map(|(c, a)| column_value(c, count, *a)).collect(),
+        values: cols.iter().zip(accs).map(|(c, a)| column_value(c, count, *a)).collect::<Result<_, _>>()?,
         selected_ns: None,
-    }
+    })
 }
 
 fn clamp(t: i128) -> i64 {
@@ -324,19 +476,17 @@ pub fn select(
         select.filters.iter().map(|f| compile(stream_name, schema, f)).collect::<Result<_, _>>()?;
     let (t_lo, t_hi) = (select.range.min_ns, select.range.max_ns);
     match &select.query {
-        EventQuery::Raw { attrs } => {
-            let idx: Vec<usize> =
-                attrs.iter().map(|a| attr_index(stream_name, schema, a)).collect::<Result<_, _>>()?;
-            if select.range.is_empty() {
+        EventQuery::Raw { attrs, limit, newest } => {
+            let idx = raw_columns(stream_name, schema, attrs)?;
+            if select.range.is_empty() || *limit == Some(0) {
                 return Ok(EventRows::Raw(Vec::new()));
             }
-            let events = matching_events(stream, schema, &filters, t_lo, t_hi)?;
-            Ok(EventRows::Raw(
-                events
-                    .into_iter()
-                    .map(|(ts, v)| (ts, idx.iter().map(|&i| field_value(&v[i])).collect()))
-                    .collect(),
-            ))
+            let events = match (*limit, *newest) {
+                (None, _) => matching_events(stream, schema, &filters, t_lo, t_hi)?,
+                (Some(n), false) => raw_chunk(stream, schema, &filters, ScanCursor::start(t_lo), t_hi, n)?.0,
+                (Some(n), true) => last_events(stream, schema, &filters, t_lo, t_hi, n)?,
+            };
+            Ok(EventRows::Raw(project(events, &idx)))
         }
         EventQuery::Aggregate { columns: list, window } => {
             let cols = columns(stream_name, schema, list)?;
@@ -352,7 +502,7 @@ pub fn select(
                 aggregate_from_tree(stream_name, stream, &cols, *window, t_lo, t_hi)?
             } else {
                 let events = matching_events(stream, schema, &filters, t_lo, t_hi)?;
-                aggregate_events(&cols, *window, t_lo, &events)
+                aggregate_events(&cols, *window, t_lo, &events)?
             };
             Ok(EventRows::Aggregate(rows))
         }
@@ -374,7 +524,7 @@ fn aggregate_from_tree(
     }
     let accs_of = |aggs: &Aggregates| cols.iter().map(|c| from_tree(aggs, c.attr)).collect::<Vec<Acc>>();
     let Some(w) = window else {
-        let mut r = row(cols, t_lo, &accs_of(&whole));
+        let mut r = row(cols, t_lo, &accs_of(&whole))?;
         if let [c] = cols {
             if matches!(c.func, EventAgg::Min | EventAgg::Max) {
                 let a = from_tree(&whole, c.attr);
@@ -407,7 +557,7 @@ fn aggregate_from_tree(
         let hi = clamp((start + interval - 1).min(i128::from(t_hi)));
         let aggs = stream.aggregate(lo, hi).map_err(ev)?;
         if aggs.count > 0 {
-            rows.push(row(cols, clamp(start), &accs_of(&aggs)));
+            rows.push(row(cols, clamp(start), &accs_of(&aggs))?);
         }
         start += interval;
     }
@@ -420,7 +570,7 @@ fn aggregate_events(
     window: Option<EventWindow>,
     t_lo: i64,
     events: &[(i64, Vec<Value>)],
-) -> Vec<AggRow> {
+) -> Result<Vec<AggRow>, StreamError> {
     // Per bucket: the accumulators and, per column, the earliest time of its min/max.
     let mut buckets: BTreeMap<i128, (Vec<Acc>, Vec<Option<i64>>)> = BTreeMap::new();
     for (ts, values) in events {
@@ -449,11 +599,11 @@ fn aggregate_events(
     buckets
         .into_iter()
         .map(|(start, (accs, times))| {
-            let mut r = row(cols, clamp(start), &accs);
+            let mut r = row(cols, clamp(start), &accs)?;
             if window.is_none() && cols.len() == 1 {
                 r.selected_ns = times[0];
             }
-            r
+            Ok(r)
         })
         .collect()
 }

@@ -105,7 +105,11 @@ fn check_queries(store: &dyn Tables, model: &[Ev], rng: &mut ChaCha8Rng) {
         // Time travel: every event once, equal timestamps kept.
         let raw = select(
             store,
-            EventSelect { range, filters: vec![], query: EventQuery::Raw { attrs: vec!["seq".into()] } },
+            EventSelect {
+                range,
+                filters: vec![],
+                query: EventQuery::Raw { attrs: vec!["seq".into()], limit: None, newest: false },
+            },
         );
         let want: Vec<(i64, Vec<FieldValue>)> =
             in_range.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
@@ -123,14 +127,32 @@ fn check_queries(store: &dyn Tables, model: &[Ev], rng: &mut ChaCha8Rng) {
             EventSelect {
                 range,
                 filters: filters.clone(),
-                query: EventQuery::Raw { attrs: vec!["seq".into()] },
+                query: EventQuery::Raw { attrs: vec!["seq".into()], limit: None, newest: false },
             },
         );
         let passing: Vec<&&Ev> =
             in_range.iter().filter(|e| e.2 > x && e.4 == "AAPL" && i64::from(e.3) <= v).collect();
         let want: Vec<(i64, Vec<FieldValue>)> =
             passing.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
-        assert_eq!(raw, EventRows::Raw(want), "seed {SEED:#x} round {round}: filter");
+        assert_eq!(raw, EventRows::Raw(want.clone()), "seed {SEED:#x} round {round}: filter");
+        // LIMIT: the oldest or the newest n, in time order, with and without the filter.
+        let all_in_range: Vec<(i64, Vec<FieldValue>)> =
+            in_range.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+        let n = rng.gen_range(1..40u64);
+        for (what, filters, rows) in [("plain", vec![], &all_in_range), ("filtered", filters.clone(), &want)]
+        {
+            for newest in [false, true] {
+                let query = EventQuery::Raw { attrs: vec!["seq".into()], limit: Some(n), newest };
+                let got = select(store, EventSelect { range, filters: filters.clone(), query });
+                let k = rows.len().min(n as usize);
+                let expect = if newest { rows[rows.len() - k..].to_vec() } else { rows[..k].to_vec() };
+                assert_eq!(
+                    got,
+                    EventRows::Raw(expect),
+                    "seed {SEED:#x} round {round}: {what} limit {n} newest {newest}"
+                );
+            }
+        }
         // Windows from the tree's aggregates, and with a filter.
         let interval = rng.gen_range(1..20) * 10_000_000_000i64;
         let w = EventWindow { interval_ns: interval, offset_ns: 0 };
@@ -336,8 +358,11 @@ fn leftovers_are_removed_and_a_damaged_stream_is_out_of_service_alone() {
     );
     assert!(db.streams_recovery().to_string().contains("stream mydb/stock: FAILED to recover"));
     assert_eq!(db.tables().kind_of("mydb", "stock"), Some(TableKind::EventStream), "it still hides series");
-    let select =
-        EventSelect { range: TimeRange::ALL, filters: vec![], query: EventQuery::Raw { attrs: vec![] } };
+    let select = EventSelect {
+        range: TimeRange::ALL,
+        filters: vec![],
+        query: EventQuery::Raw { attrs: vec![], limit: None, newest: false },
+    };
     let err = db.tables().select_events("mydb", "stock", &select).unwrap_err();
     assert!(
         matches!(err, StreamError::Unavailable(_)) && err.to_string().contains("failed to recover"),
@@ -365,7 +390,7 @@ fn unsupported_queries_are_errors_not_answers() {
     let q = |filters: Vec<EventFilter>, query| {
         db.tables().select_events("mydb", "stock", &EventSelect { range: TimeRange::ALL, filters, query })
     };
-    let raw = |a: &str| EventQuery::Raw { attrs: vec![a.to_string()] };
+    let raw = |a: &str| EventQuery::Raw { attrs: vec![a.to_string()], limit: None, newest: false };
     assert!(q(vec![], raw("nope")).unwrap_err().to_string().contains("no attribute 'nope'"));
     let f = EventFilter { attr: "ok".into(), op: EventCmp::Gt, value: FieldValue::Boolean(true) };
     assert!(q(vec![f], raw("seq")).unwrap_err().to_string().contains("cannot compare attribute 'ok'"));
@@ -376,4 +401,68 @@ fn unsupported_queries_are_errors_not_answers() {
         db.tables().series_store().series("mydb", "stock").unwrap().is_empty(),
         "no series behind a stream"
     );
+}
+
+#[test]
+fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "pmem");
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0xC4);
+    let model = events(&mut rng, 3 * super::query::SCAN_CHUNK_EVENTS as usize + 321);
+    for chunk in model.chunks(700) {
+        let points: Vec<Point> = chunk.iter().map(point).collect();
+        assert_eq!(db.tables().write_request("mydb", &points).unwrap().points_written, chunk.len());
+    }
+    let all: Vec<(i64, Vec<FieldValue>)> =
+        sorted(&model).iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+    let raw = |limit, newest| EventQuery::Raw { attrs: vec!["seq".into()], limit, newest };
+    let got = select(
+        db.tables().as_ref(),
+        EventSelect { range: TimeRange::ALL, filters: vec![], query: raw(None, false) },
+    );
+    assert_eq!(
+        got,
+        EventRows::Raw(all.clone()),
+        "seed {SEED:#x}: a chunked scan returns every event once, in order"
+    );
+    for n in [1u64, 10, 4096, 5000] {
+        let first = select(
+            db.tables().as_ref(),
+            EventSelect { range: TimeRange::ALL, filters: vec![], query: raw(Some(n), false) },
+        );
+        assert_eq!(first, EventRows::Raw(all[..n as usize].to_vec()), "first {n}");
+        let last = select(
+            db.tables().as_ref(),
+            EventSelect { range: TimeRange::ALL, filters: vec![], query: raw(Some(n), true) },
+        );
+        assert_eq!(last, EventRows::Raw(all[all.len() - n as usize..].to_vec()), "last {n}");
+    }
+}
+
+#[test]
+fn integer_aggregates_beyond_2_pow_53_are_an_overflow_error_not_a_rounded_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "ssd");
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
+    let big = 1i64 << 52;
+    let evs: Vec<Ev> = (0..3).map(|i| (1_000 + i, big, 1.0, 1, "X".to_string(), true)).collect();
+    let points: Vec<Point> = evs.iter().map(point).collect();
+    db.tables().write_request("mydb", &points).unwrap();
+    let agg = |func, range| EventSelect {
+        range,
+        filters: vec![],
+        query: EventQuery::Aggregate { columns: vec![(func, "seq".to_string())], window: None },
+    };
+    let two = TimeRange { min_ns: 1_000, max_ns: 1_001 };
+    let EventRows::Aggregate(rows) = select(db.tables().as_ref(), agg(EventAgg::Sum, two)) else {
+        panic!("aggregate rows")
+    };
+    assert_eq!(rows[0].values, vec![Some(FieldValue::Integer(2 * big))], "2^53 itself is exact");
+    let err = db.tables().select_events("mydb", "stock", &agg(EventAgg::Sum, TimeRange::ALL)).unwrap_err();
+    assert!(err.to_string().contains("integer aggregate overflow"), "{err}");
+    let EventRows::Aggregate(rows) = select(db.tables().as_ref(), agg(EventAgg::Max, TimeRange::ALL)) else {
+        panic!()
+    };
+    assert_eq!(rows[0].values, vec![Some(FieldValue::Integer(big))], "max is within range");
 }

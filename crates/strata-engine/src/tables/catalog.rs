@@ -16,6 +16,11 @@
 //! - Kinds: a name that is a stream of the database is an event stream,
 //!   else a series measurement if the series engine has one.
 //! - `drop_table` of a stream drops the stream.
+//! - Queries of a stream hold its lock; a full raw scan (no `LIMIT`, no
+//!   attribute filter) holds it one chunk of
+//!   [`query::SCAN_CHUNK_EVENTS`] at a time, so a writer waits for a chunk,
+//!   not a scan. `LIMIT n` reads only the first (or, with `ORDER BY time
+//!   DESC`, the last) `n` events.
 //! - A stream cannot be created over a measurement that holds series
 //!   (checked at creation; a series write racing the creation can still
 //!   land in the series engine under the same name, and is then hidden
@@ -27,7 +32,7 @@ use std::sync::Arc;
 use strata_events::event;
 use strata_series::{EngineError, LineRejection, Point, SeriesEngine, SeriesStore, WriteOutcome};
 
-use super::streams::{EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables};
+use super::streams::{EventQuery, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables};
 use super::{TableKind, Tables};
 use crate::streams::placement::from_event_error;
 use crate::streams::write::point_to_event;
@@ -244,10 +249,31 @@ impl StreamTables for TableCatalog {
             .streams
             .get(db, name)
             .ok_or_else(|| StreamError::NotFound(format!("stream {db}/{name} not found")))?;
-        let stream = open.stream.lock();
-        if open.is_dropped() {
-            return Err(StreamError::NotFound(format!("stream {db}/{name} not found")));
+        let gone = || StreamError::NotFound(format!("stream {db}/{name} not found"));
+        let full_scan =
+            matches!(select.query, EventQuery::Raw { limit: None, .. }) && select.filters.is_empty();
+        if !full_scan {
+            let stream = open.stream.lock();
+            if open.is_dropped() {
+                return Err(gone());
+            }
+            return query::select(name, &stream, select);
         }
-        query::select(name, &stream, select)
+        // A full scan holds the stream's lock one chunk at a time, so
+        // writers wait for a chunk, not for the scan (see `ScanCursor` for
+        // what a scan sees of concurrent writes).
+        let mut rows = Vec::new();
+        let mut cursor = Some(query::ScanCursor::start(select.range.min_ns));
+        while let Some(at) = cursor {
+            let stream = open.stream.lock();
+            if open.is_dropped() {
+                return Err(gone());
+            }
+            let (chunk, next) = query::select_raw_chunk(name, &stream, select, at)?;
+            drop(stream);
+            rows.extend(chunk);
+            cursor = next;
+        }
+        Ok(EventRows::Raw(rows))
     }
 }

@@ -191,8 +191,10 @@ impl EventWindow {
 /// What a query returns.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventQuery {
-    /// The named attributes of every matching event.
-    Raw { attrs: Vec<String> },
+    /// The named attributes of the matching events: all of them, or at
+    /// most `limit`, the oldest (or with `newest` the newest), answered in
+    /// time order either way (`ORDER BY time DESC LIMIT n` reverses them).
+    Raw { attrs: Vec<String>, limit: Option<u64>, newest: bool },
     /// One value per `(function, attribute)`, over the whole range or per window.
     Aggregate { columns: Vec<(EventAgg, String)>, window: Option<EventWindow> },
 }

@@ -13,8 +13,19 @@ use super::EventStream;
 impl EventStream {
     /// Time travel: events with `t_lo <= ts <= t_hi`, in time order.
     pub fn range(&self, t_lo: i64, t_hi: i64) -> Result<Vec<Vec<u8>>, EventError> {
+        self.range_iter(t_lo, t_hi)?.collect()
+    }
+
+    /// [`EventStream::range`] read lazily: leaves are loaded as the caller
+    /// advances, so a caller that stops early (`LIMIT`) reads only what it
+    /// consumed (the queue's events of the range are collected up front).
+    pub fn range_iter(
+        &self,
+        t_lo: i64,
+        t_hi: i64,
+    ) -> Result<impl Iterator<Item = Result<Vec<u8>, EventError>> + '_, EventError> {
         let extra = self.queue.get_range(t_lo, t_hi)?.to_vecs();
-        self.tree.range_merged(t_lo, t_hi, extra).collect()
+        Ok(self.tree.range_merged(t_lo, t_hi, extra))
     }
 
     /// Every event in time order.

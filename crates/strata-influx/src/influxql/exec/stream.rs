@@ -264,7 +264,12 @@ pub fn run_stream_select(
         let attrs: Vec<String> =
             items.iter().filter_map(|i| if let Item::Raw(a) = i { Some(a.clone()) } else { None }).collect();
         let columns = (0..attrs.len()).map(ColumnSource::Field).collect();
-        (EventQuery::Raw { attrs: attrs.clone() }, Projection::Raw(columns), attrs)
+        // LIMIT (with OFFSET) goes to the store, which stops reading there:
+        // the first events, or the last ones for ORDER BY time DESC (every
+        // event of a stream is one row).
+        let limit = stmt.limit.filter(|&n| n > 0).map(|n| n.saturating_add(stmt.offset.unwrap_or(0)));
+        let query = EventQuery::Raw { attrs: attrs.clone(), limit, newest: stmt.order_desc };
+        (query, Projection::Raw(columns), attrs)
     };
     let select = EventSelect { range, filters, query };
     let answer = streams.select_events(db, &stmt.from.name, &select).map_err(StatementError::Stream)?;
@@ -446,7 +451,8 @@ mod tests {
         let out = run(&store, "SELECT * FROM s WHERE price > 2 AND 'AB' = sym AND time >= 3 AND time < 9");
         let asked = store.asked.lock().unwrap()[0].clone();
         assert_eq!(asked.range, TimeRange { min_ns: 3, max_ns: 8 });
-        assert_eq!(asked.query, EventQuery::Raw { attrs: vec!["n".into(), "price".into(), "sym".into()] });
+        let attrs = vec!["n".into(), "price".into(), "sym".into()];
+        assert_eq!(asked.query, EventQuery::Raw { attrs, limit: None, newest: false });
         assert_eq!(
             asked.filters,
             vec![
@@ -456,6 +462,22 @@ mod tests {
         );
         assert_eq!(out["series"][0]["values"], json!([[5, 1, 2.5, "AB"], [5, 2, 3.5, "AB"]]), "{out}");
         assert_eq!(out["series"][0]["columns"], json!(["time", "n", "price", "sym"]));
+    }
+
+    #[test]
+    fn limits_go_to_the_store_which_answers_the_newest_in_time_order_for_desc() {
+        let ev = |t: i64| (t, vec![FieldValue::Integer(t)]);
+        // The store's answer to "the newest 3": in time order.
+        let store = Fake::new(EventRows::Raw(vec![ev(7), ev(8), ev(9)]));
+        let out = run(&store, "SELECT n FROM s ORDER BY time DESC LIMIT 2 OFFSET 1");
+        let asked = store.asked.lock().unwrap()[0].clone();
+        assert_eq!(asked.query, EventQuery::Raw { attrs: vec!["n".into()], limit: Some(3), newest: true });
+        assert_eq!(out["series"][0]["values"], json!([[8, 8], [7, 7]]), "{out}");
+        let store = Fake::new(EventRows::Raw(vec![ev(1), ev(2)]));
+        let out = run(&store, "SELECT n FROM s LIMIT 2");
+        let asked = store.asked.lock().unwrap()[0].clone();
+        assert_eq!(asked.query, EventQuery::Raw { attrs: vec!["n".into()], limit: Some(2), newest: false });
+        assert_eq!(out["series"][0]["values"], json!([[1, 1], [2, 2]]), "{out}");
     }
 
     #[test]
