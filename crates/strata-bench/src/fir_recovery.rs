@@ -275,14 +275,7 @@ pub fn run_fir_recovery_bench(o: &FirRecoveryOptions) -> anyhow::Result<BenchRep
         Ok(report)
     })();
     std::fs::remove_file(&path).ok();
-    let report = result?;
-    if o.print {
-        report.print_table();
-    }
-    if let Some(p) = &o.json_path {
-        report.write_json(p)?;
-    }
-    Ok(report)
+    result?.publish(o.print, o.json_path.as_deref())
 }
 
 #[cfg(test)]

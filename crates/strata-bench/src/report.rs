@@ -144,6 +144,18 @@ impl BenchReport {
     pub fn print_table(&self) {
         print!("{}", self.render_table());
     }
+
+    /// The end of a run: the table on stdout (if `print`), the JSON to
+    /// `json_path` (if any); returns the report.
+    pub fn publish(self, print: bool, json_path: Option<&Path>) -> anyhow::Result<BenchReport> {
+        if print {
+            self.print_table();
+        }
+        if let Some(p) = json_path {
+            self.write_json(p)?;
+        }
+        Ok(self)
+    }
 }
 
 impl Serialize for BenchReport {

@@ -264,13 +264,7 @@ pub fn run_stream_queries_bench(o: &StreamQueriesOptions) -> anyhow::Result<Benc
         o.events, o.rounds
     ));
     report.notes.push("writer: one event per request, acknowledged when durable; during a chunked scan it waits for at most one chunk of the scan; the one-lock scan (the previous behaviour) blocks it for the whole scan".into());
-    if o.print {
-        report.print_table();
-    }
-    if let Some(p) = &o.json_path {
-        report.write_json(p)?;
-    }
-    Ok(report)
+    report.publish(o.print, o.json_path.as_deref())
 }
 
 #[cfg(test)]
