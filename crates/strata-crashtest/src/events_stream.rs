@@ -112,6 +112,10 @@ pub struct StreamOooPmemCrash {
     /// acknowledged when a merge took them into the tree, and merges spill
     /// their input to a file first.
     pub dram_queue: bool,
+    /// Leaves written out full (no spare room), so every merge shifts the
+    /// leaves after its first late event towards the flank in runs, with
+    /// tails of more than a leaf (the one-pass merge's long runs).
+    pub shifting: bool,
     record: RwLock<RunRecord>,
 }
 
@@ -139,6 +143,7 @@ impl StreamOooPmemCrash {
             ooo_permille: 400,
             all_pmem: false,
             dram_queue: false,
+            shifting: false,
             record: RwLock::new(RunRecord::default()),
         }
     }
@@ -150,6 +155,18 @@ impl StreamOooPmemCrash {
         StreamOooPmemCrash { all_pmem: true, ..StreamOooPmemCrash::new(batch_events).with_size(100) }
     }
 
+    /// The crash line `events-stream-shift/pmem`: no spare room, a queue of
+    /// 12, 110 events of which half are late, so merges shift whole runs of
+    /// leaves and append tails of more than a leaf to the flank.
+    pub fn shifting(batch_events: u32) -> StreamOooPmemCrash {
+        StreamOooPmemCrash {
+            shifting: true,
+            queue_events: 12,
+            ooo_permille: 500,
+            ..StreamOooPmemCrash::new(batch_events).with_size(110)
+        }
+    }
+
     /// The DRAM queue (crash line `events-stream-ooo-dramq/pmem`).
     pub fn with_dram_queue(mut self) -> Self {
         self.dram_queue = true;
@@ -159,7 +176,11 @@ impl StreamOooPmemCrash {
     /// The stream configuration under test.
     pub fn config(&self) -> StreamConfig {
         let mut tree = TreeConfig::new(crash_schema())
-            .with_spare_permille(if self.all_pmem { 900 } else { 100 })
+            .with_spare_permille(match (self.all_pmem, self.shifting) {
+                (true, _) => 900,
+                (false, true) => 0,
+                (false, false) => 100,
+            })
             .with_flank(FlankPlacement::Pmem { batch_events: self.batch_events })
             .with_translation(TranslationKind::PmemArray)
             .with_capacity(self.knobs.size + 64, self.knobs.size / 2 + 32);
@@ -335,7 +356,7 @@ impl StreamOooPmemCrash {
 
 impl PmemCrashProtocol for StreamOooPmemCrash {
     fn name(&self) -> String {
-        let mut name = "events-stream-ooo".to_string();
+        let mut name = if self.shifting { "events-stream-shift" } else { "events-stream-ooo" }.to_string();
         if self.batch_events != StreamOooPmemCrash::DEFAULT_BATCH_EVENTS {
             name.push_str(&format!("-k{}", self.batch_events));
         }

@@ -50,6 +50,11 @@ pub enum SuiteTarget {
     /// The same with the DRAM queue: merges spill their input to a file
     /// first, so an interrupted merge is resumed from it.
     EventsStreamOooDramQueue,
+    /// Full leaves: merges shift runs of leaves and append long tails.
+    EventsStreamShiftPmem,
+    /// Aggregates and index nodes on PMem (completed index nodes refreshed
+    /// in place by merges).
+    EventsStreamOooAllPmem,
     /// Transactional tables, one simulated region per log.
     TxnPmem(TxnLine),
     /// Transactional tables, log files on the fault-injecting file system.
@@ -75,7 +80,7 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 37] = [
+    pub const ALL: [SuiteTarget; 39] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
@@ -97,6 +102,8 @@ impl SuiteTarget {
         SuiteTarget::EventsFlankPmem(FlankBatch::K25),
         SuiteTarget::EventsStreamOooPmem,
         SuiteTarget::EventsStreamOooDramQueue,
+        SuiteTarget::EventsStreamShiftPmem,
+        SuiteTarget::EventsStreamOooAllPmem,
         SuiteTarget::TxnPmem(TxnLine::Serial),
         SuiteTarget::TxnPmem(TxnLine::Taurus2),
         SuiteTarget::TxnPmem(TxnLine::Taurus4),
@@ -141,6 +148,8 @@ impl SuiteTarget {
             SuiteTarget::EventsFlankPmem(FlankBatch::K25) => "events-flank-k25/pmem",
             SuiteTarget::EventsStreamOooPmem => "events-stream-ooo/pmem",
             SuiteTarget::EventsStreamOooDramQueue => "events-stream-ooo-dramq/pmem",
+            SuiteTarget::EventsStreamShiftPmem => "events-stream-shift/pmem",
+            SuiteTarget::EventsStreamOooAllPmem => "events-stream-ooo-allpmem/pmem",
             SuiteTarget::TxnPmem(TxnLine::Serial) => "txn-serial/pmem",
             SuiteTarget::TxnPmem(TxnLine::Taurus2) => "txn-taurus2/pmem",
             SuiteTarget::TxnPmem(TxnLine::Taurus4) => "txn-taurus4/pmem",
@@ -291,6 +300,16 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             // The same workload with the DRAM queue under the PMem flank.
             let samples = if o.quick { 8 } else { 128 };
             Protocol::Pmem(Box::new(StreamOooPmemCrash::new(5).with_dram_queue()), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsStreamShiftPmem => {
+            // Full leaves, half the events late, a queue of 12: every merge
+            // shifts runs of leaves and appends tails longer than a leaf.
+            let samples = if o.quick { 8 } else { 96 };
+            Protocol::Pmem(Box::new(StreamOooPmemCrash::shifting(5)), pmem_cfg(samples))
+        }
+        SuiteTarget::EventsStreamOooAllPmem => {
+            let samples = if o.quick { 8 } else { 64 };
+            Protocol::Pmem(Box::new(StreamOooPmemCrash::all_pmem(5)), pmem_cfg(samples))
         }
         SuiteTarget::SeriesSsd => {
             let txns = if o.quick { 24 } else { 200 };

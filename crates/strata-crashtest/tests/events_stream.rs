@@ -108,6 +108,13 @@ fn shifting_leaves_before_the_tail_is_persisted_shows_as_lost_events() {
 }
 
 #[test]
+fn redoing_a_refresh_with_the_recovered_newest_timestamp_shows_as_lost_events() {
+    let proto = StreamOooPmemCrash::shifting(5).with_planted_bug(MergeBug::RefreshUsesIndexNewest);
+    let report = crashtest(&proto, 2, 3000);
+    assert!(!report.is_clean(), "{}", report.line());
+}
+
+#[test]
 fn rewriting_flank_entries_without_the_journal_shows_as_damage() {
     let report = crashtest(&planted(MergeBug::NoEntryJournal), 8, 4000);
     assert!(!report.is_clean(), "{}", report.line());
@@ -125,6 +132,20 @@ fn crash_line_names_follow_the_batch_size_and_placement() {
     assert_eq!(StreamOooPmemCrash::new(1).name(), "events-stream-ooo-k1");
     assert_eq!(StreamOooPmemCrash::all_pmem(5).name(), "events-stream-ooo-allpmem");
     assert_eq!(StreamOooPmemCrash::all_pmem(1).name(), "events-stream-ooo-k1-allpmem");
+    assert_eq!(StreamOooPmemCrash::shifting(5).name(), "events-stream-shift");
+}
+
+#[test]
+fn full_leaves_shift_runs_with_long_tails_and_every_crash_image_keeps_every_event_once() {
+    let proto = StreamOooPmemCrash::shifting(5);
+    let region = Arc::new(Region::sim(proto.region_len()));
+    let acks = AckLog::new(|| 0);
+    proto.run(&region, &acks);
+    let counts = proto.run_counts();
+    assert!(counts.merges >= 3 && counts.events_carried > 40, "{counts:?}");
+    let report = crashtest(&proto, 2, 1500);
+    assert!(report.crash_points > 500, "{}", report.line());
+    assert!(report.is_clean(), "{}: {:?}", report.line(), report.first_failure);
 }
 
 /// Every crash point with 64 images each, several seeds and placements
@@ -134,8 +155,13 @@ fn crash_line_names_follow_the_batch_size_and_placement() {
 #[ignore]
 fn stream_thorough_crash_campaign() {
     for seed in 1..=3 {
-        for proto in [StreamOooPmemCrash::new(5), StreamOooPmemCrash::new(1), StreamOooPmemCrash::all_pmem(5)]
-        {
+        for proto in [
+            StreamOooPmemCrash::new(5),
+            StreamOooPmemCrash::new(1),
+            StreamOooPmemCrash::all_pmem(5),
+            StreamOooPmemCrash::shifting(5),
+            StreamOooPmemCrash::shifting(1),
+        ] {
             let proto = proto.with_seed(seed);
             let cfg = PmemCrashConfig { seed, samples_per_point: 64, threads: 2, ..Default::default() };
             let report = run_pmem_crashtest(&proto, &cfg);

@@ -336,11 +336,15 @@ fn one_pass_merge_record_table_matches_the_encoding() {
     assert_eq!(field(&bytes, "kind"), u64::from(MERGE_STEP_SHIFT_TAIL));
     assert_eq!(field(&bytes, "flags"), u64::from(MERGE_RUN_TO_FLANK));
     assert_eq!((field(&bytes, "keep"), field(&bytes, "skip"), field(&bytes, "target")), (0, 17, 1234));
-    let refresh = MergeRecord { done: 5, chunk: 0, step: MergeStep::RefreshRun { first: NodeId::leaf(3) } };
+    let refresh = MergeRecord {
+        done: 5,
+        chunk: 0,
+        step: MergeStep::RefreshRun { first: NodeId::leaf(3), newest_ts: -7 },
+    };
     let bytes = refresh.encode();
     assert_eq!(field(&bytes, "kind"), u64::from(MERGE_STEP_REFRESH_RUN));
     assert_eq!(field(&bytes, "target"), NodeId::leaf(3).to_u64());
-    assert_eq!((field(&bytes, "before"), field(&bytes, "last")), (NO_NODE, NO_NODE));
+    assert_eq!((field(&bytes, "before"), field(&bytes, "last")), (-7i64 as u64, NO_NODE));
     for r in [shift, tail, refresh] {
         assert_eq!(MergeRecord::decode(&r.encode()), Ok(r));
     }

@@ -85,8 +85,11 @@ pub enum MergeStep {
     ShiftLeaf { leaf: NodeId, before: PhysAddr, keep: u32, skip: u32, last: NodeId, to_flank: bool },
     /// One-pass merge: the run starting at leaf `first` (and at input event
     /// `done`) gives its leaves' index entries their new keys and
-    /// aggregates, left to right, before any of them is rewritten.
-    RefreshRun { first: NodeId },
+    /// aggregates, left to right, before any of them is rewritten. Input
+    /// events older than `newest_ts` (the tree's newest timestamp when the
+    /// run began) belong to runs: the refresh itself lowers the newest the
+    /// index shows until the tail is appended, so a redo uses this one.
+    RefreshRun { first: NodeId, newest_ts: i64 },
 }
 
 /// One step record: the chunk and the step.
@@ -132,8 +135,8 @@ impl MergeRecord {
                 before.to_u64(),
                 last.to_u64(),
             )),
-            MergeStep::RefreshRun { first } => {
-                Some(pass(MERGE_STEP_REFRESH_RUN, 0, 0, 0, first.to_u64(), NO_NODE, NO_NODE))
+            MergeStep::RefreshRun { first, newest_ts } => {
+                Some(pass(MERGE_STEP_REFRESH_RUN, 0, 0, 0, first.to_u64(), newest_ts as u64, NO_NODE))
             }
             _ => None,
         };
@@ -207,10 +210,11 @@ impl MergeRecord {
                 last: leaf(w(4), "shift-leaf last leaf")?,
                 to_flank,
             }),
-            MERGE_STEP_REFRESH_RUN
-                if flags == 0 && keep == 0 && skip == 0 && w(3) == NO_NODE && w(4) == NO_NODE =>
-            {
-                Some(MergeStep::RefreshRun { first: leaf(w(2), "refresh-run first leaf")? })
+            MERGE_STEP_REFRESH_RUN if flags == 0 && keep == 0 && skip == 0 && w(4) == NO_NODE => {
+                Some(MergeStep::RefreshRun {
+                    first: leaf(w(2), "refresh-run first leaf")?,
+                    newest_ts: w(3) as i64,
+                })
             }
             MERGE_STEP_SHIFT_TAIL | MERGE_STEP_SHIFT_LEAF | MERGE_STEP_REFRESH_RUN => {
                 return Err(DecodeError::Invalid(format!("one-pass step word {:#018x} has bad counts", w(1))))

@@ -251,8 +251,8 @@ impl TabTree {
                 MergeStep::ShiftTail { .. } | MergeStep::ShiftLeaf { .. } => {
                     StepOutcome::RunDone(self.run_shift(all, rec, recorded, report)?)
                 }
-                MergeStep::RefreshRun { first } => {
-                    StepOutcome::Record(self.refresh_run(all, rec.done as usize, first, report)?)
+                MergeStep::RefreshRun { first, newest_ts } => {
+                    StepOutcome::Record(self.refresh_run(all, rec.done as usize, first, newest_ts, report)?)
                 }
             };
             rec = match outcome {

@@ -173,7 +173,7 @@ impl TabTree {
     /// event to.
     pub(crate) fn first_run_record(&self, all: &[&[u8]], start: usize) -> Result<MergeRecord, EventError> {
         let first = self.path_for_ts(timestamp_of(all[start]))?.leaf;
-        record(start, 0, MergeStep::RefreshRun { first })
+        record(start, 0, MergeStep::RefreshRun { first, newest_ts: self.newest_ts })
     }
 
     /// Phase 1 of the run starting at input event `start` and leaf `first`
@@ -183,10 +183,17 @@ impl TabTree {
         all: &[&[u8]],
         start: usize,
         first: NodeId,
+        newest_ts: i64,
         report: &mut OooMergeReport,
     ) -> Result<MergeRecord, EventError> {
         let first_ts = timestamp_of(all[start]);
-        let older_end = start + all[start..].partition_point(|e| timestamp_of(e) < self.newest_ts);
+        #[cfg(any(test, feature = "crashtest"))]
+        let newest_ts = if super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::RefreshUsesIndexNewest) {
+            self.newest_ts
+        } else {
+            newest_ts
+        };
+        let older_end = start + all[start..].partition_point(|e| timestamp_of(e) < newest_ts);
         let capacity = self.leaf_layout.capacity();
         let mut path = self.path_to_leaf(first, first_ts)?;
         let mut input = start;

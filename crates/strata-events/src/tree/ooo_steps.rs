@@ -294,6 +294,9 @@ pub enum MergeBug {
     /// A one-pass run's tail is left in the flank leaf's unpersisted batch
     /// while its leaves are rewritten without it.
     TailNotPersisted,
+    /// A redone refresh takes the newest timestamp the recovered index
+    /// shows (lowered by the refresh) instead of the recorded one.
+    RefreshUsesIndexNewest,
 }
 
 #[cfg(any(test, feature = "crashtest"))]
