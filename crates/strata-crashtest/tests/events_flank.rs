@@ -78,6 +78,12 @@ fn trusting_the_leaf_commit_word_without_its_crc_shows_as_damage() {
 }
 
 #[test]
+fn committing_a_journal_record_without_its_crc_shows_as_damage() {
+    let report = crashtest(FlankPmemCrash::new(1).with_size(40), PlantedBug::JournalWithoutCrc, 3000);
+    assert!(!report.is_clean(), "{}", report.line());
+}
+
+#[test]
 fn crash_line_names_follow_the_batch_size_and_placement() {
     assert_eq!(FlankPmemCrash::new(1).name(), "events-flank-k1");
     assert_eq!(FlankPmemCrash::new(25).name(), "events-flank-k25");

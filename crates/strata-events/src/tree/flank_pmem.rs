@@ -92,8 +92,13 @@ pub const FLANK_FLAG_SHARED_IDS: u32 = 1;
 pub const FLANK_FLAG_AGGREGATES_INLINE: u32 = 2;
 /// Journal state word: no write-out in flight.
 pub const JOURNAL_IDLE: u64 = 0;
-/// Journal state word: a write-out is in flight (`WRITEOUT` as a little-endian u64).
+/// Journal state word of flank format 2: a write-out is in flight
+/// (`WRITEOUT` as a little-endian u64); still read, no longer written.
 pub const JOURNAL_ACTIVE: u64 = u64::from_le_bytes(*b"WRITEOUT");
+/// High 32 bits of a journal commit word (format 3; `WOUT` as a
+/// little-endian u32): a write-out is in flight if the low 32 bits are the
+/// CRC32C of the record's four words, persisted under the same fence.
+pub const JOURNAL_COMMIT_TAG: u32 = u32::from_le_bytes(*b"WOUT");
 /// Merge state word: no out-of-order merge in flight.
 pub const MERGE_IDLE: u64 = 0;
 /// Merge state word: a merge is in flight, its current step record is in
@@ -253,6 +258,11 @@ fn header_bytes(fp: &FlankFingerprint, version: u32) -> Vec<u8> {
     h
 }
 
+/// The journal commit word of a record whose four words are `fields`.
+pub fn journal_commit_word(fields: &[u8]) -> u64 {
+    u64::from(JOURNAL_COMMIT_TAG) << 32 | u64::from(crc32c::crc32c(fields))
+}
+
 fn node_word(raw: u64) -> Option<NodeId> {
     (raw != NO_NODE).then(|| NodeId::from_u64(raw))
 }
@@ -371,9 +381,14 @@ impl PmemFlankArea {
         if height == 0 || height > u64::from(fp.max_levels) {
             return Err(corrupt(format!("height {height} outside 1..={}", fp.max_levels)));
         }
+        let fields = &h[FLANK_OFFSET_JOURNAL_LEVEL as usize..FLANK_OFFSET_JOURNAL_LEVEL as usize + 32];
         let journal = match word(FLANK_OFFSET_JOURNAL_STATE) {
             JOURNAL_IDLE => None,
-            JOURNAL_ACTIVE => {
+            // A commit word whose CRC does not match: the fence that would
+            // have made the record whole never returned, so the write-out
+            // had not begun (W1 runs after it).
+            w if w >> 32 == u64::from(JOURNAL_COMMIT_TAG) && w != journal_commit_word(fields) => None,
+            w if w == JOURNAL_ACTIVE || w >> 32 == u64::from(JOURNAL_COMMIT_TAG) => {
                 let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
                 let old_id = node_word(word(FLANK_OFFSET_JOURNAL_OLD_ID));
                 let new_id = node_word(word(FLANK_OFFSET_JOURNAL_NEW_ID));
@@ -603,16 +618,30 @@ impl PmemFlankArea {
         Ok(())
     }
 
-    /// Commits a journal record: fields, fence, state word, fence.
+    /// Commits a journal record: the four words and the commit word (their
+    /// CRC32C), one fence (format 3; format 2 fenced the words first).
     pub fn begin_journal(&mut self, j: &FlankJournal) -> Result<(), EventError> {
         self.check_level(j.level)?;
-        self.store_word(FLANK_OFFSET_JOURNAL_LEVEL, u64::from(j.level));
-        self.store_word(FLANK_OFFSET_JOURNAL_OLD_ID, j.old_id.to_u64());
-        self.store_word(FLANK_OFFSET_JOURNAL_NEW_ID, j.new_id.to_u64());
-        self.store_word(FLANK_OFFSET_JOURNAL_ROOT_ID, j.root_id.map_or(NO_NODE, NodeId::to_u64));
-        self.persist(FLANK_OFFSET_JOURNAL_LEVEL, 32);
-        self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_ACTIVE);
-        self.persist(FLANK_OFFSET_JOURNAL_STATE, 8);
+        let words = [
+            u64::from(j.level),
+            j.old_id.to_u64(),
+            j.new_id.to_u64(),
+            j.root_id.map_or(NO_NODE, NodeId::to_u64),
+        ];
+        let mut fields = [0u8; 32];
+        for (i, w) in words.iter().enumerate() {
+            fields[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        self.write(FLANK_OFFSET_JOURNAL_LEVEL, &fields);
+        #[cfg(any(test, feature = "crashtest"))]
+        if super::planted::planted(super::planted::PlantedBug::JournalWithoutCrc) {
+            self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_ACTIVE);
+            self.persist(FLANK_OFFSET_JOURNAL_STATE, 40);
+            self.stats.journal_records += 1;
+            return Ok(());
+        }
+        self.store_word(FLANK_OFFSET_JOURNAL_STATE, journal_commit_word(&fields));
+        self.persist(FLANK_OFFSET_JOURNAL_STATE, 40);
         self.stats.journal_records += 1;
         Ok(())
     }

@@ -71,6 +71,8 @@ fn every_constant_appears_with_its_value() {
     for (name, v) in hexes {
         assert_eq!(value_of(name), hex(v), "constant {name}");
     }
+    assert_eq!(value_of("JOURNAL_COMMIT_TAG"), format!("{JOURNAL_COMMIT_TAG:#010X}").replace("0X", "0x"));
+    assert_eq!(&JOURNAL_COMMIT_TAG.to_le_bytes(), b"WOUT");
     assert_eq!(&MERGE_ACTIVE_0.to_le_bytes(), b"OOOMERG0");
     assert_eq!(&MERGE_ACTIVE_1.to_le_bytes(), b"OOOMERG1");
     assert_eq!(&(ENTRY_JOURNAL_TAG as u16).to_le_bytes(), b"EJ");
@@ -80,7 +82,7 @@ fn every_constant_appears_with_its_value() {
     assert!(DOC.contains("\"STEVFLNK\"") && DOC.contains("\"WRITEOUT\""), "the doc spells both in ASCII");
     assert_eq!(
         table("## Constants").len() - 1,
-        dec.len() + hexes.len(),
+        dec.len() + hexes.len() + 1,
         "the doc lists exactly these constants"
     );
 }
@@ -219,11 +221,24 @@ fn a_journal_record_round_trips_through_open_and_damage_is_corruption() {
     area.begin_journal(&j).unwrap();
     assert_eq!(
         area.stats().fences,
-        3 + 2,
-        "format: clear magic, header, magic; then the journal: fields, state"
+        3 + 1,
+        "format: clear magic, header, magic; then the journal in one fence"
     );
-    let (_, image) = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp).unwrap();
+    let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
+    let (_, image) = open().unwrap();
     assert_eq!(image.journal, Some(j));
+    let commit = region.load_u64(RegionOffset(FLANK_OFFSET_JOURNAL_STATE));
+    assert_eq!(commit >> 32, u64::from(JOURNAL_COMMIT_TAG));
+    // A torn commit (a word of the record not the committed one) reads as
+    // a write-out that never began.
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_NEW_ID), NodeId::leaf(7).to_u64());
+    assert_eq!(open().unwrap().1.journal, None, "a commit word whose CRC does not match");
+    // Format 2's state word still reads as committed.
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_STATE), JOURNAL_ACTIVE);
+    assert_eq!(open().unwrap().1.journal.map(|r| r.new_id), Some(NodeId::leaf(7)));
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_NEW_ID), NodeId::leaf(1).to_u64());
+    region.store_u64(RegionOffset(FLANK_OFFSET_JOURNAL_STATE), commit);
+    assert_eq!(open().unwrap().1.journal, Some(j));
     area.end_journal();
     let (_, image) = PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp).unwrap();
     assert_eq!(image.journal, None);

@@ -12,6 +12,9 @@ pub enum PlantedBug {
     /// Trust the leaf commit word's count at recovery without checking the
     /// CRC of its batch.
     UncheckedLeafCommit,
+    /// Commit a write-out journal record with the format-2 state word under
+    /// the record's own fence: a torn record reads as committed.
+    JournalWithoutCrc,
 }
 
 thread_local! {
