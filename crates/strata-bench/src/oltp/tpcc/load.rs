@@ -96,20 +96,24 @@ fn load_warehouse(db: &mut dyn RowLoader, shape: &TpccShape, w: u32) -> Result<(
             next_o_id: shape.customers + 1,
         };
         put(db, schema::district(w, d), &district)?;
-        load_customers(db, shape, w, d, &mut rng)?;
-        load_orders(db, shape, w, d, &mut rng)?;
+        let at = DistrictAt { shape, w, d };
+        load_customers(db, at, &mut rng)?;
+        load_orders(db, at, &mut rng)?;
     }
     Ok(())
 }
 
-/// CUSTOMER, HISTORY and `customer_by_last` of one district.
-fn load_customers(
-    db: &mut dyn RowLoader,
-    shape: &TpccShape,
+/// The district a loader fills: its shape, warehouse and district number.
+#[derive(Copy, Clone)]
+struct DistrictAt<'a> {
+    shape: &'a TpccShape,
     w: u32,
     d: u32,
-    rng: &mut ChaCha8Rng,
-) -> Result<(), TxnError> {
+}
+
+/// CUSTOMER, HISTORY and `customer_by_last` of one district.
+fn load_customers(db: &mut dyn RowLoader, at: DistrictAt<'_>, rng: &mut ChaCha8Rng) -> Result<(), TxnError> {
+    let DistrictAt { shape, w, d } = at;
     let names = shape.last_names();
     let mut by_name: Vec<(u32, [u8; 16], u32)> = Vec::with_capacity(shape.customers as usize);
     for c in 1..=shape.customers {
@@ -165,13 +169,8 @@ fn load_customers(
 /// ORDER, ORDER-LINE, NEW-ORDER, `customer_last_order` and
 /// `new_order_head` of one district: one order per customer (a random
 /// permutation), the last `new_orders` undelivered.
-fn load_orders(
-    db: &mut dyn RowLoader,
-    shape: &TpccShape,
-    w: u32,
-    d: u32,
-    rng: &mut ChaCha8Rng,
-) -> Result<(), TxnError> {
+fn load_orders(db: &mut dyn RowLoader, at: DistrictAt<'_>, rng: &mut ChaCha8Rng) -> Result<(), TxnError> {
+    let DistrictAt { shape, w, d } = at;
     let mut customers: Vec<u32> = (1..=shape.customers).collect();
     customers.shuffle(rng);
     let first_new = shape.customers - shape.new_orders + 1;
