@@ -1,12 +1,17 @@
 //! `strata serve`: open (and recover) the data directory, state the commit
 //! protocol, its medium and what an acknowledged write survives, then serve
-//! the InfluxDB-compatible HTTP API (and the event stream endpoints) until
-//! SIGINT/SIGTERM, then checkpoint.
+//! the InfluxDB-compatible HTTP API (and the event stream endpoints) and SQL
+//! over the PostgreSQL protocol until SIGINT/SIGTERM, then checkpoint.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
+use anyhow::Context;
 use clap::Args;
-use strata_server::ServerConfig;
+use strata_engine::config::SqlSection;
+use strata_engine::{Config, Tables};
+use strata_server::{Companion, ServerConfig};
+use strata_sql::PgServerConfig;
 
 use crate::engine_hooks::DbHooks;
 use crate::open_args::{open_db, OpenArgs};
@@ -21,6 +26,12 @@ pub struct ServeArgs {
     /// Require this token on every endpoint (Authorization: Token <t>).
     #[arg(long, env = "STRATA_AUTH_TOKEN")]
     auth_token: Option<String>,
+    /// SQL (PostgreSQL protocol) listen address (default 127.0.0.1:5432).
+    #[arg(long)]
+    sql_bind: Option<String>,
+    /// Do not serve SQL.
+    #[arg(long)]
+    no_sql: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -30,6 +41,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.auth_token.is_some() {
         config.server.auth_token = args.auth_token;
+    }
+    if let Some(b) = args.sql_bind {
+        config.sql.bind = b;
+    }
+    if args.no_sql {
+        config.sql.enabled = false;
     }
     config.validate()?;
     eprintln!("strata: data directory {}", config.data_dir.display());
@@ -52,7 +69,41 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ..ServerConfig::default()
     };
     // Series through the engine, event streams through the stream catalog.
-    let store = db.tables().clone();
-    strata_server::run(store, Arc::new(DbHooks(db.clone())), server)?;
+    let store: Arc<dyn Tables> = db.tables().clone();
+    let mut companions = Vec::new();
+    if let Some(addr) = config.sql_bind_addr()? {
+        match sql_listener(addr, store.clone(), &config) {
+            Ok(listener) => companions.push(listener),
+            // The default port may be a PostgreSQL server's: say so and
+            // serve HTTP; a port the operator chose must be ours.
+            Err(e) if config.sql.bind == SqlSection::default().bind => {
+                eprintln!("strata: warning: {e:#}; SQL is not served (set [sql] bind or --sql-bind to another port)")
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    strata_server::run_with(store, Arc::new(DbHooks(db.clone())), server, companions)?;
     Ok(())
+}
+
+/// Binds the SQL listener now (so a taken port fails startup) and returns
+/// the task serving it.
+fn sql_listener(addr: SocketAddr, store: Arc<dyn Tables>, config: &Config) -> anyhow::Result<Companion> {
+    let listener =
+        std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen for SQL on {addr}"))?;
+    listener.set_nonblocking(true)?;
+    eprintln!("listening for SQL (PostgreSQL protocol) on {}", listener.local_addr()?);
+    let sql = PgServerConfig {
+        auth_token: config.server.auth_token.clone(),
+        default_database: config.storage.default_database.clone(),
+    };
+    Ok(Box::pin(async move {
+        let served = match tokio::net::TcpListener::from_std(listener) {
+            Ok(listener) => strata_sql::serve(listener, store, sql).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = served {
+            eprintln!("strata serve: the SQL listener stopped: {e}");
+        }
+    }))
 }

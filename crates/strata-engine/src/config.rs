@@ -185,6 +185,23 @@ impl Default for ServerSection {
     }
 }
 
+/// The PostgreSQL-protocol listener of `strata serve` (SQL, docs/sql.md).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SqlSection {
+    /// Serve SQL at all (default true).
+    pub enabled: bool,
+    /// Listen address (default 127.0.0.1:5432). Authentication uses
+    /// `server.auth_token` as the password.
+    pub bind: String,
+}
+
+impl Default for SqlSection {
+    fn default() -> Self {
+        SqlSection { enabled: true, bind: "127.0.0.1:5432".into() }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
@@ -342,6 +359,7 @@ impl Default for StreamsSection {
 pub struct Config {
     pub data_dir: PathBuf,
     pub server: ServerSection,
+    pub sql: SqlSection,
     pub storage: StorageSection,
     pub pmem: PmemSection,
     pub ssd_log: SsdLogSection,
@@ -354,6 +372,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./strata-data"),
             server: ServerSection::default(),
+            sql: SqlSection::default(),
             storage: StorageSection::default(),
             pmem: PmemSection::default(),
             ssd_log: SsdLogSection::default(),
@@ -391,6 +410,7 @@ impl Config {
         self.protocol_choice()?;
         self.pmem_mode()?;
         self.bind_addr()?;
+        self.sql_bind_addr()?;
         let needed = crate::pool::POOL_HEADER_BYTES
             + strata_log::pmem_log::PmemLog::footprint_bytes(self.pmem.log_bytes);
         if needed > self.pmem.pool_bytes {
@@ -478,6 +498,19 @@ impl Config {
             )),
             mode => Ok(mode),
         }
+    }
+
+    /// The SQL listener's address, `None` when SQL is off.
+    pub fn sql_bind_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        if !self.sql.enabled {
+            return Ok(None);
+        }
+        let addr = self
+            .sql
+            .bind
+            .parse()
+            .map_err(|e| ConfigError::Invalid(format!("sql.bind `{}`: {e}", self.sql.bind)))?;
+        Ok(Some(addr))
     }
 
     pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {

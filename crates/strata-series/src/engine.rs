@@ -217,6 +217,13 @@ impl SeriesStore for SeriesEngine {
         self.read_series(ids, range)
     }
 
+    fn time_span(&self, db: &str, ids: &[SeriesId]) -> Result<Option<TimeRange>, EngineError> {
+        self.known_database(db)?;
+        let data = self.core.data();
+        let ends = ids.iter().filter_map(|id| data.ts_range(*id)).flat_map(|(min, max)| [min, max]);
+        Ok(crate::store::span_of(ends))
+    }
+
     fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
         self.write_points(db, points)
     }

@@ -81,6 +81,13 @@ pub trait SeriesStore: Send + Sync {
         ids: &[SeriesId],
         range: TimeRange,
     ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError>;
+    /// The smallest and largest timestamps the series of `ids` hold, `None`
+    /// when they hold none. A bound, not an answer: deleted points may
+    /// widen it. Long scans (SQL) cut their reads into time windows by it.
+    fn time_span(&self, db: &str, ids: &[SeriesId]) -> Result<Option<TimeRange>, EngineError> {
+        let points = self.read(db, ids, TimeRange::ALL)?;
+        Ok(span_of(points.iter().flat_map(|series| series.iter().map(|(t, _)| *t))))
+    }
     /// Writes `points` as one transaction and returns once it is durable
     /// under the configured commit protocol. Points whose field type
     /// conflicts with the established type are rejected (listed in the
@@ -91,4 +98,12 @@ pub trait SeriesStore: Send + Sync {
     fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError>;
     /// Removes a measurement, its series and their data (one transaction).
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError>;
+}
+
+/// The range spanned by `timestamps`, `None` when there are none.
+pub fn span_of(timestamps: impl IntoIterator<Item = TimestampNs>) -> Option<TimeRange> {
+    timestamps.into_iter().fold(None, |span, t| match span {
+        None => Some(TimeRange { min_ns: t, max_ns: t }),
+        Some(r) => Some(TimeRange { min_ns: r.min_ns.min(t), max_ns: r.max_ns.max(t) }),
+    })
 }

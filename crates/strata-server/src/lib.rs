@@ -78,6 +78,10 @@ async fn serve_until(
     shutdown::checkpoint(hooks).await.map(|_summary| ())
 }
 
+/// A task served beside the HTTP API on its runtime (the SQL listener of
+/// `strata serve`); it is dropped when the runtime stops.
+pub type Companion = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
 /// Builds a multi-thread runtime, binds `config.bind`, prints `listening on
 /// http://ADDR` to stderr, serves until SIGINT or SIGTERM, then checkpoints
 /// through `hooks`.
@@ -85,6 +89,16 @@ pub fn run(
     store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
+) -> Result<(), ServerError> {
+    run_with(store, hooks, config, Vec::new())
+}
+
+/// [`run`], with `companions` spawned on the same runtime first.
+pub fn run_with(
+    store: Arc<dyn Tables>,
+    hooks: Arc<dyn EngineHooks>,
+    config: ServerConfig,
+    companions: Vec<Companion>,
 ) -> Result<(), ServerError> {
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -97,6 +111,9 @@ pub fn run(
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
         let signals = shutdown::signals()?;
+        for companion in companions {
+            tokio::spawn(companion);
+        }
         eprintln!("listening on http://{}", listener.local_addr()?);
         serve_until(listener, store, hooks, config, signals).await
     })

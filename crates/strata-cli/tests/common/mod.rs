@@ -32,10 +32,16 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// Starts `strata serve` on `data_dir` (inside a temporary directory, which
-/// also gets the configuration file `config` and the server's stderr) and
-/// waits until it answers `/ping`.
+/// Starts `strata serve` without SQL on `data_dir` (inside a temporary
+/// directory, which also gets the configuration file `config` and the
+/// server's stderr) and waits until it answers `/ping`.
+#[allow(dead_code)] // each test binary compiles this module; the SQL tests start with SQL on
 pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> Child {
+    start_with(data_dir, config_text, protocol, port, &["--no-sql"])
+}
+
+/// [`start`] with more arguments to `strata serve`.
+pub fn start_with(data_dir: &Path, config_text: &str, protocol: &str, port: u16, extra: &[&str]) -> Child {
     let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
     std::fs::write(&config, config_text).expect("write config");
     let stderr_path = data_dir.parent().expect("data dir inside a temp dir").join("serve-stderr.log");
@@ -47,13 +53,15 @@ pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> C
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
         .expect("spawn strata serve");
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if let Ok((204, _)) = http(port, "GET", "/ping", b"") {
+        // 401: up, with a token configured.
+        if let Ok((204 | 401, _)) = http(port, "GET", "/ping", b"") {
             return child;
         }
         if let Some(status) = child.try_wait().expect("poll strata serve") {

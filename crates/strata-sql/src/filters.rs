@@ -1,0 +1,211 @@
+//! Which `WHERE` conjuncts a scan answers itself (issue 19, "Pushdown"):
+//! a comparison of `time` with a timestamp, `time BETWEEN a AND b`, and a
+//! tag (series) equal to a string. The scan applies them exactly, so
+//! DataFusion is told `Exact` and may push `LIMIT` down too; any other
+//! conjunct DataFusion evaluates above the scan.
+
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::scalar::ScalarValue;
+use strata_series::TimeRange;
+
+/// The name of every table's time column.
+pub const TIME_COLUMN: &str = "time";
+
+/// What a scan was asked to answer itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PushedFilters {
+    /// Inclusive; empty when the conjuncts contradict.
+    pub range: TimeRange,
+    /// `(column, value)`: the column equals the string.
+    pub equal: Vec<(String, String)>,
+}
+
+impl Default for PushedFilters {
+    fn default() -> Self {
+        PushedFilters { range: TimeRange::ALL, equal: Vec::new() }
+    }
+}
+
+impl PushedFilters {
+    /// Folds the conjuncts the scan was given. Each must be one that
+    /// [`pushdown`] accepted with the same `string_columns`.
+    pub fn from_exprs(filters: &[Expr], string_columns: &[String]) -> PushedFilters {
+        let mut pushed = PushedFilters::default();
+        for f in filters {
+            match classify(f, string_columns) {
+                Some(Conjunct::Time(r)) => pushed.range = intersect(pushed.range, r),
+                Some(Conjunct::Equal(c, v)) => pushed.equal.push((c, v)),
+                None => debug_assert!(false, "a filter the scan did not accept reached it: {f}"),
+            }
+        }
+        pushed
+    }
+}
+
+/// DataFusion's question: which of `filters` the scan applies exactly.
+pub fn pushdown(filters: &[&Expr], string_columns: &[String]) -> Vec<TableProviderFilterPushDown> {
+    filters
+        .iter()
+        .map(|f| match classify(f, string_columns) {
+            Some(_) => TableProviderFilterPushDown::Exact,
+            None => TableProviderFilterPushDown::Unsupported,
+        })
+        .collect()
+}
+
+enum Conjunct {
+    Time(TimeRange),
+    Equal(String, String),
+}
+
+fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (column, op, literal) = match (column_name(left), column_name(right)) {
+                (Some(c), None) => (c, *op, right.as_ref()),
+                (None, Some(c)) => (c, op.swap()?, left.as_ref()),
+                _ => return None,
+            };
+            if column == TIME_COLUMN {
+                let t = timestamp_ns(literal)?;
+                return time_range(op, t).map(Conjunct::Time);
+            }
+            if op == Operator::Eq && string_columns.iter().any(|c| c == column) {
+                return Some(Conjunct::Equal(column.to_string(), string(literal)?));
+            }
+            None
+        }
+        Expr::Between(Between { expr, negated: false, low, high })
+            if column_name(expr) == Some(TIME_COLUMN) =>
+        {
+            let (low, high) = (timestamp_ns(low)?, timestamp_ns(high)?);
+            Some(Conjunct::Time(TimeRange { min_ns: low, max_ns: high }))
+        }
+        _ => None,
+    }
+}
+
+/// The column an expression reads, looking through casts DataFusion's type
+/// coercion puts around a dictionary-encoded tag.
+fn column_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Column(c) => Some(c.name.as_str()),
+        Expr::Cast(c) => column_name(&c.expr),
+        _ => None,
+    }
+}
+
+fn literal(expr: &Expr) -> Option<&ScalarValue> {
+    match expr {
+        Expr::Literal(v, _) => Some(v),
+        _ => None,
+    }
+}
+
+/// A timestamp literal in nanoseconds; `None` for NULL, other types and
+/// values beyond i64 nanoseconds.
+fn timestamp_ns(expr: &Expr) -> Option<i64> {
+    match literal(expr)? {
+        ScalarValue::TimestampNanosecond(Some(v), _) => Some(*v),
+        ScalarValue::TimestampMicrosecond(Some(v), _) => v.checked_mul(1_000),
+        ScalarValue::TimestampMillisecond(Some(v), _) => v.checked_mul(1_000_000),
+        ScalarValue::TimestampSecond(Some(v), _) => v.checked_mul(1_000_000_000),
+        _ => None,
+    }
+}
+
+fn string(expr: &Expr) -> Option<String> {
+    fn of(v: &ScalarValue) -> Option<String> {
+        match v {
+            ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
+                Some(s.clone())
+            }
+            ScalarValue::Dictionary(_, inner) => of(inner),
+            _ => None,
+        }
+    }
+    of(literal(expr)?)
+}
+
+/// The times `time <op> t` admits (as an inclusive range).
+fn time_range(op: Operator, t: i64) -> Option<TimeRange> {
+    let all = TimeRange::ALL;
+    Some(match op {
+        Operator::Eq => TimeRange { min_ns: t, max_ns: t },
+        Operator::Gt => match t.checked_add(1) {
+            Some(min_ns) => TimeRange { min_ns, ..all },
+            None => EMPTY,
+        },
+        Operator::GtEq => TimeRange { min_ns: t, ..all },
+        Operator::Lt => match t.checked_sub(1) {
+            Some(max_ns) => TimeRange { max_ns, ..all },
+            None => EMPTY,
+        },
+        Operator::LtEq => TimeRange { max_ns: t, ..all },
+        _ => return None,
+    })
+}
+
+const EMPTY: TimeRange = TimeRange { min_ns: 1, max_ns: 0 };
+
+fn intersect(a: TimeRange, b: TimeRange) -> TimeRange {
+    TimeRange { min_ns: a.min_ns.max(b.min_ns), max_ns: a.max_ns.min(b.max_ns) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::{col, lit};
+
+    fn ts(v: i64) -> Expr {
+        lit(ScalarValue::TimestampNanosecond(Some(v), Some("UTC".into())))
+    }
+
+    fn tags() -> Vec<String> {
+        vec!["host".to_string()]
+    }
+
+    #[test]
+    fn time_comparisons_fold_into_one_inclusive_range() {
+        let filters = [col("time").gt_eq(ts(10)), col("time").lt(ts(20)), ts(12).lt(col("time"))];
+        let refs: Vec<&Expr> = filters.iter().collect();
+        assert!(pushdown(&refs, &tags()).iter().all(|p| *p == TableProviderFilterPushDown::Exact));
+        let pushed = PushedFilters::from_exprs(&filters, &tags());
+        assert_eq!(pushed.range, TimeRange { min_ns: 13, max_ns: 19 });
+        assert!(pushed.equal.is_empty());
+    }
+
+    #[test]
+    fn between_and_seconds_literals_are_converted_to_nanoseconds() {
+        let filters = [col("time").between(
+            lit(ScalarValue::TimestampSecond(Some(1), None)),
+            lit(ScalarValue::TimestampMillisecond(Some(2_500), None)),
+        )];
+        let pushed = PushedFilters::from_exprs(&filters, &tags());
+        assert_eq!(pushed.range, TimeRange { min_ns: 1_000_000_000, max_ns: 2_500_000_000 });
+    }
+
+    #[test]
+    fn tag_equality_is_pushed_and_other_conjuncts_are_not() {
+        let filters = [
+            col("host").eq(lit("a")),
+            lit("b").eq(col("host")),
+            col("usage").gt(lit(1.0)),
+            col("host").not_eq(lit("a")),
+            col("time").gt(lit(5i64)),
+        ];
+        let refs: Vec<&Expr> = filters.iter().collect();
+        use TableProviderFilterPushDown::{Exact, Unsupported};
+        assert_eq!(pushdown(&refs, &tags()), vec![Exact, Exact, Unsupported, Unsupported, Unsupported]);
+        let pushed = PushedFilters::from_exprs(&filters[..2], &tags());
+        assert_eq!(pushed.equal, vec![("host".into(), "a".into()), ("host".into(), "b".into())]);
+    }
+
+    #[test]
+    fn bounds_at_the_ends_of_time_give_empty_ranges_instead_of_overflowing() {
+        let pushed = PushedFilters::from_exprs(&[col("time").gt(ts(i64::MAX))], &tags());
+        assert!(pushed.range.is_empty());
+        let pushed = PushedFilters::from_exprs(&[col("time").lt(ts(i64::MIN))], &tags());
+        assert!(pushed.range.is_empty());
+    }
+}
