@@ -164,3 +164,84 @@ async fn tokio_postgres_runs_simple_and_prepared_queries() {
     let (idle, usage): (i64, f64) = (typed.get(0), typed.get(1));
     assert_eq!((idle, (usage * 10.0).round()), (3, 57.0));
 }
+
+/// The rows of a simple query, as text (NULL as `None`).
+async fn simple_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The queries Grafana's PostgreSQL data source sends (grafana-postgresql-
+/// datasource: the connection test, the query builder's table and column
+/// lists, a time-series panel with `$__timeGroupAlias(time, 1m)` and
+/// `$__timeFilter(time)` expanded as Grafana expands them, a table panel and
+/// a variable), checked against their answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grafana_postgres_data_source_queries_replay() {
+    let server = serve(None);
+    write_lines(&server, None);
+    let config = format!("host=127.0.0.1 port={} user=grafana dbname=strata", server.sql_port);
+    let (client, connection) =
+        tokio_postgres::connect(&config, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    let cell = |s: &str| Some(s.to_string());
+
+    assert_eq!(simple_rows(&client, "SELECT 1").await, [[cell("1")]]);
+
+    let tables = simple_rows(
+        &client,
+        r#"SELECT quote_ident(table_name) as table_name FROM information_schema.tables
+WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog', '_timescaledb_cache', '_timescaledb_catalog',
+  '_timescaledb_internal', '_timescaledb_config', 'timescaledb_information', 'timescaledb_experimental')
+  AND table_type = 'BASE TABLE' AND quote_ident(table_schema) IN (
+    SELECT
+      CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+    FROM
+      generate_series(
+        array_lower(string_to_array(current_setting('search_path'),','),1),
+        array_upper(string_to_array(current_setting('search_path'),','),1)
+      ) as i,
+      string_to_array(current_setting('search_path'),',') s
+    )"#,
+    )
+    .await;
+    assert_eq!(tables, [[cell("cpu")]]);
+
+    let columns = simple_rows(
+        &client,
+        r#"SELECT quote_ident(column_name) AS "column", data_type AS "type" FROM information_schema.columns WHERE quote_ident(table_name) = 'cpu'"#,
+    )
+    .await;
+    let names: Vec<&str> = columns.iter().map(|r| r[0].as_deref().unwrap_or_default()).collect();
+    assert_eq!(names, ["time", "host", "region", "idle", "usage"]);
+
+    let series = simple_rows(
+        &client,
+        r#"SELECT floor(extract(epoch from time)/60)*60 AS "time", avg(usage) AS "usage" FROM cpu
+WHERE time BETWEEN '2023-11-14T22:00:00Z' AND '2023-11-14T23:00:00Z' GROUP BY 1 ORDER BY 1"#,
+    )
+    .await;
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert_eq!(series[0][0].as_deref().map(|t| t.parse::<f64>().unwrap()), Some(1_699_999_980.0));
+    let mean: f64 = series[0][1].as_deref().unwrap().parse().unwrap();
+    assert!((mean - 1.9).abs() < 1e-9, "{series:?}");
+
+    let table = simple_rows(
+        &client,
+        r#"SELECT time AS "time", host, usage FROM cpu WHERE time BETWEEN '2023-11-14T22:00:00Z' AND '2023-11-14T23:00:00Z' ORDER BY 1 DESC LIMIT 2"#,
+    )
+    .await;
+    let hosts: Vec<_> = table.iter().map(|r| (r[1].clone(), r[2].clone())).collect();
+    assert_eq!(hosts, [(cell("a"), cell("1.7")), (cell("b"), cell("2.5"))]);
+
+    let variable = simple_rows(&client, "SELECT DISTINCT host FROM cpu ORDER BY 1").await;
+    assert_eq!(variable, [[cell("a")], [cell("b")]]);
+}

@@ -36,6 +36,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use strata_engine::Tables;
 
+use crate::client_compat::rewrite;
 use crate::sessions::Sessions;
 use crate::sqlstate::{code, SqlStateErrors};
 
@@ -205,7 +206,7 @@ impl SimpleQueryHandler for Dispatcher {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let session = session_of(&self.sessions, client)?;
-        SimpleQueryHandler::do_query(session.as_ref(), client, query).await
+        SimpleQueryHandler::do_query(session.as_ref(), client, &rewrite(query)).await
     }
 }
 
@@ -258,7 +259,7 @@ impl QueryParser for DispatchParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let session = session_of(&self.sessions, client)?;
-        session.query_parser().parse_sql(client, sql, types).await
+        session.query_parser().parse_sql(client, &rewrite(sql), types).await
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {

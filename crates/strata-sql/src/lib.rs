@@ -23,6 +23,7 @@
 
 pub mod arrays;
 pub mod catalog;
+pub mod client_compat;
 pub mod error;
 pub mod filters;
 pub mod functions;
