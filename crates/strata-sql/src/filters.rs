@@ -4,6 +4,7 @@
 //! DataFusion is told `Exact` and may push `LIMIT` down too; any other
 //! conjunct DataFusion evaluates above the scan.
 
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::scalar::ScalarValue;
 use strata_series::TimeRange;
@@ -85,13 +86,24 @@ fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
     }
 }
 
-/// The column an expression reads, looking through casts DataFusion's type
-/// coercion puts around a dictionary-encoded tag.
+/// The column an expression reads, looking through the casts DataFusion's
+/// type coercion adds that keep every value (a dictionary-encoded tag to a
+/// string, `time` to a nanosecond timestamp in another zone); a cast that
+/// may merge values (to seconds, to a date) is not looked through.
 fn column_name(expr: &Expr) -> Option<&str> {
     match expr {
         Expr::Column(c) => Some(c.name.as_str()),
-        Expr::Cast(c) => column_name(&c.expr),
+        Expr::Cast(c) if keeps_values(c.field.data_type()) => column_name(&c.expr),
         _ => None,
+    }
+}
+
+fn keeps_values(to: &DataType) -> bool {
+    match to {
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => true,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, value) => keeps_values(value),
+        _ => false,
     }
 }
 
@@ -199,6 +211,22 @@ mod tests {
         assert_eq!(pushdown(&refs, &tags()), vec![Exact, Exact, Unsupported, Unsupported, Unsupported]);
         let pushed = PushedFilters::from_exprs(&filters[..2], &tags());
         assert_eq!(pushed.equal, vec![("host".into(), "a".into()), ("host".into(), "b".into())]);
+    }
+
+    #[test]
+    fn a_cast_that_merges_times_is_not_pushed() {
+        let to_seconds = Expr::Cast(datafusion::logical_expr::Cast::new(
+            Box::new(col("time")),
+            DataType::Timestamp(TimeUnit::Second, None),
+        ));
+        let to_ns = Expr::Cast(datafusion::logical_expr::Cast::new(
+            Box::new(col("time")),
+            DataType::Timestamp(TimeUnit::Nanosecond, None),
+        ));
+        let filters = [to_seconds.eq(lit(ScalarValue::TimestampSecond(Some(1), None))), to_ns.gt_eq(ts(5))];
+        let refs: Vec<&Expr> = filters.iter().collect();
+        use TableProviderFilterPushDown::{Exact, Unsupported};
+        assert_eq!(pushdown(&refs, &tags()), vec![Unsupported, Exact]);
     }
 
     #[test]
