@@ -81,12 +81,16 @@ impl QueryKind {
     }
 }
 
-/// One question in both languages.
+/// One question in InfluxQL, QuestDB's SQL and Strata's SQL.
 #[derive(Clone, Debug)]
 pub struct TsbsQuery {
     pub kind: QueryKind,
     pub influxql: String,
+    /// QuestDB's dialect (`SAMPLE BY`, `LATEST ON`).
     pub sql: String,
+    /// Strata's SQL (DataFusion over the PostgreSQL protocol): `date_bin`
+    /// buckets, `last_value(x ORDER BY time)`; times as ns (`BIGINT`).
+    pub pg_sql: String,
 }
 
 /// `2016-01-01T00:00:00.000000Z` for nanoseconds since the epoch (microsecond precision).
@@ -128,6 +132,14 @@ pub fn tsbs_queries(spec: &CpuSpec, seed: u64) -> Vec<TsbsQuery> {
     let eight = pick_hosts(spec, 8, seed);
     let influx_or = eight.iter().map(|h| format!("hostname = '{h}'")).collect::<Vec<_>>().join(" OR ");
     let sql_in = eight.iter().map(|h| format!("'{h}'")).collect::<Vec<_>>().join(", ");
+    let pg_time =
+        |to: i64| format!("time >= to_timestamp_nanos({start}) AND time < to_timestamp_nanos({to})");
+    let pg_bucket = |width: &str| format!("CAST(date_bin(INTERVAL '{width}', time) AS BIGINT) AS time");
+    let last_all = FIELD_NAMES
+        .iter()
+        .map(|f| format!("last_value({f} ORDER BY time) AS {f}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let max_all_influx =
         FIELD_NAMES.iter().map(|f| format!("max({f}) AS {f}")).collect::<Vec<_>>().join(", ");
     let fields = FIELD_NAMES.join(", ");
@@ -179,7 +191,29 @@ pub fn tsbs_queries(spec: &CpuSpec, seed: u64) -> Vec<TsbsQuery> {
                     ),
                 ),
             };
-            TsbsQuery { kind, influxql, sql }
+            let pg_sql = match kind {
+                QueryKind::SingleGroupby => format!(
+                    "SELECT {}, max(usage_user) AS usage_user FROM {m} WHERE hostname = '{one_host}' AND {} GROUP BY 1",
+                    pg_bucket("1 minute"),
+                    pg_time(until(1))
+                ),
+                QueryKind::DoubleGroupby => format!(
+                    "SELECT {}, hostname, avg(usage_user) AS usage_user FROM {m} WHERE {} GROUP BY 1, 2",
+                    pg_bucket("1 hour"),
+                    pg_time(until(12))
+                ),
+                QueryKind::MaxAll8 => format!(
+                    "SELECT {}, {max_all_influx} FROM {m} WHERE hostname IN ({sql_in}) AND {} GROUP BY 1",
+                    pg_bucket("1 hour"),
+                    pg_time(until(8))
+                ),
+                QueryKind::Lastpoint => format!("SELECT hostname, {last_all} FROM {m} GROUP BY hostname"),
+                QueryKind::HighCpuAll => format!(
+                    "SELECT CAST(time AS BIGINT) AS time, hostname, {fields} FROM {m} WHERE usage_user > 90.0 AND {}",
+                    pg_time(until(12))
+                ),
+            };
+            TsbsQuery { kind, influxql, sql, pg_sql }
         })
         .collect()
 }
@@ -268,6 +302,33 @@ pub fn answer_from_questdb(kind: QueryKind, v: &Value) -> anyhow::Result<Answer>
                 }
                 c => {
                     fields.insert(field_of(c), number(v).with_context(|| format!("column {c}"))?);
+                }
+            }
+        }
+        answer.rows.insert(row_key(kind, host, time), fields);
+    }
+    Ok(answer)
+}
+
+/// Canonical form of rows as text (a PostgreSQL client's simple query):
+/// columns `time` (ns since the epoch), `hostname` and fields; `None` is NULL.
+pub fn answer_from_text(
+    kind: QueryKind,
+    columns: &[String],
+    rows: &[Vec<Option<String>>],
+) -> anyhow::Result<Answer> {
+    let mut answer = Answer::default();
+    for row in rows {
+        let (mut host, mut time, mut fields) = (None, None, BTreeMap::new());
+        for (c, v) in columns.iter().zip(row) {
+            match (c.as_str(), v.as_deref()) {
+                ("hostname", v) => host = v,
+                ("time", Some(v)) => time = Some(v.parse::<i64>().with_context(|| format!("time {v:?}"))?),
+                (c, v) => {
+                    let value = v
+                        .map(|v| v.parse::<f64>().with_context(|| format!("column {c}: {v:?}")))
+                        .transpose()?;
+                    fields.insert(field_of(c), value);
                 }
             }
         }

@@ -16,8 +16,8 @@ use super::load::{load, IngestEndpoint};
 use super::local_db::{BenchDirs, LocalDb};
 use super::local_server::LocalServer;
 use super::queries::{
-    answer_from_influx, answer_from_questdb, compare_answers, iso_micros, parse_iso_ns, pick_hosts,
-    run_queries, tsbs_queries, Answer, Dialect, QueryKind,
+    answer_from_influx, answer_from_questdb, answer_from_text, compare_answers, iso_micros, parse_iso_ns,
+    pick_hosts, run_queries, tsbs_queries, Answer, Dialect, QueryKind,
 };
 
 #[test]
@@ -186,6 +186,46 @@ fn strata_answers_the_five_queries_as_computed_from_the_data() {
         assert!(ms >= 0.0);
         if let Err(diff) = compare_answers(&expected[&o.kind], &answer) {
             panic!("{}: Strata differs from the data: {diff}", o.kind.name());
+        }
+    }
+    server.stop().unwrap();
+}
+
+/// The five questions in Strata's SQL (DataFusion over the engine's tables,
+/// in process) give the answers computed from the data, as InfluxQL does.
+#[test]
+fn strata_sql_answers_the_five_queries_as_influxql_does() {
+    use datafusion::arrow::util::display::array_value_to_string;
+    let spec = CpuSpec::new(4, 12, 540);
+    let data = Dataset::generate(&spec, 500).unwrap();
+    let expected = expected_answers(&data, 4);
+    let local = LocalDb::open(Protocol::None, &BenchDirs::detect(), "q", 192 << 20).unwrap();
+    let store = local.tables();
+    let server = LocalServer::start(store.clone(), 1 << 20).unwrap();
+    let target = HttpTarget::new(server.url(), "q");
+    target.prepare().unwrap();
+    load(&target, &data, 2, &indicatif::ProgressBar::hidden()).unwrap();
+    let ctx = strata_sql::sessions::Sessions::new(store).context("q").expect("a SQL session");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for q in tsbs_queries(&spec, 4) {
+        let batches = runtime
+            .block_on(async { ctx.sql(&q.pg_sql).await?.collect().await })
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", q.kind.name(), q.pg_sql));
+        let columns: Vec<String> = match batches.first() {
+            Some(b) => b.schema().fields().iter().map(|f| f.name().clone()).collect(),
+            None => Vec::new(),
+        };
+        let mut rows = Vec::new();
+        for b in &batches {
+            for r in 0..b.num_rows() {
+                let row =
+                    b.columns().iter().map(|c| (!c.is_null(r)).then(|| array_value_to_string(c, r).unwrap()));
+                rows.push(row.collect::<Vec<_>>());
+            }
+        }
+        let answer = answer_from_text(q.kind, &columns, &rows).unwrap();
+        if let Err(diff) = compare_answers(&expected[&q.kind], &answer) {
+            panic!("{}: SQL differs from the data: {diff}\n{}", q.kind.name(), q.pg_sql);
         }
     }
     server.stop().unwrap();
