@@ -135,12 +135,7 @@ fn with_a_token_a_connection_without_it_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_postgres_runs_simple_and_prepared_queries() {
-    let server = serve(None);
-    write_lines(&server, None);
-    let config = format!("host=127.0.0.1 port={} user=strata dbname=strata", server.sql_port);
-    let (client, connection) =
-        tokio_postgres::connect(&config, tokio_postgres::NoTls).await.expect("connect");
-    tokio::spawn(connection);
+    let (_server, client) = served_and_connected("strata").await;
 
     let simple = client.simple_query("SELECT count(*) FROM cpu").await.expect("simple query");
     let counts: Vec<&str> = simple
@@ -165,6 +160,17 @@ async fn tokio_postgres_runs_simple_and_prepared_queries() {
     assert_eq!((idle, (usage * 10.0).round()), (3, 57.0));
 }
 
+/// A server holding [`LINES`] and a tokio-postgres client of it as `user`.
+async fn served_and_connected(user: &str) -> (Server, tokio_postgres::Client) {
+    let server = serve(None);
+    write_lines(&server, None);
+    let config = format!("host=127.0.0.1 port={} user={user} dbname=strata", server.sql_port);
+    let (client, connection) =
+        tokio_postgres::connect(&config, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    (server, client)
+}
+
 /// The rows of a simple query, as text (NULL as `None`).
 async fn simple_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
     let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
@@ -186,12 +192,7 @@ async fn simple_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Opti
 /// a variable), checked against their answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grafana_postgres_data_source_queries_replay() {
-    let server = serve(None);
-    write_lines(&server, None);
-    let config = format!("host=127.0.0.1 port={} user=grafana dbname=strata", server.sql_port);
-    let (client, connection) =
-        tokio_postgres::connect(&config, tokio_postgres::NoTls).await.expect("connect");
-    tokio::spawn(connection);
+    let (_server, client) = served_and_connected("grafana").await;
     let cell = |s: &str| Some(s.to_string());
 
     assert_eq!(simple_rows(&client, "SELECT 1").await, [[cell("1")]]);
