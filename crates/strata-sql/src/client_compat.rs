@@ -43,18 +43,14 @@ mod tests {
 
     #[test]
     fn grafanas_search_path_subquery_becomes_public_whatever_its_layout() {
-        let sent = r#"SELECT quote_ident(table_name) FROM information_schema.tables WHERE quote_ident(table_schema) IN (
-    SELECT
-      CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
-    FROM
-      generate_series(
-        array_lower(string_to_array(current_setting('search_path'),','),1),
-        array_upper(string_to_array(current_setting('search_path'),','),1)
-      ) as i,
-      string_to_array(current_setting('search_path'),',') s
-    )"#;
+        // Grafana sends it indented over many lines (the replay in
+        // strata-cli's sql_pgwire.rs); here it is on one line, spaced otherwise.
+        let sent = "SELECT t FROM x WHERE s IN (SELECT CASE WHEN trim( s[i] )='\"$user\"' THEN user ELSE trim(s[i]) END \
+                    FROM generate_series(array_lower(string_to_array(current_setting('search_path'), ','), 1), \
+                    array_upper(string_to_array(current_setting('search_path'), ','), 1)) AS i, \
+                    string_to_array(current_setting('search_path'), ',') s)";
         let got = rewrite(sent);
-        assert!(got.ends_with("IN (\n    'public' )"), "{got}");
+        assert_eq!(got, "SELECT t FROM x WHERE s IN ('public' )");
         assert!(!got.contains("current_setting"));
     }
 
