@@ -1,7 +1,9 @@
 //! The Strata HTTP server inside the benchmark process: `strata_server::serve`
 //! over a store on `127.0.0.1:0`, as a task of its own tokio runtime (worker
-//! threads in the background). The loader reaches it over loopback TCP
-//! exactly as it would reach any other server.
+//! threads in the background), and beside it the SQL layer's PostgreSQL
+//! listener (`strata_sql::serve`, another `127.0.0.1:0`) over the same store,
+//! as `strata serve` runs them. The loader and the queries reach them over
+//! loopback TCP exactly as they would reach any other server.
 //!
 //! [`LocalServer::stop`] shuts the runtime down instead of asking `serve` to
 //! finish gracefully: by then the loader's connections are closed and the
@@ -27,6 +29,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct LocalServer {
     addr: SocketAddr,
+    pg_addr: SocketAddr,
     runtime: Option<Runtime>,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -45,6 +48,13 @@ impl LocalServer {
             .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
             .context("binding 127.0.0.1:0")?;
         let addr = listener.local_addr()?;
+        let pg_listener = runtime
+            .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
+            .context("binding 127.0.0.1:0 for SQL")?;
+        let pg_addr = pg_listener.local_addr()?;
+        let pg_config = strata_sql::PgServerConfig { auth_token: None, default_database: String::new() };
+        // Ends with the runtime (its error, if accepting fails, shows as failed SQL queries).
+        runtime.spawn(strata_sql::serve(pg_listener, store.clone(), pg_config));
         let config = ServerConfig {
             bind: addr,
             max_body_bytes: max_body_bytes.max(ServerConfig::default().max_body_bytes),
@@ -53,7 +63,12 @@ impl LocalServer {
         let serving =
             strata_server::serve(listener, store, Arc::new(NoopHooks), config, std::future::pending());
         let task = runtime.spawn(serving);
-        Ok(LocalServer { addr, runtime: Some(runtime), task: Some(task) })
+        Ok(LocalServer { addr, pg_addr, runtime: Some(runtime), task: Some(task) })
+    }
+
+    /// Where the PostgreSQL protocol is served.
+    pub fn pg_addr(&self) -> SocketAddr {
+        self.pg_addr
     }
 
     pub fn url(&self) -> HttpUrl {

@@ -13,11 +13,11 @@
 
 use super::generator::Dataset;
 use super::load::IngestEndpoint;
-use super::queries::{run_queries, tsbs_queries, Dialect};
+use super::queries::{run_queries, tsbs_queries};
 use super::report::{load_metrics, Metrics, VariantResult};
 use super::runner::{load_counted, progress_bar, IngestOptions};
 use super::warmup::{counted_bytes_at_rest, warm_up, warmup_db};
-use crate::peers::{Installed, PeerEndpoint, PeerKind, RunningPeer};
+use crate::peers::{Installed, PeerEndpoint, RunningPeer};
 
 pub(super) fn run_peer(
     installed: &Installed,
@@ -56,19 +56,10 @@ pub(super) fn run_peer(
             quiesced.time.as_secs_f64()
         );
     }
-    let dialect = match installed.kind {
-        PeerKind::InfluxDb => Some(Dialect::InfluxQl),
-        PeerKind::QuestDb => Some(Dialect::QuestDbSql),
-        PeerKind::VictoriaMetrics => None,
-    };
-    let queries = match dialect {
-        Some(d) if opts.queries => run_queries(
-            &peer.endpoint.http.url,
-            &opts.db,
-            d,
-            &tsbs_queries(&dataset.spec, opts.seed),
-            opts.query_runs,
-        ),
+    let queries = match installed.kind.query_target(&peer.endpoint.http.url) {
+        Some(target) if opts.queries => {
+            run_queries(&target, &opts.db, &tsbs_queries(&dataset.spec, opts.seed), opts.query_runs)
+        }
         _ => Vec::new(),
     };
     let warmup_growth = baseline_bytes.saturating_sub(peer.empty_bytes);

@@ -1,6 +1,7 @@
 //! TSBS `cpu-only` style queries after a load (`--queries`): the same five
 //! questions in InfluxQL (Strata, InfluxDB; `POST /query`, `epoch=ns`) and in
-//! SQL (QuestDB; `GET /exec`), their answers reduced to one canonical form
+//! SQL (QuestDB's dialect on `GET /exec`; Strata's on the PostgreSQL
+//! protocol), their answers reduced to one canonical form
 //! (row key -> field -> value) so that systems can be compared within a
 //! floating-point tolerance, and the median latency of each.
 //!
@@ -17,6 +18,7 @@
 //! `fill(none)`, QuestDB's `SAMPLE BY` default); hosts are drawn from the seed.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -71,6 +73,29 @@ impl QueryKind {
             QueryKind::MaxAll8 => "max_all_8_ms",
             QueryKind::Lastpoint => "lastpoint_ms",
             QueryKind::HighCpuAll => "high_cpu_all_ms",
+        }
+    }
+
+    /// The metric holding the median latency of its SQL form.
+    pub fn sql_metric(self) -> &'static str {
+        match self {
+            QueryKind::SingleGroupby => "single_groupby_sql_ms",
+            QueryKind::DoubleGroupby => "double_groupby_sql_ms",
+            QueryKind::MaxAll8 => "max_all_8_sql_ms",
+            QueryKind::Lastpoint => "lastpoint_sql_ms",
+            QueryKind::HighCpuAll => "high_cpu_all_sql_ms",
+        }
+    }
+
+    /// The metric holding a system's SQL latency over its InfluxQL latency
+    /// (the median of per-round ratios).
+    pub fn sql_ratio_metric(self) -> &'static str {
+        match self {
+            QueryKind::SingleGroupby => "single_groupby_sql_to_influxql",
+            QueryKind::DoubleGroupby => "double_groupby_sql_to_influxql",
+            QueryKind::MaxAll8 => "max_all_8_sql_to_influxql",
+            QueryKind::Lastpoint => "lastpoint_sql_to_influxql",
+            QueryKind::HighCpuAll => "high_cpu_all_sql_to_influxql",
         }
     }
 
@@ -374,41 +399,88 @@ pub fn compare_answers(a: &Answer, b: &Answer) -> Result<(), String> {
     Ok(())
 }
 
-/// The language a system answers in.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Dialect {
+/// Where and in which language a system is asked.
+#[derive(Clone, Debug)]
+pub enum QueryTarget {
     /// `POST /query` (Strata, InfluxDB).
-    InfluxQl,
+    InfluxQl(HttpUrl),
     /// `GET /exec` (QuestDB).
-    QuestDbSql,
+    QuestDbSql(HttpUrl),
+    /// Strata's SQL over the PostgreSQL protocol (a simple query from
+    /// `tokio-postgres`, rows as text).
+    StrataSql(SocketAddr),
 }
 
-/// Runs one query once: the answer and the wall time of the request.
+/// The language of an answer: its latency goes to [`QueryKind::metric`]
+/// (InfluxQL) or [`QueryKind::sql_metric`] (SQL).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Language {
+    InfluxQl,
+    Sql,
+}
+
+impl QueryTarget {
+    pub fn language(&self) -> Language {
+        match self {
+            QueryTarget::InfluxQl(_) => Language::InfluxQl,
+            QueryTarget::QuestDbSql(_) | QueryTarget::StrataSql(_) => Language::Sql,
+        }
+    }
+}
+
+/// Runs one query once: the answer and the wall time of the request (the
+/// connection is made before the clock starts).
 pub fn run_once(
-    url: &HttpUrl,
+    target: &QueryTarget,
     db: &str,
-    dialect: Dialect,
     q: &TsbsQuery,
+    runtime: &tokio::runtime::Runtime,
 ) -> anyhow::Result<(Answer, Duration)> {
+    let (url, form) = match target {
+        QueryTarget::InfluxQl(url) => (url, form_encode(&[("db", db), ("q", &q.influxql), ("epoch", "ns")])),
+        QueryTarget::QuestDbSql(url) => (url, form_encode(&[("query", &q.sql)])),
+        QueryTarget::StrataSql(addr) => return runtime.block_on(run_pg_once(*addr, db, q)),
+    };
     let mut conn = HttpConnection::connect(url)?;
     let started = Instant::now();
-    let response = match dialect {
-        Dialect::InfluxQl => conn.post(
-            "/query",
-            "application/x-www-form-urlencoded",
-            form_encode(&[("db", db), ("q", &q.influxql), ("epoch", "ns")]).as_bytes(),
-        )?,
-        Dialect::QuestDbSql => conn.get(&format!("/exec?{}", form_encode(&[("query", &q.sql)])))?,
+    let response = match target {
+        QueryTarget::QuestDbSql(_) => conn.get(&format!("/exec?{form}"))?,
+        _ => conn.post("/query", "application/x-www-form-urlencoded", form.as_bytes())?,
     };
     let elapsed = started.elapsed();
     let v: Value = serde_json::from_slice(&response.body)
         .with_context(|| format!("HTTP {}: not JSON: {}", response.status, response.body_text()))?;
-    let answer = match dialect {
-        Dialect::InfluxQl => answer_from_influx(q.kind, &v),
-        Dialect::QuestDbSql => answer_from_questdb(q.kind, &v),
+    let answer = match target {
+        QueryTarget::QuestDbSql(_) => answer_from_questdb(q.kind, &v),
+        _ => answer_from_influx(q.kind, &v),
     }
     .with_context(|| format!("HTTP {}", response.status))?;
     Ok((answer, elapsed))
+}
+
+/// [`run_once`] for [`QueryTarget::StrataSql`]: `q.pg_sql` in database `db`.
+async fn run_pg_once(addr: SocketAddr, db: &str, q: &TsbsQuery) -> anyhow::Result<(Answer, Duration)> {
+    use tokio_postgres::SimpleQueryMessage;
+    let conninfo = format!("host={} port={} user=bench dbname={db}", addr.ip(), addr.port());
+    let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    let driving = tokio::spawn(connection);
+    let started = Instant::now();
+    let messages = client.simple_query(&q.pg_sql).await.with_context(|| q.pg_sql.clone())?;
+    let elapsed = started.elapsed();
+    drop(client);
+    let _ = driving.await;
+    let (mut columns, mut rows) = (Vec::new(), Vec::new());
+    for m in &messages {
+        if let SimpleQueryMessage::Row(row) = m {
+            if columns.is_empty() {
+                columns = row.columns().iter().map(|c| c.name().to_string()).collect();
+            }
+            rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect::<Vec<_>>());
+        }
+    }
+    Ok((answer_from_text(q.kind, &columns, &rows)?, elapsed))
 }
 
 /// What one system did with one query: its answer (first run) and the
@@ -416,30 +488,45 @@ pub fn run_once(
 #[derive(Clone, Debug)]
 pub struct QueryOutcome {
     pub kind: QueryKind,
+    pub language: Language,
     pub result: Result<(Answer, f64), String>,
 }
 
+impl QueryOutcome {
+    /// The metric its latency goes to.
+    pub fn metric(&self) -> &'static str {
+        match self.language {
+            Language::InfluxQl => self.kind.metric(),
+            Language::Sql => self.kind.sql_metric(),
+        }
+    }
+}
+
 /// Runs every query: one untimed run for the answer, then `runs` timed ones.
-pub fn run_queries(
-    url: &HttpUrl,
-    db: &str,
-    dialect: Dialect,
-    queries: &[TsbsQuery],
-    runs: u32,
-) -> Vec<QueryOutcome> {
+pub fn run_queries(target: &QueryTarget, db: &str, queries: &[TsbsQuery], runs: u32) -> Vec<QueryOutcome> {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("building a tokio runtime for the queries: {e}");
+            return queries
+                .iter()
+                .map(|q| QueryOutcome { kind: q.kind, language: target.language(), result: Err(why.clone()) })
+                .collect();
+        }
+    };
     queries
         .iter()
         .map(|q| {
             let result = (|| -> anyhow::Result<(Answer, f64)> {
-                let (answer, _) = run_once(url, db, dialect, q)?;
+                let (answer, _) = run_once(target, db, q, &runtime)?;
                 let mut ms = Vec::new();
                 for _ in 0..runs.max(1) {
-                    ms.push(run_once(url, db, dialect, q)?.1.as_secs_f64() * 1e3);
+                    ms.push(run_once(target, db, q, &runtime)?.1.as_secs_f64() * 1e3);
                 }
                 Ok((answer, crate::measure::median(&ms)))
             })()
             .map_err(|e| format!("{e:#}"));
-            QueryOutcome { kind: q.kind, result }
+            QueryOutcome { kind: q.kind, language: target.language(), result }
         })
         .collect()
 }

@@ -1,7 +1,8 @@
 //! Tests of the TSBS-style queries: time formatting, canonical answers from
 //! InfluxDB- and QuestDB-shaped JSON, the comparison's tolerance, and the
-//! five queries run against a Strata server over HTTP, checked against
-//! answers computed here from the generated data itself.
+//! five queries run against a Strata server in InfluxQL over HTTP and in SQL
+//! over the PostgreSQL protocol, checked against answers computed here from
+//! the generated data itself.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +18,7 @@ use super::local_db::{BenchDirs, LocalDb};
 use super::local_server::LocalServer;
 use super::queries::{
     answer_from_influx, answer_from_questdb, answer_from_text, compare_answers, iso_micros, parse_iso_ns,
-    pick_hosts, run_queries, tsbs_queries, Answer, Dialect, QueryKind,
+    pick_hosts, run_queries, tsbs_queries, Answer, QueryKind, QueryTarget,
 };
 
 #[test]
@@ -63,7 +64,7 @@ fn queries_name_the_same_hosts_and_window_in_both_languages() {
 }
 
 #[test]
-fn answers_from_both_shapes_become_the_same_canonical_form() {
+fn answers_from_every_shape_become_the_same_canonical_form() {
     let influx = json!({"results": [{"statement_id": 0, "series": [
         {"name": "cpu", "tags": {"hostname": "host_1"}, "columns": ["time", "usage_user"], "values": [[1451606400000000000i64, 1.5], [1451610000000000000i64, null]]},
         {"name": "cpu", "tags": {"hostname": "host_2"}, "columns": ["time", "usage_user"], "values": [[1451606400000000000i64, 2.25]]}
@@ -75,6 +76,21 @@ fn answers_from_both_shapes_become_the_same_canonical_form() {
     assert_eq!(a.rows.len(), 3);
     assert!(a.rows.contains_key("host_1|1451606400000000000"));
     assert_eq!(compare_answers(&a, &b), Ok(()), "equal within the tolerance");
+    // PostgreSQL text rows, columns in another order.
+    let text = |v: &str| Some(v.to_string());
+    let columns = ["hostname", "usage_user", "time"].map(String::from);
+    let rows = [
+        vec![text("host_1"), text("1.5"), text("1451606400000000000")],
+        vec![text("host_1"), None, text("1451610000000000000")],
+        vec![text("host_2"), text("2.25"), text("1451606400000000000")],
+    ];
+    let t = answer_from_text(QueryKind::DoubleGroupby, &columns, &rows).unwrap();
+    assert_eq!(t, a, "the same rows as InfluxQL's");
+    let bad = [vec![text("host_1"), text("x"), text("1451606400000000000")]];
+    assert!(answer_from_text(QueryKind::DoubleGroupby, &columns, &bad)
+        .unwrap_err()
+        .to_string()
+        .contains("usage_user"));
     let mut c = b.clone();
     c.rows.get_mut("host_2|1451606400000000000").unwrap().insert("usage_user".into(), Some(2.26));
     assert!(compare_answers(&a, &c).unwrap_err().contains("host_2"));
@@ -165,7 +181,7 @@ pub(crate) fn expected_answers(data: &Dataset, seed: u64) -> BTreeMap<QueryKind,
 }
 
 #[test]
-fn strata_answers_the_five_queries_as_computed_from_the_data() {
+fn strata_answers_the_five_queries_in_influxql_and_sql_as_computed_from_the_data() {
     // 12 hosts x 90 minutes; seed 4 makes some usage_user values exceed 90.
     let spec = CpuSpec::new(4, 12, 540);
     let data = Dataset::generate(&spec, 500).unwrap();
@@ -180,52 +196,17 @@ fn strata_answers_the_five_queries_as_computed_from_the_data() {
     let target = HttpTarget::new(server.url(), "q");
     target.prepare().unwrap();
     load(&target, &data, 2, &indicatif::ProgressBar::hidden()).unwrap();
-    let outcomes = run_queries(&server.url(), "q", Dialect::InfluxQl, &tsbs_queries(&spec, 4), 1);
-    for o in outcomes {
-        let (answer, ms) = o.result.unwrap_or_else(|e| panic!("{}: {e}", o.kind.name()));
-        assert!(ms >= 0.0);
-        if let Err(diff) = compare_answers(&expected[&o.kind], &answer) {
-            panic!("{}: Strata differs from the data: {diff}", o.kind.name());
-        }
-    }
-    server.stop().unwrap();
-}
-
-/// The five questions in Strata's SQL (DataFusion over the engine's tables,
-/// in process) give the answers computed from the data, as InfluxQL does.
-#[test]
-fn strata_sql_answers_the_five_queries_as_influxql_does() {
-    use datafusion::arrow::util::display::array_value_to_string;
-    let spec = CpuSpec::new(4, 12, 540);
-    let data = Dataset::generate(&spec, 500).unwrap();
-    let expected = expected_answers(&data, 4);
-    let local = LocalDb::open(Protocol::None, &BenchDirs::detect(), "q", 192 << 20).unwrap();
-    let store = local.tables();
-    let server = LocalServer::start(store.clone(), 1 << 20).unwrap();
-    let target = HttpTarget::new(server.url(), "q");
-    target.prepare().unwrap();
-    load(&target, &data, 2, &indicatif::ProgressBar::hidden()).unwrap();
-    let ctx = strata_sql::sessions::Sessions::new(store).context("q").expect("a SQL session");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    for q in tsbs_queries(&spec, 4) {
-        let batches = runtime
-            .block_on(async { ctx.sql(&q.pg_sql).await?.collect().await })
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", q.kind.name(), q.pg_sql));
-        let columns: Vec<String> = match batches.first() {
-            Some(b) => b.schema().fields().iter().map(|f| f.name().clone()).collect(),
-            None => Vec::new(),
-        };
-        let mut rows = Vec::new();
-        for b in &batches {
-            for r in 0..b.num_rows() {
-                let row =
-                    b.columns().iter().map(|c| (!c.is_null(r)).then(|| array_value_to_string(c, r).unwrap()));
-                rows.push(row.collect::<Vec<_>>());
+    // InfluxQL over HTTP, and Strata's SQL over the PostgreSQL protocol.
+    for target in [QueryTarget::InfluxQl(server.url()), QueryTarget::StrataSql(server.pg_addr())] {
+        let outcomes = run_queries(&target, "q", &tsbs_queries(&spec, 4), 1);
+        assert_eq!(outcomes.len(), QueryKind::ALL.len());
+        for o in outcomes {
+            assert_eq!(o.language, target.language());
+            let (answer, ms) = o.result.unwrap_or_else(|e| panic!("{target:?} {}: {e}", o.kind.name()));
+            assert!(ms >= 0.0);
+            if let Err(diff) = compare_answers(&expected[&o.kind], &answer) {
+                panic!("{target:?} {}: Strata differs from the data: {diff}", o.kind.name());
             }
-        }
-        let answer = answer_from_text(q.kind, &columns, &rows).unwrap();
-        if let Err(diff) = compare_answers(&expected[&q.kind], &answer) {
-            panic!("{}: SQL differs from the data: {diff}\n{}", q.kind.name(), q.pg_sql);
         }
     }
     server.stop().unwrap();

@@ -318,7 +318,17 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
         config["queries"] = json!(facts
             .queries
             .iter()
-            .map(|q| json!({"name": q.kind.name(), "metric": q.kind.metric(), "influxql": q.influxql, "sql": q.sql}))
+            .map(|q| {
+                json!({
+                    "name": q.kind.name(),
+                    "metric": q.kind.metric(),
+                    "sql_metric": q.kind.sql_metric(),
+                    "sql_ratio_metric": q.kind.sql_ratio_metric(),
+                    "influxql": q.influxql,
+                    "questdb_sql": q.sql,
+                    "strata_sql": q.pg_sql,
+                })
+            })
             .collect::<Vec<_>>());
         config["query_runs"] = json!(opts.query_runs);
         config["query_latency"] = json!("client wall time of one request (connect excluded), median of query_runs runs after one untimed run, then median over rounds");
@@ -414,7 +424,7 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
         ]);
         if opts.queries {
             notes.push(format!(
-                "query ms: TSBS cpu-only style queries after each load (Strata and InfluxDB: InfluxQL /query; QuestDB: SQL /exec; VictoriaMetrics: not queried), median of {} runs, client wall time; every answer compared with the first system's (rows per answer: {})",
+                "query ms: TSBS cpu-only style queries after each load; <query>_ms is InfluxQL on /query (Strata, InfluxDB), <query>_sql_ms is SQL (Strata: its SQL over the PostgreSQL protocol, a tokio-postgres simple query; QuestDB: its SQL on /exec), <query>_sql_to_influxql is Strata's SQL over InfluxQL latency (median of per-round ratios; the two alternate query by query); VictoriaMetrics: not queried; median of {} runs, client wall time; every answer compared with the first system's (rows per answer: {})",
                 opts.query_runs,
                 facts.query_answer_rows.iter().map(|(q, n, _)| format!("{q} {n}")).collect::<Vec<_>>().join(", ")
             ));

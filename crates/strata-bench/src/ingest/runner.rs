@@ -27,7 +27,9 @@ use super::load::{load, IngestEndpoint, LoadOutcome};
 use super::local_db::{pmem_log_bytes_for, BenchDirs, LocalDb};
 use super::local_server::LocalServer;
 use super::peer_run::{disk_metrics, run_peer};
-use super::queries::{compare_answers, run_queries, tsbs_queries, Answer, Dialect, QueryKind};
+use super::queries::{
+    compare_answers, run_queries, tsbs_queries, Answer, Language, QueryKind, QueryOutcome, QueryTarget,
+};
 use super::report::{
     build_report, load_metrics, print_table, storage_metrics, Counted, RunFacts, VariantResult,
 };
@@ -371,13 +373,18 @@ fn run_local(
         }
     };
     let queries = match &server {
-        Some(server) if opts.queries => run_queries(
-            &server.url(),
-            &opts.db,
-            Dialect::InfluxQl,
-            &tsbs_queries(&dataset.spec, opts.seed),
-            opts.query_runs,
-        ),
+        // InfluxQL and SQL alternate query by query, so both see the same machine state.
+        Some(server) if opts.queries => {
+            let targets = [QueryTarget::InfluxQl(server.url()), QueryTarget::StrataSql(server.pg_addr())];
+            tsbs_queries(&dataset.spec, opts.seed)
+                .iter()
+                .flat_map(|q| {
+                    targets
+                        .iter()
+                        .flat_map(|t| run_queries(t, &opts.db, std::slice::from_ref(q), opts.query_runs))
+                })
+                .collect()
+        }
         _ => Vec::new(),
     };
     if let Some(server) = server {
@@ -413,6 +420,15 @@ fn run_remote(
         counted,
         queries: Vec::new(),
     })
+}
+
+/// One system's SQL latency for `kind` over its InfluxQL latency, when it
+/// answered in both.
+fn sql_to_influxql(outcomes: &[QueryOutcome], kind: QueryKind) -> Option<f64> {
+    let ms = |language: Language| {
+        outcomes.iter().find(|o| o.kind == kind && o.language == language)?.result.as_ref().ok().map(|r| r.1)
+    };
+    Some(ms(Language::Sql)? / ms(Language::InfluxQl)?)
 }
 
 /// Installs (if needed) the peers of `opts`; a peer that cannot be had is an
@@ -528,10 +544,15 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
                     eprintln!("ingest bench: warning: {label}: {failure}");
                 }
             }
+            for kind in QueryKind::ALL {
+                if let Some(ratio) = sql_to_influxql(&result.queries, kind) {
+                    s.push(kind.sql_ratio_metric(), ratio);
+                }
+            }
             for q in &result.queries {
                 match &q.result {
                     Ok((answer, ms)) => {
-                        s.push(q.kind.metric(), *ms);
+                        s.push(q.metric(), *ms);
                         match reference_answers.get(&q.kind) {
                             None => {
                                 reference_answers.insert(q.kind, (v.name(), answer.clone()));

@@ -6,6 +6,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::ingest::http_client::HttpUrl;
+use crate::ingest::queries::QueryTarget;
+
 /// QuestDB release fetched from Maven Central: its jar bundles the native
 /// libraries for linux-x86-64, its classes are Java 17 bytecode (it runs on
 /// Debian bookworm's OpenJDK 17), and it accepts line protocol over HTTP on
@@ -46,6 +49,16 @@ impl PeerKind {
                     "Maven Central org.questdb:questdb:{QUESTDB_VERSION} (jar), run on the machine's Java"
                 )
             }
+        }
+    }
+
+    /// Where and how the TSBS-style queries ask it (InfluxDB: InfluxQL,
+    /// QuestDB: its SQL; VictoriaMetrics has neither: `None`).
+    pub fn query_target(self, url: &HttpUrl) -> Option<QueryTarget> {
+        match self {
+            PeerKind::InfluxDb => Some(QueryTarget::InfluxQl(url.clone())),
+            PeerKind::QuestDb => Some(QueryTarget::QuestDbSql(url.clone())),
+            PeerKind::VictoriaMetrics => None,
         }
     }
 

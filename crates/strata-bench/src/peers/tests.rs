@@ -31,7 +31,7 @@ use super::server::{warmup_bytes_at_rest, RunningPeer};
 use super::{ensure_installed, why_not_installed};
 use crate::ingest::generator::{CpuSpec, Dataset, MEASUREMENT, WARMUP_MEASUREMENT};
 use crate::ingest::load::{load, IngestEndpoint};
-use crate::ingest::queries::{compare_answers, run_queries, tsbs_queries, Dialect};
+use crate::ingest::queries::{compare_answers, run_queries, tsbs_queries};
 use crate::ingest::queries_tests::expected_answers;
 
 #[test]
@@ -375,14 +375,9 @@ fn try_real_peer(kind: PeerKind, installed: &Installed) -> Result<RealPeerRun, P
         assert!(d.starts_with("count 60; wal_tables(): name=\"cpu\" suspended=false"), "{d}");
     }
     // The TSBS-style queries give the answers computed from the data (no queries for VictoriaMetrics).
-    let dialect = match kind {
-        PeerKind::InfluxDb => Some(Dialect::InfluxQl),
-        PeerKind::QuestDb => Some(Dialect::QuestDbSql),
-        PeerKind::VictoriaMetrics => None,
-    };
-    if let Some(dialect) = dialect {
+    if let Some(target) = kind.query_target(&peer.endpoint.http.url) {
         let expected = expected_answers(&data, 11);
-        for o in run_queries(&peer.endpoint.http.url, "benchmark", dialect, &tsbs_queries(&spec, 11), 1) {
+        for o in run_queries(&target, "benchmark", &tsbs_queries(&spec, 11), 1) {
             let (answer, _) = o.result.unwrap_or_else(|e| panic!("{kind} {}: {e}", o.kind.name()));
             if let Err(diff) = compare_answers(&expected[&o.kind], &answer) {
                 panic!(
