@@ -9,6 +9,8 @@ use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProvide
 use datafusion::scalar::ScalarValue;
 use strata_series::TimeRange;
 
+use crate::literals::{literal, timestamp_ns};
+
 /// The name of every table's time column.
 pub const TIME_COLUMN: &str = "time";
 
@@ -54,6 +56,15 @@ pub fn pushdown(filters: &[&Expr], string_columns: &[String]) -> Vec<TableProvid
         .collect()
 }
 
+/// The time range the `time` comparisons among `conjuncts` allow (other
+/// conjuncts are ignored); [`TimeRange::ALL`] when there is none.
+pub fn time_range_of<'a>(conjuncts: impl IntoIterator<Item = &'a Expr>) -> TimeRange {
+    conjuncts.into_iter().fold(TimeRange::ALL, |range, c| match classify(c, &[]) {
+        Some(Conjunct::Time(r)) => intersect(range, r),
+        _ => range,
+    })
+}
+
 enum Conjunct {
     Time(TimeRange),
     Equal(String, String),
@@ -90,7 +101,7 @@ fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
 /// type coercion adds that keep every value (a dictionary-encoded tag to a
 /// string, `time` to a nanosecond timestamp in another zone); a cast that
 /// may merge values (to seconds, to a date) is not looked through.
-fn column_name(expr: &Expr) -> Option<&str> {
+pub(crate) fn column_name(expr: &Expr) -> Option<&str> {
     match expr {
         Expr::Column(c) => Some(c.name.as_str()),
         Expr::Cast(c) if keeps_values(c.field.data_type()) => column_name(&c.expr),
@@ -104,25 +115,6 @@ fn keeps_values(to: &DataType) -> bool {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
         DataType::Dictionary(_, value) => keeps_values(value),
         _ => false,
-    }
-}
-
-fn literal(expr: &Expr) -> Option<&ScalarValue> {
-    match expr {
-        Expr::Literal(v, _) => Some(v),
-        _ => None,
-    }
-}
-
-/// A timestamp literal in nanoseconds; `None` for NULL, other types and
-/// values beyond i64 nanoseconds.
-fn timestamp_ns(expr: &Expr) -> Option<i64> {
-    match literal(expr)? {
-        ScalarValue::TimestampNanosecond(Some(v), _) => Some(*v),
-        ScalarValue::TimestampMicrosecond(Some(v), _) => v.checked_mul(1_000),
-        ScalarValue::TimestampMillisecond(Some(v), _) => v.checked_mul(1_000_000),
-        ScalarValue::TimestampSecond(Some(v), _) => v.checked_mul(1_000_000_000),
-        _ => None,
     }
 }
 

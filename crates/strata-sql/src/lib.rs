@@ -27,14 +27,18 @@ pub mod client_compat;
 pub mod error;
 pub mod filters;
 pub mod functions;
+pub mod gapfill;
 pub mod handlers;
 pub mod insert;
+pub mod literals;
 pub mod plan;
+pub mod planner;
 pub mod series_scan;
 pub mod series_table;
 pub mod server;
 pub mod sessions;
 pub mod sqlstate;
+pub mod stream_aggregate;
 pub mod stream_table;
 
 pub use error::SqlError;

@@ -18,6 +18,9 @@ use strata_engine::Tables;
 
 use crate::catalog::{DatabaseList, PUBLIC_SCHEMA};
 use crate::error::SqlError;
+use crate::gapfill::rule::GapFillRule;
+use crate::planner::StrataQueryPlanner;
+use crate::stream_aggregate::StreamAggregateRule;
 
 /// The sessions of a server, by database.
 pub struct Sessions {
@@ -58,6 +61,9 @@ impl Sessions {
             .with_config(config)
             .with_catalog_list(self.databases.clone())
             .with_default_features()
+            .with_analyzer_rule(Arc::new(GapFillRule))
+            .with_optimizer_rule(Arc::new(StreamAggregateRule))
+            .with_query_planner(Arc::new(StrataQueryPlanner))
             .build();
         let ctx = SessionContext::new_with_state(state);
         self.databases.database(db);

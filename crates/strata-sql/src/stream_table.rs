@@ -34,10 +34,10 @@ pub const CHUNK_EVENTS: u64 = 8192;
 
 /// A stream of a database as a DataFusion table.
 pub struct StreamTable {
-    tables: Arc<dyn Tables>,
-    db: String,
-    name: String,
-    attrs: Vec<StreamAttr>,
+    pub(crate) tables: Arc<dyn Tables>,
+    pub(crate) db: String,
+    pub(crate) name: String,
+    pub(crate) attrs: Vec<StreamAttr>,
     schema: SchemaRef,
 }
 
@@ -59,7 +59,7 @@ impl StreamTable {
     }
 }
 
-fn not_found(db: &str, name: &str) -> datafusion::error::DataFusionError {
+pub(crate) fn not_found(db: &str, name: &str) -> datafusion::error::DataFusionError {
     df_err(SqlError::Stream(StreamError::NotFound(format!(
         "stream \"{name}\" not found in database \"{db}\""
     ))))

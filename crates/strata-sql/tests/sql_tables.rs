@@ -4,66 +4,20 @@
 //! event stream with ties at chunk edges, INSERT, LIMIT and errors.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::util::display::array_value_to_string;
-use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_engine::tables::streams::{StreamAttr, StreamAttrType};
-use strata_engine::{Config, Db, Tables};
+use strata_engine::Tables;
 use strata_series::{FieldValue, Point};
 use strata_sql::series_scan::TARGET_ROWS;
-use strata_sql::sessions::Sessions;
 use strata_sql::sqlstate;
 use strata_sql::stream_table::CHUNK_EVENTS;
 
-const DB: &str = "metrics";
-const BASE_NS: i64 = 1_700_000_000_000_000_000;
+mod common;
 
-fn open(dir: &std::path::Path) -> Arc<Db> {
-    let mut config = Config { data_dir: dir.to_path_buf(), ..Config::default() };
-    config.storage.protocol = "serial-ssd".into();
-    config.streams.placement = "ssd".into();
-    Arc::new(Db::open(&config, &|_, _, _| {}).expect("open the data directory"))
-}
-
-fn context(db: &Db) -> SessionContext {
-    let tables: Arc<dyn Tables> = db.tables().clone();
-    tables.add_database(DB).expect("create the database");
-    Sessions::new(tables).context(DB).expect("a session")
-}
-
-async fn batches(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
-    ctx.sql(sql).await?.collect().await
-}
-
-/// The rows of a query as strings, one vector per row.
-async fn rows(ctx: &SessionContext, sql: &str) -> Vec<Vec<String>> {
-    let got = batches(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut out = Vec::new();
-    for b in &got {
-        for r in 0..b.num_rows() {
-            out.push(b.columns().iter().map(|c| array_value_to_string(c, r).expect("displayable")).collect());
-        }
-    }
-    out
-}
-
-fn point(host: &str, ts: i64, fields: Vec<(&str, FieldValue)>) -> Point {
-    let mut tags = vec![("host".to_string(), host.to_string())];
-    if host == "a" {
-        tags.push(("region".to_string(), "eu".to_string()));
-    }
-    Point {
-        measurement: "cpu".into(),
-        tags,
-        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        timestamp_ns: ts,
-    }
-}
+use common::{batches, context, open, point, rows, BASE_NS, DB};
 
 /// The model: per (host, ts) the last value written of each field.
 type Model = BTreeMap<(String, i64), (Option<f64>, Option<i64>)>;
