@@ -212,6 +212,10 @@ impl SeriesStore for SeriesEngine {
             .ok_or_else(|| EngineError::UnknownDatabase(db.to_string()))
     }
 
+    fn series_version(&self, db: &str, measurement: &str) -> Option<u64> {
+        self.core.index().read().measurement_version(db, measurement)
+    }
+
     fn read(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<Vec<SeriesPoints>, EngineError> {
         self.known_database(db)?;
         self.read_series(ids, range)
@@ -222,6 +226,26 @@ impl SeriesStore for SeriesEngine {
         let data = self.core.data();
         let ends = ids.iter().filter_map(|id| data.ts_range(*id)).flat_map(|(min, max)| [min, max]);
         Ok(crate::store::span_of(ends))
+    }
+
+    fn read_timestamps(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
+        self.known_database(db)?;
+        self.core.read_timestamps(ids, range)
+    }
+
+    fn point_count_bounds(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<u64>, EngineError> {
+        self.known_database(db)?;
+        Ok(self.core.data().count_bounds(ids, range))
     }
 
     fn write(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {

@@ -24,6 +24,8 @@ pub struct SeriesEntry {
 struct MeasurementIndex {
     tagsets: HashMap<Vec<(String, String)>, BTreeMap<String, SeriesId>>,
     field_types: BTreeMap<String, FieldType>,
+    /// The index's generation at this measurement's last series change.
+    version: u64,
 }
 
 #[derive(Default)]
@@ -55,6 +57,8 @@ pub struct SeriesIndex {
     databases: BTreeMap<String, DbIndex>,
     series: HashMap<SeriesId, SeriesEntry>,
     next_id: u64,
+    /// Counts series changes (added, removed, dropped), never goes back.
+    generation: u64,
 }
 
 impl SeriesIndex {
@@ -149,8 +153,10 @@ impl SeriesIndex {
             self.remove(old);
         }
         self.create_database(db);
+        self.generation += 1;
         let d = self.databases.get_mut(db).expect("created");
         let m = d.measurements.entry(key.measurement.clone()).or_default();
+        m.version = self.generation;
         m.tagsets.entry(key.tags.clone()).or_default().insert(key.field.clone(), id);
         m.field_types.entry(key.field.clone()).or_insert(field_type);
         d.series_count += 1;
@@ -160,8 +166,10 @@ impl SeriesIndex {
 
     fn remove(&mut self, id: SeriesId) {
         let Some(e) = self.series.remove(&id) else { return };
+        self.generation += 1;
         if let Some(d) = self.databases.get_mut(&e.db) {
             if let Some(m) = d.measurements.get_mut(&e.key.measurement) {
+                m.version = self.generation;
                 if let Some(fields) = m.tagsets.get_mut(e.key.tags.as_slice()) {
                     fields.remove(&e.key.field);
                     if fields.is_empty() {
@@ -183,6 +191,13 @@ impl SeriesIndex {
             self.series.remove(id);
         }
         ids
+    }
+
+    /// Changes whenever a series of the measurement is added or removed,
+    /// and never comes back to an earlier value (a measurement dropped and
+    /// written again gets a new one); `None` if it does not exist.
+    pub fn measurement_version(&self, db: &str, measurement: &str) -> Option<u64> {
+        Some(self.databases.get(db)?.measurements.get(measurement)?.version)
     }
 
     pub fn measurements(&self, db: &str) -> Option<Vec<String>> {
@@ -243,6 +258,29 @@ mod tests {
         assert_eq!(ix.series_count("db"), 1);
         assert!(ix.allocate_id().0 > b.0);
         assert_eq!(ix.measurements("db").unwrap(), vec!["mem".to_string()]);
+    }
+
+    #[test]
+    fn a_measurement_version_changes_with_its_series_and_never_repeats() {
+        let mut ix = SeriesIndex::new(0);
+        assert_eq!(ix.measurement_version("db", "cpu"), None);
+        let a = ix.allocate_id();
+        ix.insert("db", a, key("cpu", "a", "u"), FieldType::Float);
+        let v1 = ix.measurement_version("db", "cpu").unwrap();
+        ix.insert("db", a, key("cpu", "a", "u"), FieldType::Float);
+        assert_eq!(ix.measurement_version("db", "cpu"), Some(v1), "no change, same version");
+        let m = ix.allocate_id();
+        ix.insert("db", m, key("mem", "a", "free"), FieldType::Integer);
+        assert_eq!(ix.measurement_version("db", "cpu"), Some(v1), "another measurement's series");
+        let b = ix.allocate_id();
+        ix.insert("db", b, key("cpu", "b", "u"), FieldType::Float);
+        let v2 = ix.measurement_version("db", "cpu").unwrap();
+        assert!(v2 > v1);
+        ix.drop_measurement("db", "cpu");
+        assert_eq!(ix.measurement_version("db", "cpu"), None);
+        let c = ix.allocate_id();
+        ix.insert("db", c, key("cpu", "a", "u"), FieldType::Float);
+        assert!(ix.measurement_version("db", "cpu").unwrap() > v2, "written again: a new version");
     }
 
     #[test]

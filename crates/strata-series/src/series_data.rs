@@ -259,6 +259,21 @@ impl SeriesData {
         self.sealed.iter().filter(move |b| range.overlaps(b.entry.min_ts, b.entry.max_ts))
     }
 
+    /// At least the number of points this series holds in `range`: every
+    /// point of the sealed and DRAM blocks whose time range overlaps it
+    /// (no block is decoded), plus the patch points in it.
+    pub fn count_bound(&self, range: TimeRange) -> u64 {
+        let block = |b: &BlockWriter| match (b.first_ts(), b.last_ts()) {
+            (Some(a), Some(z)) if range.overlaps(a, z) => b.len() as u64,
+            _ => 0,
+        };
+        let patch =
+            |p: &BTreeMap<TimestampNs, FieldValue>| p.range(range.min_ns..=range.max_ns).count() as u64;
+        let sealed: u64 = self.sealed_in(range).map(|b| u64::from(b.entry.point_count)).sum();
+        let frozen = self.frozen.as_ref().map_or(0, |f| block(&f.open) + patch(&f.patch));
+        sealed + frozen + block(&self.open) + patch(&self.patch)
+    }
+
     /// Whether a tombstone masks the point `ts` of a block in file `file_seq`.
     pub fn masked(&self, ts: TimestampNs, file_seq: u64) -> bool {
         self.tombstones.iter().any(|t| t.upto_file_seq >= file_seq && t.range.contains(ts))

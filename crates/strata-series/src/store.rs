@@ -88,6 +88,39 @@ pub trait SeriesStore: Send + Sync {
         let points = self.read(db, ids, TimeRange::ALL)?;
         Ok(span_of(points.iter().flat_map(|series| series.iter().map(|(t, _)| *t))))
     }
+    /// The timestamps of each series in `ids` within `range` (what
+    /// [`SeriesStore::read`] would return, without the values), from one
+    /// snapshot. Engines skip decoding values; SQL reads the fields a query
+    /// does not name this way, to know which rows exist.
+    fn read_timestamps(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
+        let points = self.read(db, ids, range)?;
+        Ok(points.into_iter().map(|series| series.into_iter().map(|(t, _)| t).collect()).collect())
+    }
+    /// For each series in `ids`, a bound of how many points it holds in
+    /// `range`: at least the true count, cheap to compute (block indexes,
+    /// not data). Long scans (SQL) size their time windows by it.
+    fn point_count_bounds(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<u64>, EngineError> {
+        let points = self.read(db, ids, range)?;
+        Ok(points.iter().map(|series| series.len() as u64).collect())
+    }
+    /// A version of a measurement's set of series: it changes whenever a
+    /// series is added or removed and never returns to an earlier value, so
+    /// what was built from [`SeriesStore::series`] under one version stays
+    /// valid while it holds. `None`: the store does not tell (or the
+    /// measurement does not exist); callers then list the series anew.
+    fn series_version(&self, _db: &str, _measurement: &str) -> Option<u64> {
+        None
+    }
     /// Writes `points` as one transaction and returns once it is durable
     /// under the configured commit protocol. Points whose field type
     /// conflicts with the established type are rejected (listed in the

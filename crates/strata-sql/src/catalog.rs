@@ -15,7 +15,7 @@ use datafusion::error::Result;
 use parking_lot::RwLock;
 use strata_engine::{TableKind, Tables};
 
-use crate::series_table::SeriesTable;
+use crate::series_table::{LayoutCache, SeriesTable};
 use crate::stream_table::StreamTable;
 
 /// The schema every database's tables live in.
@@ -27,6 +27,8 @@ pub struct DatabaseList {
     /// One catalog object per database, so schemas registered on it (a
     /// session's `pg_catalog`) stay.
     catalogs: RwLock<HashMap<String, Arc<DatabaseCatalog>>>,
+    /// Measurement layouts, shared by every database's schema.
+    layouts: Arc<LayoutCache>,
 }
 
 impl std::fmt::Debug for DatabaseList {
@@ -37,7 +39,7 @@ impl std::fmt::Debug for DatabaseList {
 
 impl DatabaseList {
     pub fn new(tables: Arc<dyn Tables>) -> DatabaseList {
-        DatabaseList { tables, catalogs: RwLock::new(HashMap::new()) }
+        DatabaseList { tables, catalogs: RwLock::new(HashMap::new()), layouts: Arc::default() }
     }
 
     /// Whether `db` exists.
@@ -55,7 +57,11 @@ impl DatabaseList {
             .entry(db.to_string())
             .or_insert_with(|| {
                 Arc::new(DatabaseCatalog {
-                    public: Arc::new(PublicSchema { tables: self.tables.clone(), db: db.to_string() }),
+                    public: Arc::new(PublicSchema {
+                        tables: self.tables.clone(),
+                        db: db.to_string(),
+                        layouts: self.layouts.clone(),
+                    }),
                     others: RwLock::new(HashMap::new()),
                 })
             })
@@ -123,6 +129,7 @@ impl CatalogProvider for DatabaseCatalog {
 pub struct PublicSchema {
     tables: Arc<dyn Tables>,
     db: String,
+    layouts: Arc<LayoutCache>,
 }
 
 impl std::fmt::Debug for PublicSchema {
@@ -144,7 +151,7 @@ impl SchemaProvider for PublicSchema {
         Ok(match self.tables.kind_of(&self.db, name) {
             None => None,
             Some(TableKind::Series) => {
-                Some(Arc::new(SeriesTable::open(self.tables.clone(), &self.db, name)?))
+                Some(Arc::new(SeriesTable::open(self.tables.clone(), &self.db, name, &self.layouts)?))
             }
             Some(TableKind::EventStream) => {
                 Some(Arc::new(StreamTable::open(self.tables.clone(), &self.db, name)?))

@@ -1,10 +1,13 @@
 //! Which `WHERE` conjuncts a scan answers itself (issue 19, "Pushdown"):
 //! a comparison of `time` with a timestamp, `time BETWEEN a AND b`, and a
-//! tag (series) equal to a string. The scan applies them exactly, so
+//! tag (series) equal to a string, in a list of strings (`IN`) or equal to
+//! one of several (`OR` of equalities on one tag). The scan applies them exactly, so
 //! DataFusion is told `Exact` and may push `LIMIT` down too; any other
 //! conjunct DataFusion evaluates above the scan.
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::utils::split_binary;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::scalar::ScalarValue;
 use strata_series::TimeRange;
@@ -19,8 +22,8 @@ pub const TIME_COLUMN: &str = "time";
 pub struct PushedFilters {
     /// Inclusive; empty when the conjuncts contradict.
     pub range: TimeRange,
-    /// `(column, value)`: the column equals the string.
-    pub equal: Vec<(String, String)>,
+    /// `(column, values)`: the column equals one of the strings.
+    pub equal: Vec<(String, Vec<String>)>,
 }
 
 impl Default for PushedFilters {
@@ -67,11 +70,13 @@ pub fn time_range_of<'a>(conjuncts: impl IntoIterator<Item = &'a Expr>) -> TimeR
 
 enum Conjunct {
     Time(TimeRange),
-    Equal(String, String),
+    /// The column equals one of the strings.
+    Equal(String, Vec<String>),
 }
 
 fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
     match expr {
+        Expr::BinaryExpr(BinaryExpr { op: Operator::Or, .. }) => one_of(expr, string_columns),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (column, op, literal) = match (column_name(left), column_name(right)) {
                 (Some(c), None) => (c, *op, right.as_ref()),
@@ -83,9 +88,14 @@ fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
                 return time_range(op, t).map(Conjunct::Time);
             }
             if op == Operator::Eq && string_columns.iter().any(|c| c == column) {
-                return Some(Conjunct::Equal(column.to_string(), string(literal)?));
+                return Some(Conjunct::Equal(column.to_string(), vec![string(literal)?]));
             }
             None
+        }
+        Expr::InList(InList { expr, list, negated: false }) => {
+            let column = column_name(expr).filter(|c| string_columns.iter().any(|s| s == c))?;
+            let values = list.iter().map(string).collect::<Option<Vec<String>>>()?;
+            Some(Conjunct::Equal(column.to_string(), values))
         }
         Expr::Between(Between { expr, negated: false, low, high })
             if column_name(expr) == Some(TIME_COLUMN) =>
@@ -95,6 +105,20 @@ fn classify(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
         }
         _ => None,
     }
+}
+
+/// `tag = 'a' OR tag = 'b' OR ...` on one tag column.
+fn one_of(expr: &Expr, string_columns: &[String]) -> Option<Conjunct> {
+    let mut column: Option<String> = None;
+    let mut values = Vec::new();
+    for alternative in split_binary(expr, Operator::Or) {
+        let Some(Conjunct::Equal(c, v)) = classify(alternative, string_columns) else { return None };
+        if column.get_or_insert_with(|| c.clone()) != &c {
+            return None;
+        }
+        values.extend(v);
+    }
+    Some(Conjunct::Equal(column?, values))
 }
 
 /// The column an expression reads, looking through the casts DataFusion's
@@ -202,7 +226,27 @@ mod tests {
         use TableProviderFilterPushDown::{Exact, Unsupported};
         assert_eq!(pushdown(&refs, &tags()), vec![Exact, Exact, Unsupported, Unsupported, Unsupported]);
         let pushed = PushedFilters::from_exprs(&filters[..2], &tags());
-        assert_eq!(pushed.equal, vec![("host".into(), "a".into()), ("host".into(), "b".into())]);
+        assert_eq!(pushed.equal, vec![("host".into(), vec!["a".into()]), ("host".into(), vec!["b".into()])]);
+    }
+
+    #[test]
+    fn a_tag_in_a_list_or_equal_to_one_of_several_is_pushed() {
+        let filters = [
+            col("host").in_list(vec![lit("a"), lit("b")], false),
+            col("host").eq(lit("c")).or(col("host").eq(lit("d")).or(lit("e").eq(col("host")))),
+            col("host").in_list(vec![lit("a")], true),
+            col("host").eq(lit("a")).or(col("usage").gt(lit(1.0))),
+            col("host").in_list(vec![lit("a"), col("usage")], false),
+        ];
+        let refs: Vec<&Expr> = filters.iter().collect();
+        use TableProviderFilterPushDown::{Exact, Unsupported};
+        assert_eq!(pushdown(&refs, &tags()), vec![Exact, Exact, Unsupported, Unsupported, Unsupported]);
+        let pushed = PushedFilters::from_exprs(&filters[..2], &tags());
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            pushed.equal,
+            vec![("host".into(), strings(&["a", "b"])), ("host".into(), strings(&["c", "d", "e"]))]
+        );
     }
 
     #[test]

@@ -1,16 +1,22 @@
 //! The scan of a measurement (issue 19, "Output: results stream as Arrow
 //! record batches"): tag set by tag set, each read in time windows sized so
 //! a window holds about [`TARGET_ROWS`] rows, so memory stays flat however
-//! long a series is. Within a window the field series are merged by
-//! timestamp into rows. Each window is one snapshot read of the engine; a
-//! scan as a whole is not one snapshot (a write landing during a long scan
-//! may show in later windows and not in earlier ones).
+//! long a series is. The first window is sized from the engine's point-count
+//! bounds (block indexes), so a tag set that fits is read at once; later
+//! ones adapt to the rows the last one held.
+//!
+//! Within a window the field series are merged by timestamp into rows. Only
+//! the fields the query names are read with their values; the others are
+//! read as timestamps only (no value is decoded), because a row exists
+//! wherever any field has a value. A window is two snapshot reads (those
+//! timestamps, then the named fields' points); a scan as a whole is not one
+//! snapshot (a write landing during a long scan may show in later windows
+//! and not in earlier ones).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, StringArray,
-    TimestampNanosecondArray,
+    ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchOptions, TimestampNanosecondArray,
 };
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
@@ -31,8 +37,6 @@ use crate::series_table::{FieldColumn, SeriesLayout, TagSet};
 pub const TARGET_ROWS: usize = 8192;
 /// A window's width changes by at most this factor from one read to the next.
 const WIDTH_STEP: i128 = 16;
-/// A tag set's first window is its time span divided by this.
-const FIRST_WINDOW_DIVISOR: i128 = 1024;
 
 /// A scan of one measurement: the columns asked for, the tag sets the
 /// equality filters admit, the time range.
@@ -68,10 +72,10 @@ impl SeriesScan {
     }
 }
 
-/// Whether a tag set passes every `tag = value` filter (a missing tag is NULL
-/// and equals nothing).
-fn admits(set: &TagSet, equal: &[(String, String)]) -> bool {
-    equal.iter().all(|(k, v)| set.tags.iter().any(|(tk, tv)| tk == k && tv == v))
+/// Whether a tag set passes every `tag IN (values)` filter (a missing tag is
+/// NULL and equals nothing).
+fn admits(set: &TagSet, equal: &[(String, Vec<String>)]) -> bool {
+    equal.iter().all(|(k, values)| set.tags.iter().any(|(tk, tv)| tk == k && values.contains(tv)))
 }
 
 impl PartitionStream for SeriesScan {
@@ -98,7 +102,10 @@ impl PartitionStream for SeriesScan {
 /// Where a tag set's scan is.
 struct Window {
     set: usize,
-    ids: Vec<SeriesId>,
+    /// Series of the fields the scan shows, read with their values.
+    shown: Vec<SeriesId>,
+    /// The other series of the tag set, read as timestamps.
+    hidden: Vec<SeriesId>,
     next_ns: i128,
     last_ns: i64,
     width_ns: i128,
@@ -131,13 +138,15 @@ impl SeriesRows {
             }
             let min_ns = w.next_ns as i64;
             let max_ns = (w.next_ns + w.width_ns - 1).min(i128::from(w.last_ns)) as i64;
-            let points = self
-                .tables
-                .series_store()
-                .read(&self.db, &w.ids, TimeRange { min_ns, max_ns })
-                .map_err(df_err)?;
+            let window = TimeRange { min_ns, max_ns };
+            let store = self.tables.series_store();
+            let hidden = match w.hidden.is_empty() {
+                true => Vec::new(),
+                false => store.read_timestamps(&self.db, &w.hidden, window).map_err(df_err)?,
+            };
+            let points = store.read(&self.db, &w.shown, window).map_err(df_err)?;
             let (set, width) = (w.set, w.width_ns);
-            let batch = self.rows(set, &points)?;
+            let batch = self.rows(set, &points, &hidden)?;
             let w = self.window.as_mut().expect("a window is open");
             w.next_ns = i128::from(max_ns) + 1;
             w.width_ns = next_width(width, batch.num_rows());
@@ -149,43 +158,116 @@ impl SeriesRows {
 
     /// The first window of tag set `set`, `None` if it holds nothing in range.
     fn start(&self, set: usize) -> Result<Option<Window>> {
-        let ids: Vec<SeriesId> = self.layout.tag_sets[set].series.iter().map(|(_, id)| *id).collect();
-        let Some(span) = self.tables.series_store().time_span(&self.db, &ids).map_err(df_err)? else {
+        let series = &self.layout.tag_sets[set].series;
+        let ids: Vec<SeriesId> = series.iter().map(|(_, id)| *id).collect();
+        let store = self.tables.series_store();
+        let Some(span) = store.time_span(&self.db, &ids).map_err(df_err)? else {
             return Ok(None);
         };
         let (first, last) = (span.min_ns.max(self.range.min_ns), span.max_ns.min(self.range.max_ns));
         if first > last {
             return Ok(None);
         }
-        let width_ns = ((i128::from(last) - i128::from(first) + 1) / FIRST_WINDOW_DIVISOR).max(1);
-        Ok(Some(Window { set, ids, next_ns: i128::from(first), last_ns: last, width_ns }))
+        // Rows are at least the largest series' points: size the first window by that.
+        let in_range = TimeRange { min_ns: first, max_ns: last };
+        let rows = store.point_count_bounds(&self.db, &ids, in_range).map_err(df_err)?.into_iter().max();
+        let span_ns = i128::from(last) - i128::from(first) + 1;
+        let width_ns =
+            (span_ns * TARGET_ROWS as i128 / i128::from(rows.unwrap_or(1).max(1))).clamp(1, span_ns);
+        let shown_fields = self.shown_fields();
+        let (shown, hidden): (Vec<_>, Vec<_>) = series.iter().partition(|(f, _)| shown_fields.contains(f));
+        Ok(Some(Window {
+            set,
+            shown: shown.into_iter().map(|(_, id)| id).collect(),
+            hidden: hidden.into_iter().map(|(_, id)| id).collect(),
+            next_ns: i128::from(first),
+            last_ns: last,
+            width_ns,
+        }))
+    }
+
+    /// The layout's indices of the fields among the scan's columns.
+    fn shown_fields(&self) -> Vec<usize> {
+        let ntags = self.layout.tags.len();
+        self.columns.iter().filter(|c| **c > ntags).map(|c| c - 1 - ntags).collect()
     }
 
     /// The rows of one window of tag set `set`: the union of its series'
-    /// timestamps, each field where its series has that timestamp.
-    fn rows(&self, set: usize, points: &[Vec<(TimestampNs, FieldValue)>]) -> Result<RecordBatch> {
-        let mut times: Vec<TimestampNs> = points.iter().flat_map(|p| p.iter().map(|(t, _)| *t)).collect();
-        times.sort_unstable();
-        times.dedup();
+    /// timestamps (`points` of the shown fields, `hidden` of the others),
+    /// each shown field where its series has that timestamp.
+    fn rows(
+        &self,
+        set: usize,
+        points: &[Vec<(TimestampNs, FieldValue)>],
+        hidden: &[Vec<TimestampNs>],
+    ) -> Result<RecordBatch> {
+        let shown: Vec<Vec<TimestampNs>> =
+            points.iter().map(|p| p.iter().map(|(t, _)| *t).collect()).collect();
+        let times = union_of(shown.iter().chain(hidden).map(Vec::as_slice));
         let tag_set = &self.layout.tag_sets[set];
+        let shown_series: Vec<usize> = {
+            let fields = self.shown_fields();
+            tag_set.series.iter().filter(|(f, _)| fields.contains(f)).map(|(f, _)| *f).collect()
+        };
         let ntags = self.layout.tags.len();
-        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
+        let mut arrays: Vec<Option<ArrayRef>> = Vec::with_capacity(self.columns.len());
         for &c in &self.columns {
             arrays.push(if c == 0 {
-                Arc::new(TimestampNanosecondArray::from(times.clone()).with_timezone("UTC"))
+                None // built last, from `times` itself
             } else if c <= ntags {
-                let key = &self.layout.tags[c - 1];
-                let value = tag_set.tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
-                constant_tag(value, times.len())
+                Some(constant_tag(tag_set.tag_keys[c - 1], &self.layout.tag_values[c - 1], times.len()))
             } else {
                 let field = c - 1 - ntags;
-                let series = tag_set.series.iter().position(|(f, _)| *f == field);
-                field_array(&self.layout.fields[field], series.map(|i| points[i].as_slice()), &times)?
+                let series = shown_series.iter().position(|f| *f == field);
+                Some(field_array(&self.layout.fields[field], series.map(|i| points[i].as_slice()), &times)?)
             });
         }
-        let options = RecordBatchOptions::new().with_row_count(Some(times.len()));
+        let rows = times.len();
+        let mut times = Some(times);
+        let arrays = arrays
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| {
+                    let times = times.take().expect("one time column");
+                    Arc::new(TimestampNanosecondArray::from(times).with_timezone("UTC"))
+                })
+            })
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?)
     }
+}
+
+/// The sorted union of sorted timestamp lists. Lists equal to the union so
+/// far (every field of a row-shaped write) cost one comparison.
+fn union_of<'a>(lists: impl Iterator<Item = &'a [TimestampNs]>) -> Vec<TimestampNs> {
+    let mut union: Vec<TimestampNs> = Vec::new();
+    for list in lists {
+        if list == union.as_slice() || list.is_empty() {
+            continue;
+        }
+        if union.is_empty() {
+            union = list.to_vec();
+            continue;
+        }
+        let mut merged = Vec::with_capacity(union.len().max(list.len()));
+        let (mut a, mut b) = (union.iter().peekable(), list.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x < y => merged.push(*a.next().expect("peeked")),
+                (Some(x), Some(y)) if x > y => merged.push(*b.next().expect("peeked")),
+                (Some(_), Some(_)) => {
+                    merged.push(*a.next().expect("peeked"));
+                    b.next();
+                }
+                (Some(_), None) => merged.push(*a.next().expect("peeked")),
+                (None, Some(_)) => merged.push(*b.next().expect("peeked")),
+                (None, None) => break,
+            }
+        }
+        union = merged;
+    }
+    union
 }
 
 /// The next window's width: scaled so it would have held [`TARGET_ROWS`],
@@ -198,14 +280,14 @@ fn next_width(width_ns: i128, rows: usize) -> i128 {
         .min(i128::from(u64::MAX))
 }
 
-/// A tag column of one tag set: the same value (or NULL) on every row.
-fn constant_tag(value: Option<&str>, rows: usize) -> ArrayRef {
-    let keys = match value {
-        Some(_) => Int32Array::from(vec![0; rows]),
+/// A tag column of one tag set: the same value (or NULL) on every row, as
+/// keys into the column's shared dictionary `values`.
+fn constant_tag(key: Option<i32>, values: &ArrayRef, rows: usize) -> ArrayRef {
+    let keys = match key {
+        Some(k) => Int32Array::from(vec![k; rows]),
         None => Int32Array::from(vec![None; rows]),
     };
-    let values = StringArray::from(vec![value.unwrap_or_default()]);
-    Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values)).expect("key 0 indexes one value"))
+    Arc::new(DictionaryArray::<Int32Type>::try_new(keys, values.clone()).expect("keys index the values"))
 }
 
 /// A field column over `times`: the series' value where it has one, NULL
@@ -284,6 +366,13 @@ mod tests {
         assert_eq!(next_width(1000, 1), 16_000);
         assert_eq!(next_width(1000, TARGET_ROWS * 1000), 62);
         assert_eq!(next_width(1, TARGET_ROWS * 1000), 1);
+    }
+
+    #[test]
+    fn the_union_of_timestamp_lists_is_sorted_and_without_repeats() {
+        let lists = [vec![1, 3, 5], vec![1, 3, 5], vec![], vec![0, 3, 6], vec![2]];
+        assert_eq!(union_of(lists.iter().map(Vec::as_slice)), vec![0, 1, 2, 3, 5, 6]);
+        assert!(union_of(std::iter::empty()).is_empty());
     }
 
     #[test]

@@ -7,16 +7,18 @@
 //! The table is built from the measurement's series when a query names it,
 //! so it sees the tags and fields that exist at planning time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::error::Result;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
+use parking_lot::Mutex;
 use strata_engine::Tables;
 use strata_series::{FieldType, SeriesId, SeriesInfo};
 
@@ -65,6 +67,9 @@ pub struct TagSet {
     pub tags: Tags,
     /// `(field column index, series)`, one per field the tag set has.
     pub series: Vec<(usize, SeriesId)>,
+    /// Per tag column, the index of this set's value in the layout's
+    /// `tag_values` of that column (`None`: the set lacks the tag).
+    pub tag_keys: Vec<Option<i32>>,
 }
 
 /// The columns of a measurement and its tag sets.
@@ -75,6 +80,10 @@ pub struct SeriesLayout {
     /// Fields sorted by key: the columns after the tags.
     pub fields: Vec<FieldColumn>,
     pub tag_sets: Vec<TagSet>,
+    /// Per tag column, its distinct values, sorted: the one dictionary every
+    /// batch of that column shares (so batches concatenate without merging
+    /// dictionaries).
+    pub tag_values: Vec<ArrayRef>,
     pub schema: SchemaRef,
 }
 
@@ -103,11 +112,32 @@ impl SeriesLayout {
             };
             by_tags.entry(s.tags.clone()).or_default().push((i, s.id));
         }
-        let tag_sets = by_tags.into_iter().map(|(tags, series)| TagSet { tags, series }).collect();
+        let mut values: Vec<std::collections::BTreeSet<&str>> = vec![Default::default(); tags.len()];
+        for set in by_tags.keys() {
+            for (k, v) in set {
+                let column = tags.binary_search(k).expect("every tag key has a column");
+                values[column].insert(v.as_str());
+            }
+        }
+        let values: Vec<Vec<&str>> = values.into_iter().map(|v| v.into_iter().collect()).collect();
+        let key_of = |column: usize, set: &Tags| {
+            let value = set.iter().find(|(k, _)| *k == tags[column])?;
+            let at = values[column].binary_search(&value.1.as_str()).expect("collected above");
+            Some(i32::try_from(at).expect("fewer than 2^31 values of a tag"))
+        };
+        let tag_sets = by_tags
+            .iter()
+            .map(|(set, series)| TagSet {
+                tags: set.clone(),
+                series: series.clone(),
+                tag_keys: (0..tags.len()).map(|c| key_of(c, set)).collect(),
+            })
+            .collect();
+        let tag_values = values.iter().map(|v| Arc::new(StringArray::from(v.clone())) as ArrayRef).collect();
         let mut columns = vec![Field::new(TIME_COLUMN, time_type(), false)];
         columns.extend(tags.iter().map(|t| Field::new(t, tag_data_type(), true)));
         columns.extend(fields.iter().map(|f| Field::new(&f.column, field_data_type(f.ty), true)));
-        SeriesLayout { tags, fields, tag_sets, schema: Arc::new(Schema::new(columns)) }
+        SeriesLayout { tags, fields, tag_sets, tag_values, schema: Arc::new(Schema::new(columns)) }
     }
 
     /// What each column is, for `INSERT`.
@@ -135,10 +165,50 @@ impl std::fmt::Debug for SeriesTable {
 
 impl SeriesTable {
     /// The table of `measurement` as its series are now.
-    pub fn open(tables: Arc<dyn Tables>, db: &str, measurement: &str) -> Result<SeriesTable> {
-        let series = tables.series_store().series(db, measurement).map_err(df_err)?;
-        let layout = Arc::new(SeriesLayout::new(&series));
+    pub fn open(
+        tables: Arc<dyn Tables>,
+        db: &str,
+        measurement: &str,
+        cache: &LayoutCache,
+    ) -> Result<SeriesTable> {
+        let layout = cache.layout(tables.as_ref(), db, measurement)?;
         Ok(SeriesTable { tables, db: db.to_string(), measurement: measurement.to_string(), layout })
+    }
+}
+
+/// The layouts of measurements, kept while their set of series stays the
+/// same ([`strata_series::SeriesStore::series_version`]): listing and
+/// laying out thousands of series is most of a short query's planning.
+#[derive(Default)]
+pub struct LayoutCache {
+    /// `(database, measurement)` -> the layout and the version it was built at.
+    by_table: Mutex<HashMap<(String, String), Versioned>>,
+}
+
+/// A layout and the series version it was built from.
+type Versioned = (u64, Arc<SeriesLayout>);
+
+impl LayoutCache {
+    /// The layout of `measurement` as its series are now.
+    pub fn layout(&self, tables: &dyn Tables, db: &str, measurement: &str) -> Result<Arc<SeriesLayout>> {
+        let store = tables.series_store();
+        // Asked before listing: a series added in between makes the next
+        // query see a newer version and lay out again.
+        let version = store.series_version(db, measurement);
+        let key = (db.to_string(), measurement.to_string());
+        if let Some(v) = version {
+            if let Some((cached, layout)) = self.by_table.lock().get(&key) {
+                if *cached == v {
+                    return Ok(layout.clone());
+                }
+            }
+        }
+        let series = store.series(db, measurement).map_err(df_err)?;
+        let layout = Arc::new(SeriesLayout::new(&series));
+        if let Some(v) = version {
+            self.by_table.lock().insert(key, (v, layout.clone()));
+        }
+        Ok(layout)
     }
 }
 

@@ -22,6 +22,12 @@ use crate::gapfill::rule::GapFillRule;
 use crate::planner::StrataQueryPlanner;
 use crate::stream_aggregate::StreamAggregateRule;
 
+/// DataFusion's plan parallelism. Every table scan is one partition (the
+/// engine reads series one window at a time), so more partitions only add
+/// repartitioning between the scan and the aggregates; one was faster on
+/// the TSBS queries (docs/sql.md, "The TSBS cpu-only queries").
+pub const TARGET_PARTITIONS: usize = 1;
+
 /// The sessions of a server, by database.
 pub struct Sessions {
     databases: Arc<DatabaseList>,
@@ -56,7 +62,8 @@ impl Sessions {
         let config = SessionConfig::new()
             .with_default_catalog_and_schema(db, PUBLIC_SCHEMA)
             .with_create_default_catalog_and_schema(false)
-            .with_information_schema(true);
+            .with_information_schema(true)
+            .with_target_partitions(TARGET_PARTITIONS);
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_catalog_list(self.databases.clone())

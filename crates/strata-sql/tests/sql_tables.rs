@@ -90,6 +90,26 @@ async fn selects_match_a_reference_model_with_and_without_pushed_filters() {
         );
         assert_eq!(rows(&ctx, &sql).await, expect(Some(host), lo, hi), "seed {seed:#x} round {round}: {sql}");
     }
+    // A query naming one field still has every row: those where only the
+    // other field has a value show NULL (the scan reads its timestamps).
+    let one_field =
+        rows(&ctx, "SELECT host, CAST(time AS BIGINT) AS t, usage FROM cpu ORDER BY host, t").await;
+    let expected: Vec<Vec<String>> = expect(None, i64::MIN, i64::MAX)
+        .into_iter()
+        .map(|r| vec![r[0].clone(), r[2].clone(), r[3].clone()])
+        .collect();
+    assert_eq!(one_field, expected, "seed {seed:#x}");
+    assert_eq!(rows(&ctx, "SELECT count(*) FROM cpu").await, [[model.len().to_string()]], "seed {seed:#x}");
+    // Tag lists are answered by the scan too.
+    let in_ab = model.keys().filter(|(h, _)| h != "c").count().to_string();
+    for sql in [
+        "SELECT count(*) FROM cpu WHERE host IN ('a', 'b')",
+        "SELECT count(*) FROM cpu WHERE host = 'a' OR host = 'b'",
+    ] {
+        assert_eq!(rows(&ctx, sql).await, [[in_ab.clone()]], "seed {seed:#x}: {sql}");
+        let plan = format!("{:?}", rows(&ctx, &format!("EXPLAIN {sql}")).await);
+        assert!(!plan.contains("FilterExec"), "{sql} is answered by the scan: {plan}");
+    }
     let plan =
         rows(&ctx, &format!("EXPLAIN {select} WHERE host = 'a' AND time >= to_timestamp_nanos({BASE_NS})"))
             .await;
@@ -221,4 +241,22 @@ async fn time_buckets_and_first_last_by_time() {
     );
     let streamed = ctx.sql("SELECT * FROM cpu").await.unwrap().execute_stream().await.unwrap();
     assert_eq!(streamed.map(|b| b.unwrap().num_rows()).collect::<Vec<_>>().await.iter().sum::<usize>(), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_tag_or_field_shows_in_the_next_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let ctx = context(&db);
+    db.tables().write_request(DB, &[point("b", BASE_NS, vec![("usage", FieldValue::Float(1.0))])]).unwrap();
+    let columns = |ctx: datafusion::prelude::SessionContext| async move {
+        let df = ctx.sql("SELECT * FROM cpu").await.expect("plan");
+        df.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(columns(ctx.clone()).await, ["time", "host", "usage"]);
+    assert_eq!(columns(ctx.clone()).await, ["time", "host", "usage"], "the same layout again");
+    // Host "a" brings the tag "region"; a new field too.
+    db.tables().write_request(DB, &[point("a", BASE_NS, vec![("idle", FieldValue::Integer(3))])]).unwrap();
+    assert_eq!(columns(ctx.clone()).await, ["time", "host", "region", "idle", "usage"]);
+    assert_eq!(rows(&ctx, "SELECT count(*) FROM cpu").await, [["2"]]);
 }

@@ -107,6 +107,12 @@ impl DataPart {
             .collect()
     }
 
+    /// Per series, at least its number of points in `range`
+    /// ([`SeriesData::count_bound`]; 0 for an unknown series).
+    pub fn count_bounds(&self, ids: &[SeriesId], range: TimeRange) -> Vec<u64> {
+        ids.iter().map(|id| self.shard(*id).lock().get(id).map_or(0, |d| d.count_bound(range))).collect()
+    }
+
     /// The newest timestamp of a series' data (DRAM and sealed), if any.
     pub fn max_ts(&self, id: SeriesId) -> Option<TimestampNs> {
         self.shard(id).lock().get(&id).and_then(|d| d.max_ts())

@@ -11,6 +11,7 @@ use super::data::SeriesCopy;
 use super::SeriesCore;
 use crate::block_file::BlockFile;
 use crate::error::EngineError;
+use crate::gorilla::CodecError;
 use crate::model::{FieldValue, SeriesId, TimeRange, TimestampNs};
 use crate::series_data::{SealedBlock, Tombstone};
 use crate::txn::ValueRef;
@@ -29,6 +30,23 @@ impl SeriesCore {
             .map(|(id, snap)| match snap {
                 None => Ok(Vec::new()),
                 Some(snap) => snap?.materialize(*id, range),
+            })
+            .collect()
+    }
+
+    /// The timestamps of `ids` in `range` from one snapshot: as
+    /// [`SeriesCore::read_series`], without decoding any value.
+    pub fn read_timestamps(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
+        let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
+        ids.iter()
+            .zip(snapshots)
+            .map(|(id, snap)| match snap {
+                None => Ok(Vec::new()),
+                Some(snap) => snap?.timestamps(*id, range),
             })
             .collect()
     }
@@ -80,24 +98,105 @@ struct SeriesSnapshot {
 }
 
 impl SeriesSnapshot {
-    /// Reads the blocks, oldest file first, masks tombstoned points, then
-    /// lays the DRAM points over them (newest wins).
-    fn materialize(mut self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
-        let mut points = BTreeMap::new();
-        for (file, b) in &self.sealed {
+    /// The points in `range`: the sealed blocks' (a newer file's over an
+    /// older's, tombstones masking), then the DRAM points over them.
+    fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
+        let decode = |bytes: &[u8]| {
+            let block = crate::gorilla::decode_block(bytes)?;
+            Ok(block.timestamps.iter().enumerate().map(|(i, t)| (*t, block.value(i))).collect())
+        };
+        self.collect(id, range, decode, |v| v)
+    }
+
+    /// The timestamps [`SeriesSnapshot::materialize`] would return, without
+    /// decoding a value.
+    fn timestamps(self, id: SeriesId, range: TimeRange) -> Result<Vec<TimestampNs>, EngineError> {
+        let decode = |bytes: &[u8]| {
+            Ok(crate::gorilla::decode_timestamps(bytes)?.into_iter().map(|t| (t, ())).collect())
+        };
+        Ok(self.collect(id, range, decode, |_| ())?.into_iter().map(|(t, ())| t).collect())
+    }
+
+    /// The common part of both reads: `decode` gives a block's points.
+    /// Blocks disjoint in time (the usual case: one per checkpoint of an
+    /// in-order series) are concatenated in time order; overlapping ones go
+    /// through a map, oldest file first, so the newest value wins.
+    fn collect<T>(
+        self,
+        id: SeriesId,
+        range: TimeRange,
+        decode: impl Fn(&[u8]) -> Result<Vec<(TimestampNs, T)>, CodecError>,
+        from_dram: impl Fn(FieldValue) -> T,
+    ) -> Result<Vec<(TimestampNs, T)>, EngineError> {
+        let tombstones = &self.tombstones;
+        let read = |(file, b): &(Arc<BlockFile>, SealedBlock)| -> Result<Vec<(TimestampNs, T)>, EngineError> {
             let bytes = file.read_block(&b.entry)?;
-            let block = crate::gorilla::decode_block(&bytes).map_err(|e| {
+            let mut points = decode(&bytes).map_err(|e| {
                 EngineError::corruption(file.path().display().to_string(), format!("block of {id}: {e}"))
             })?;
-            for (i, t) in block.timestamps.iter().enumerate() {
-                let masked =
-                    self.tombstones.iter().any(|x| x.upto_file_seq >= b.file_seq && x.range.contains(*t));
-                if range.contains(*t) && !masked {
-                    points.insert(*t, block.value(i));
-                }
+            let masks: Vec<TimeRange> =
+                tombstones.iter().filter(|x| x.upto_file_seq >= b.file_seq).map(|x| x.range).collect();
+            points.retain(|(t, _)| range.contains(*t) && !masks.iter().any(|m| m.contains(*t)));
+            Ok(points)
+        };
+        let mut by_time: Vec<&(Arc<BlockFile>, SealedBlock)> = self.sealed.iter().collect();
+        by_time.sort_by_key(|(_, b)| b.entry.min_ts);
+        let disjoint = by_time.windows(2).all(|w| w[0].1.entry.max_ts < w[1].1.entry.min_ts);
+        let sealed: Vec<(TimestampNs, T)> = if disjoint {
+            let mut out = Vec::new();
+            for block in by_time {
+                out.extend(read(block)?);
             }
+            out
+        } else {
+            let mut points = BTreeMap::new();
+            for block in &self.sealed {
+                points.extend(read(block)?);
+            }
+            points.into_iter().collect()
+        };
+        Ok(overlay(sealed, self.dram.into_iter().map(|(t, v)| (t, from_dram(v)))))
+    }
+}
+
+/// `base` with `top`'s points over it (both sorted by time; `top` wins a tie).
+fn overlay<T>(
+    base: Vec<(TimestampNs, T)>,
+    top: impl Iterator<Item = (TimestampNs, T)>,
+) -> Vec<(TimestampNs, T)> {
+    let mut top = top.peekable();
+    if top.peek().is_none() {
+        return base;
+    }
+    let mut out = Vec::with_capacity(base.len());
+    let mut base = base.into_iter().peekable();
+    loop {
+        match (base.peek(), top.peek()) {
+            (Some((b, _)), Some((t, _))) if b < t => out.push(base.next().expect("peeked")),
+            (Some((b, _)), Some((t, _))) if b == t => {
+                base.next();
+                out.push(top.next().expect("peeked"));
+            }
+            (_, Some(_)) => out.push(top.next().expect("peeked")),
+            (Some(_), None) => out.push(base.next().expect("peeked")),
+            (None, None) => return out,
         }
-        points.append(&mut self.dram);
-        Ok(points.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlay;
+
+    #[test]
+    fn overlay_keeps_time_order_and_the_top_wins_ties() {
+        let base = vec![(1, 'a'), (3, 'a'), (5, 'a')];
+        let top = vec![(0, 'b'), (3, 'b'), (6, 'b')];
+        assert_eq!(
+            overlay(base.clone(), top.into_iter()),
+            vec![(0, 'b'), (1, 'a'), (3, 'b'), (5, 'a'), (6, 'b')]
+        );
+        assert_eq!(overlay(base.clone(), std::iter::empty()), base);
+        assert_eq!(overlay(Vec::new(), vec![(2, 'b')].into_iter()), vec![(2, 'b')]);
     }
 }
