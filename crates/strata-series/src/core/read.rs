@@ -22,16 +22,7 @@ pub type SeriesPoints = Vec<(TimestampNs, FieldValue)>;
 impl SeriesCore {
     /// Reads the points of `ids` in `range` from one snapshot.
     pub fn read_series(&self, ids: &[SeriesId], range: TimeRange) -> Result<Vec<SeriesPoints>, EngineError> {
-        // Files are resolved under the gate: a checkpoint removes a file
-        // only after no series references it.
-        let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
-        ids.iter()
-            .zip(snapshots)
-            .map(|(id, snap)| match snap {
-                None => Ok(Vec::new()),
-                Some(snap) => snap?.materialize(*id, range),
-            })
-            .collect()
+        self.read_each(ids, range, |snap, id| snap.materialize(id, range))
     }
 
     /// The timestamps of `ids` in `range` from one snapshot: as
@@ -41,12 +32,25 @@ impl SeriesCore {
         ids: &[SeriesId],
         range: TimeRange,
     ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
+        self.read_each(ids, range, |snap, id| snap.timestamps(id, range))
+    }
+
+    /// `read` of each series' snapshot, taken together (an unknown series
+    /// reads as empty).
+    fn read_each<T>(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+        read: impl Fn(SeriesSnapshot, SeriesId) -> Result<Vec<T>, EngineError>,
+    ) -> Result<Vec<Vec<T>>, EngineError> {
+        // Files are resolved under the gate: a checkpoint removes a file
+        // only after no series references it.
         let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
         ids.iter()
             .zip(snapshots)
             .map(|(id, snap)| match snap {
                 None => Ok(Vec::new()),
-                Some(snap) => snap?.timestamps(*id, range),
+                Some(snap) => read(snap?, *id),
             })
             .collect()
     }
