@@ -223,6 +223,8 @@ WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog', '_ti
     .await;
     let names: Vec<&str> = columns.iter().map(|r| r[0].as_deref().unwrap_or_default()).collect();
     assert_eq!(names, ["time", "host", "region", "idle", "usage"]);
+    let types: Vec<&str> = columns.iter().map(|r| r[1].as_deref().unwrap_or_default()).collect();
+    assert_eq!(types, ["timestamp with time zone", "text", "text", "bigint", "double precision"]);
 
     let series = simple_rows(
         &client,

@@ -12,6 +12,11 @@
 //!   streamed in chunks of the TAB+-tree's time order;
 //! - [`insert`]: `INSERT INTO` as one write request through the commit
 //!   protocol (acknowledged means durable);
+//! - [`gapfill`]: `date_bin_gapfill` with `locf`/`interpolate` (InfluxQL's
+//!   `fill()`), an analyzer rule and an extension node ([`planner`]);
+//! - [`stream_aggregate`]: an event stream's temporal aggregates answered
+//!   from the TAB+-tree's stored aggregates (an optimizer rule);
+//! - [`info_schema`]: `information_schema` with PostgreSQL's type names;
 //! - [`sessions`], [`handlers`], [`server`]: one DataFusion session per
 //!   database, token authentication, SQLSTATE codes, the listener.
 //!
@@ -29,6 +34,7 @@ pub mod filters;
 pub mod functions;
 pub mod gapfill;
 pub mod handlers;
+pub mod info_schema;
 pub mod insert;
 pub mod literals;
 pub mod plan;

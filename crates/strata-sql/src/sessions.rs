@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use datafusion::catalog::CatalogProvider;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
@@ -19,6 +20,7 @@ use strata_engine::Tables;
 use crate::catalog::{DatabaseList, PUBLIC_SCHEMA};
 use crate::error::SqlError;
 use crate::gapfill::rule::GapFillRule;
+use crate::info_schema::{PgInformationSchema, INFORMATION_SCHEMA};
 use crate::planner::StrataQueryPlanner;
 use crate::stream_aggregate::StreamAggregateRule;
 
@@ -62,7 +64,8 @@ impl Sessions {
         let config = SessionConfig::new()
             .with_default_catalog_and_schema(db, PUBLIC_SCHEMA)
             .with_create_default_catalog_and_schema(false)
-            .with_information_schema(true)
+            // Ours (PostgreSQL type names) is registered below instead.
+            .with_information_schema(false)
             .with_target_partitions(TARGET_PARTITIONS);
         let state = SessionStateBuilder::new()
             .with_config(config)
@@ -73,7 +76,11 @@ impl Sessions {
             .with_query_planner(Arc::new(StrataQueryPlanner))
             .build();
         let ctx = SessionContext::new_with_state(state);
-        self.databases.database(db);
+        let information_schema = Arc::new(PgInformationSchema::new(&self.databases));
+        self.databases
+            .database(db)
+            .register_schema(INFORMATION_SCHEMA, information_schema)
+            .map_err(|e| SqlError::Setup(e.to_string()))?;
         setup_pg_catalog(&ctx, db, EmptyContextProvider).map_err(|e| SqlError::Setup(e.to_string()))?;
         crate::functions::register(&ctx);
         Ok(ctx)

@@ -259,4 +259,19 @@ async fn a_new_tag_or_field_shows_in_the_next_statement() {
     db.tables().write_request(DB, &[point("a", BASE_NS, vec![("idle", FieldValue::Integer(3))])]).unwrap();
     assert_eq!(columns(ctx.clone()).await, ["time", "host", "region", "idle", "usage"]);
     assert_eq!(rows(&ctx, "SELECT count(*) FROM cpu").await, [["2"]]);
+    // information_schema names PostgreSQL's types (Grafana's query builder reads them).
+    let types = rows(
+        &ctx,
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'cpu' ORDER BY column_name",
+    )
+    .await;
+    let expected = [
+        ["host", "text"],
+        ["idle", "bigint"],
+        ["region", "text"],
+        ["time", "timestamp with time zone"],
+        ["usage", "double precision"],
+    ];
+    assert_eq!(types, expected);
+    assert!(rows(&ctx, "SHOW TABLES").await.iter().any(|r| r[2] == "cpu"), "SHOW TABLES lists cpu");
 }
