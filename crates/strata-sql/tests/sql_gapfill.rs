@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{batches, context, open, point, rows, BASE_NS, DB};
+use common::{batches, fresh, point, rows, BASE_NS, DB};
 use strata_engine::Tables;
 use strata_series::FieldValue;
 
@@ -56,34 +56,27 @@ fn expect(a: [&str; 6], b: [&str; 6]) -> Vec<(String, i64, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bucket_of_the_range_appears_once_per_group_filled_as_asked() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     write_points(&db);
-    // fill(null)
-    assert_eq!(
-        per_host(&ctx, "max(usage)").await,
-        expect(["1.0", "2.0", "", "", "5.0", ""], ["", "", "10.0", "", "", ""])
-    );
-    // fill(previous)
-    assert_eq!(
-        per_host(&ctx, "locf(max(usage))").await,
-        expect(["1.0", "2.0", "2.0", "2.0", "5.0", "5.0"], ["", "", "10.0", "10.0", "10.0", "10.0"])
-    );
-    // fill(linear): between neighbours with values only; integers stay integers.
-    assert_eq!(
-        per_host(&ctx, "interpolate(avg(usage))").await,
-        expect(["1.0", "2.0", "3.0", "4.0", "5.0", ""], ["", "", "10.0", "", "", ""])
-    );
-    assert_eq!(
-        per_host(&ctx, "interpolate(max(idle))").await,
-        expect(["10", "20", "30", "40", "50", ""], ["", "", "", "", "", ""])
-    );
-    // fill(0)
-    assert_eq!(
-        per_host(&ctx, "coalesce(count(usage), 0)").await,
-        expect(["1", "1", "0", "0", "1", "0"], ["0", "0", "1", "0", "0", "0"])
-    );
+    // (select, host a's six minutes, host b's)
+    let cases = [
+        // fill(null)
+        ("max(usage)", ["1.0", "2.0", "", "", "5.0", ""], ["", "", "10.0", "", "", ""]),
+        // fill(previous)
+        (
+            "locf(max(usage))",
+            ["1.0", "2.0", "2.0", "2.0", "5.0", "5.0"],
+            ["", "", "10.0", "10.0", "10.0", "10.0"],
+        ),
+        // fill(linear): between neighbours with values only; integers stay integers.
+        ("interpolate(avg(usage))", ["1.0", "2.0", "3.0", "4.0", "5.0", ""], ["", "", "10.0", "", "", ""]),
+        ("interpolate(max(idle))", ["10", "20", "30", "40", "50", ""], ["", "", "", "", "", ""]),
+        // fill(0)
+        ("coalesce(count(usage), 0)", ["1", "1", "0", "0", "1", "0"], ["0", "0", "1", "0", "0", "0"]),
+    ];
+    for (select, a, b) in cases {
+        assert_eq!(per_host(&ctx, select).await, expect(a, b), "{select}");
+    }
     // fill(none) is the query without gap filling.
     let sparse = rows(
         &ctx,
@@ -95,9 +88,7 @@ async fn every_bucket_of_the_range_appears_once_per_group_filled_as_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_groups_with_an_origin_and_in_plans() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     write_points(&db);
     // Two-minute buckets shifted by one minute: [-1, 1), [1, 3), [3, 5), [5, 7).
     let origin = T0 + MIN_NS;
@@ -122,50 +113,31 @@ async fn without_groups_with_an_origin_and_in_plans() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misuse_is_an_error_that_says_how() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     write_points(&db);
-    let error = |sql: String| {
-        let ctx = ctx.clone();
-        async move { batches(&ctx, &sql).await.expect_err(&sql).to_string() }
-    };
-    let no_range =
-        error("SELECT date_bin_gapfill(INTERVAL '1 minute', time), max(usage) FROM cpu GROUP BY 1".into())
-            .await;
-    assert!(no_range.contains("needs a time range"), "{no_range}");
-    let open_end = error(format!(
-        "SELECT date_bin_gapfill(INTERVAL '1 minute', time), max(usage) FROM cpu WHERE time >= to_timestamp_nanos({T0}) GROUP BY 1"
-    ))
-    .await;
-    assert!(open_end.contains("both ends"), "{open_end}");
-    let months = error(format!(
-        "SELECT date_bin_gapfill(INTERVAL '1 month', time), max(usage) FROM cpu WHERE {} GROUP BY 1",
-        range()
-    ))
-    .await;
-    assert!(months.contains("fixed interval"), "{months}");
-    let stray = error("SELECT locf(usage) FROM cpu".into()).await;
-    assert!(stray.contains("fills the gaps of date_bin_gapfill()"), "{stray}");
-    let not_aggregate = error(format!(
-        "SELECT date_bin_gapfill(INTERVAL '1 minute', time), locf(max(usage) * 2) FROM cpu WHERE {} GROUP BY 1",
-        range()
-    ))
-    .await;
-    assert!(not_aggregate.contains("takes an aggregate"), "{not_aggregate}");
-    let huge = error(
-        "SELECT date_bin_gapfill(INTERVAL '1 second', time), max(usage) FROM cpu \
-         WHERE time >= to_timestamp_nanos(0) AND time < to_timestamp_nanos(4000000000000000000) GROUP BY 1"
-            .into(),
-    )
-    .await;
-    assert!(huge.contains("narrow the time range"), "{huge}");
-    let text = error(format!("SELECT date_bin_gapfill(INTERVAL '1 minute', time), interpolate(min(host)) FROM cpu WHERE {} GROUP BY 1", range())).await;
-    assert!(text.contains("numeric"), "{text}");
-    let cast = error(format!(
-        "SELECT CAST(date_bin_gapfill(INTERVAL '1 minute', time) AS BIGINT), max(usage) FROM cpu WHERE {} GROUP BY 1",
-        range()
-    ))
-    .await;
-    assert!(cast.contains("itself, not an expression of it"), "{cast}");
+    let gapfill = "SELECT date_bin_gapfill(INTERVAL '1 minute', time)";
+    let in_range = format!("FROM cpu WHERE {} GROUP BY 1", range());
+    // (statement, what its error says)
+    let cases = [
+        (format!("{gapfill}, max(usage) FROM cpu GROUP BY 1"), "needs a time range"),
+        (format!("{gapfill}, max(usage) FROM cpu WHERE time >= to_timestamp_nanos({T0}) GROUP BY 1"), "both ends"),
+        (format!("SELECT date_bin_gapfill(INTERVAL '1 month', time), max(usage) {in_range}"), "fixed interval"),
+        ("SELECT locf(usage) FROM cpu".to_string(), "fills the gaps of date_bin_gapfill()"),
+        (format!("{gapfill}, locf(max(usage) * 2) {in_range}"), "takes an aggregate"),
+        (
+            "SELECT date_bin_gapfill(INTERVAL '1 second', time), max(usage) FROM cpu \
+             WHERE time >= to_timestamp_nanos(0) AND time < to_timestamp_nanos(4000000000000000000) GROUP BY 1"
+                .to_string(),
+            "narrow the time range",
+        ),
+        (format!("{gapfill}, interpolate(min(host)) {in_range}"), "numeric"),
+        (
+            format!("SELECT CAST(date_bin_gapfill(INTERVAL '1 minute', time) AS BIGINT), max(usage) {in_range}"),
+            "itself, not an expression of it",
+        ),
+    ];
+    for (sql, says) in cases {
+        let error = batches(&ctx, &sql).await.expect_err(&sql).to_string();
+        assert!(error.contains(says), "{sql}: {error}");
+    }
 }

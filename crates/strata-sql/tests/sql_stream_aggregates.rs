@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{context, open, rows, BASE_NS, DB};
+use common::{fresh, rows, BASE_NS, DB};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use strata_engine::tables::streams::{StreamAttr, StreamAttrType};
@@ -65,9 +65,7 @@ async fn aggregates_from_the_tree_equal_those_over_the_events() {
     let seed = seed();
     println!("seed {seed} (STRATA_TEST_SEED)");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     write_events(&db, &mut rng, 20_000);
     let lo = BASE_NS + rng.gen_range(0..5_000) * SEC_NS;
     let hi = lo + rng.gen_range(1..20_000) * SEC_NS;
@@ -114,9 +112,7 @@ async fn aggregates_from_the_tree_equal_those_over_the_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shapes_the_tree_does_not_answer_keep_datafusions_plan() {
     let mut rng = ChaCha8Rng::seed_from_u64(seed());
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     write_events(&db, &mut rng, 500);
     for sql in [
         "SELECT sum(volume) FROM trades", // an integer sum: the tree keeps doubles

@@ -17,7 +17,7 @@ use strata_sql::stream_table::CHUNK_EVENTS;
 
 mod common;
 
-use common::{batches, context, open, point, rows, BASE_NS, DB};
+use common::{batches, fresh, point, rows, BASE_NS, DB};
 
 /// The model: per (host, ts) the last value written of each field.
 type Model = BTreeMap<(String, i64), (Option<f64>, Option<i64>)>;
@@ -53,9 +53,7 @@ async fn selects_match_a_reference_model_with_and_without_pushed_filters() {
     let seed: u64 = std::env::var("STRATA_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5A1_0019);
     println!("seed {seed:#x} (STRATA_TEST_SEED to replay)");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     let mut model = Model::new();
     for _ in 0..5 {
         let points = random_points(&mut rng, 300, &mut model);
@@ -119,9 +117,7 @@ async fn selects_match_a_reference_model_with_and_without_pushed_filters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_series_streams_in_bounded_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     let n = 60_000i64;
     for chunk in (0..n).collect::<Vec<_>>().chunks(10_000) {
         let points: Vec<Point> = chunk
@@ -143,9 +139,7 @@ async fn a_long_series_streams_in_bounded_batches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_is_a_table_read_in_chunks_with_ties_at_their_edges() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     let streams = db.tables().stream_tables().expect("streams");
     let attrs = [
         StreamAttr { name: "price".into(), ty: StreamAttrType::F64 },
@@ -184,9 +178,7 @@ async fn an_event_stream_is_a_table_read_in_chunks_with_ties_at_their_edges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_writes_through_the_engine_and_bad_rows_get_sqlstate_codes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     db.tables().write_request(DB, &[point("a", BASE_NS, vec![("usage", FieldValue::Float(1.0))])]).unwrap();
     let inserted = rows(
         &ctx,
@@ -219,9 +211,7 @@ async fn insert_writes_through_the_engine_and_bad_rows_get_sqlstate_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_buckets_and_first_last_by_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     let points: Vec<Point> = (0..10)
         .map(|i| point("b", BASE_NS + i * 1_000_000_000, vec![("usage", FieldValue::Float(i as f64))]))
         .collect();
@@ -245,9 +235,7 @@ async fn time_buckets_and_first_last_by_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_tag_or_field_shows_in_the_next_statement() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
-    let ctx = context(&db);
+    let (_dir, db, ctx) = fresh();
     db.tables().write_request(DB, &[point("b", BASE_NS, vec![("usage", FieldValue::Float(1.0))])]).unwrap();
     let columns = |ctx: datafusion::prelude::SessionContext| async move {
         let df = ctx.sql("SELECT * FROM cpu").await.expect("plan");

@@ -28,6 +28,15 @@ pub fn context(db: &Db) -> SessionContext {
     Sessions::new(tables).context(DB).expect("a session")
 }
 
+/// A fresh data directory (kept while the first value lives), its engine
+/// and a session over database [`DB`].
+pub fn fresh() -> (tempfile::TempDir, Arc<Db>, SessionContext) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let db = open(dir.path());
+    let ctx = context(&db);
+    (dir, db, ctx)
+}
+
 pub async fn batches(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
     ctx.sql(sql).await?.collect().await
 }
