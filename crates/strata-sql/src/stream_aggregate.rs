@@ -209,6 +209,7 @@ fn column_of(e: &Expr, table: &StreamTable) -> Option<(EventAgg, String)> {
 
 /// One aggregate query of a stream as a table: columns `c0...` typed as
 /// the aggregate it replaces (the window start first when grouped).
+#[derive(Clone)]
 pub struct StreamAggregateTable {
     tables: Arc<dyn Tables>,
     db: String,
@@ -244,21 +245,11 @@ impl TableProvider for StreamAggregateTable {
             Some(p) => Arc::new(self.schema.project(p)?),
             None => self.schema.clone(),
         };
-        scan_plan(AggregateScan { table: self.clone_parts(), projection: projection.cloned(), schema }, limit)
+        scan_plan(AggregateScan { table: self.clone(), projection: projection.cloned(), schema }, limit)
     }
 }
 
 impl StreamAggregateTable {
-    fn clone_parts(&self) -> StreamAggregateTable {
-        StreamAggregateTable {
-            tables: self.tables.clone(),
-            db: self.db.clone(),
-            name: self.name.clone(),
-            select: self.select.clone(),
-            schema: self.schema.clone(),
-        }
-    }
-
     /// The aggregate's rows as one batch of the full schema.
     fn batch(&self) -> Result<RecordBatch> {
         let streams = self.tables.stream_tables().ok_or_else(|| not_found(&self.db, &self.name))?;
@@ -315,7 +306,7 @@ impl PartitionStream for AggregateScan {
     }
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
-        let (table, projection) = (self.table.clone_parts(), self.projection.clone());
+        let (table, projection) = (self.table.clone(), self.projection.clone());
         let mut done = false;
         let batches = batches(move || {
             if std::mem::replace(&mut done, true) {

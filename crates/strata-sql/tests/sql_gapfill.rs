@@ -131,6 +131,8 @@ async fn misuse_is_an_error_that_says_how() {
             "narrow the time range",
         ),
         (format!("{gapfill}, interpolate(min(host)) {in_range}"), "numeric"),
+        (format!("{gapfill}, max(usage), locf(max(usage)) {in_range}"), "filled one way per query"),
+        (format!("{gapfill}, interpolate(max(usage)), locf(max(usage)) {in_range}"), "filled one way per query"),
         (
             format!("SELECT CAST(date_bin_gapfill(INTERVAL '1 minute', time) AS BIGINT), max(usage) {in_range}"),
             "itself, not an expression of it",

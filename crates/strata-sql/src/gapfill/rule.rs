@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::plan_err;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::error::Result;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::SimplifyContext;
@@ -118,7 +118,39 @@ fn unmark_fills(expr: &[Expr], a: &Aggregate) -> Result<(Vec<Expr>, Fills)> {
         })?;
         out.push(if unmarked.transformed { unmarked.data.alias_if_changed(name)? } else { unmarked.data });
     }
+    // A column fills one way: DataFusion computes `max(x)` once however
+    // often the query names it, so `max(x)` beside `locf(max(x))` would be
+    // filled too.
+    let plain = plain_columns(expr, a);
+    for (i, (index, marker)) in fills.iter().enumerate() {
+        let other = fills[..i].iter().find(|(j, m)| j == index && m != marker).map(|(_, m)| m.name());
+        if other.is_some() || plain.contains(index) {
+            return plan_err!(
+                "{} is filled one way per query: {}() here, {} elsewhere in the same SELECT",
+                a.schema.field(*index).name(),
+                marker.name(),
+                other.map_or("no fill".to_string(), |m| format!("{m}()"))
+            );
+        }
+    }
     Ok((out, fills))
+}
+
+/// The aggregate's columns `expr` reads outside `locf`/`interpolate`.
+fn plain_columns(expr: &[Expr], a: &Aggregate) -> Vec<usize> {
+    let mut out = Vec::new();
+    for e in expr {
+        let _ = e.apply(|sub| {
+            if as_fill(sub).is_some() {
+                return Ok(TreeNodeRecursion::Jump);
+            }
+            if let Expr::Column(c) = sub {
+                out.extend(a.schema.index_of_column(c).ok());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+    }
+    out
 }
 
 /// The aggregate grouped by `date_bin` under a gap-filling node.
