@@ -1,7 +1,7 @@
 //! The PMem right flank under the crash simulator (DESIGN.md section 3):
 //! crashes at every flush and fence of the workload of
 //! [`FlankPmemCrash`], for batch sizes 1, 25 and 100 and with every structure
-//! on PMem; and two planted bugs the oracle must catch.
+//! on PMem; and the planted bugs the oracle must catch.
 
 use std::sync::Arc;
 
@@ -81,6 +81,14 @@ fn trusting_the_leaf_commit_word_without_its_crc_shows_as_damage() {
 fn committing_a_journal_record_without_its_crc_shows_as_damage() {
     let report = crashtest(FlankPmemCrash::new(1).with_size(40), PlantedBug::JournalWithoutCrc, 3000);
     assert!(!report.is_clean(), "{}", report.line());
+}
+
+#[test]
+fn trusting_an_ended_write_out_journal_shows_as_lost_events() {
+    // Flank format 4 persists the parent's count and the ended journal word
+    // under one fence; recovery must check the parent's last entry.
+    let report = crashtest(FlankPmemCrash::new(25).with_size(120), PlantedBug::TrustEndedJournal, 3000);
+    assert!(report.counts.lost + report.counts.partial > 0, "{}", report.line());
 }
 
 #[test]

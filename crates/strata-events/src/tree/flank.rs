@@ -14,7 +14,7 @@ use crate::ids::{EventError, NodeId};
 use crate::node::header::{header_count, NO_SIBLING, OFFSET_ID, OFFSET_NEXT};
 use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode, NODE_BYTES};
 
-use super::flank_pmem::{FlankJournal, PmemFlankArea};
+use super::flank_pmem::{FlankJournal, ParentAppend, PmemFlankArea};
 use super::merge_record::MergeRecord;
 #[cfg(any(test, feature = "crashtest"))]
 pub(crate) use super::planted::{planted, PlantedBug};
@@ -207,8 +207,7 @@ impl Flank {
         child: NodeId,
         aggregates: &Aggregates,
     ) -> Result<(), EventError> {
-        let mut node = IndexNode::open(self.levels[level].as_mut_slice(), &self.index_layout)?;
-        node.append(key, child, Some(aggregates))?;
+        self.stage_entry(level, key, child, aggregates)?;
         self.persist_pending(level)
     }
 
@@ -221,6 +220,16 @@ impl Flank {
         id: NodeId,
         prev: Option<NodeId>,
     ) -> Result<(), EventError> {
+        let buf = self.fresh_level(level, id, prev)?;
+        if let Some(area) = &mut self.pmem {
+            area.init_slot(level as u32, &buf)?;
+        }
+        self.install_level(level, buf);
+        Ok(())
+    }
+
+    /// A fresh node buffer for `level` (reusing the level's old buffer).
+    fn fresh_level(&mut self, level: usize, id: NodeId, prev: Option<NodeId>) -> Result<Vec<u8>, EventError> {
         let mut buf = if level < self.levels.len() {
             std::mem::take(&mut self.levels[level])
         } else {
@@ -233,9 +242,10 @@ impl Flank {
             let mut node = IndexNode::init(buf.as_mut_slice(), &self.index_layout, id, level as u16)?;
             node.set_prev(prev)?;
         }
-        if let Some(area) = &mut self.pmem {
-            area.init_slot(level as u32, &buf)?;
-        }
+        Ok(buf)
+    }
+
+    fn install_level(&mut self, level: usize, buf: Vec<u8>) {
         if level < self.levels.len() {
             self.levels[level] = buf;
             self.persisted[level] = 0;
@@ -243,6 +253,49 @@ impl Flank {
             self.levels.push(buf);
             self.persisted.push(0);
         }
+    }
+
+    /// Appends `(key, child, aggregates)` to the index node of `level` in
+    /// DRAM only; [`Flank::end_write_out`] persists it.
+    pub(crate) fn stage_entry(
+        &mut self,
+        level: usize,
+        key: i64,
+        child: NodeId,
+        aggregates: &Aggregates,
+    ) -> Result<(), EventError> {
+        let mut node = IndexNode::open(self.levels[level].as_mut_slice(), &self.index_layout)?;
+        node.append(key, child, Some(aggregates))?;
+        Ok(())
+    }
+
+    /// Ends the write-out of the node of `level` (W2's persist, W3, W4):
+    /// the parent's staged entries made durable, `id` made the node of
+    /// `level` with `prev` as its left sibling, the journal cleared; on
+    /// PMem in the area version's persist order
+    /// ([`super::flank_pmem::PmemFlankArea::end_write_out`]).
+    pub(crate) fn end_write_out(
+        &mut self,
+        level: usize,
+        id: NodeId,
+        prev: Option<NodeId>,
+    ) -> Result<(), EventError> {
+        let parent = level + 1;
+        let (from, to) = (self.persisted[parent], header_count(&self.levels[parent]));
+        let entries =
+            IndexNode::open(self.levels[parent].as_slice(), &self.index_layout)?.entries_range(from, to);
+        let buf = self.fresh_level(level, id, prev)?;
+        if let Some(area) = &mut self.pmem {
+            let append = ParentAppend {
+                level: parent as u32,
+                node: &self.levels[parent],
+                entries,
+                appended: (to - from) as u64,
+            };
+            area.end_write_out(append, level as u32, &buf)?;
+            self.persisted[parent] = to;
+        }
+        self.install_level(level, buf);
         Ok(())
     }
 
@@ -265,12 +318,6 @@ impl Flank {
         match &mut self.pmem {
             Some(area) => area.begin_journal(j),
             None => Ok(()),
-        }
-    }
-
-    pub(crate) fn end_journal(&mut self) {
-        if let Some(area) = &mut self.pmem {
-            area.end_journal();
         }
     }
 }

@@ -15,8 +15,10 @@
 //!   fence): the count word is an aligned 8-byte store, so after a crash the
 //!   count covers only persisted entries;
 //! - a node's write-out is framed by a journal record naming the level, the
-//!   node written out, its successor and a new root (if the tree grows); the
-//!   record's fields are persisted before its state word, which commits it;
+//!   node written out, its successor and a new root (if the tree grows); a
+//!   commit word holding the CRC32C of the record's words commits it under
+//!   one fence, and an *ended* word (format 4, [`write_out`]) ends it under
+//!   the fence that makes the parent's new entry count;
 //! - the height word and the slot headers are rewritten only inside a
 //!   committed journal, so recovery can redo them;
 //! - an out-of-order merge keeps a redo record (the merge state word, the
@@ -37,20 +39,28 @@ use crate::ids::{DecodeError, EventError, NodeId};
 use crate::node::header::OFFSET_COUNT;
 use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
 
+mod write_out;
+pub use write_out::ParentAppend;
+
 pub use super::merge_record::NO_NODE;
 use super::merge_record::{MergeRecord, MERGE_RECORD_BYTES};
 use crate::node::header::header_count;
 
 /// `STEVFLNK` read as a little-endian u64.
 pub const FLANK_MAGIC: u64 = u64::from_le_bytes(*b"STEVFLNK");
-/// Version 3: merges are one pass (merge record kinds 3-5, see
-/// [`super::merge_record`]). Version 2 (same layout; merge record kinds 1
-/// and 2 only) still opens, and a merge it left pending is redone with
-/// those kinds. Version 2 moved the leaf slot's count into the leaf commit
-/// word (version 1 persisted it in the slot header behind a second fence).
-pub const FLANK_VERSION: u32 = 3;
+/// Version 4: a write-out ends with two fences, not four (the parent's new
+/// entry with the successor's slot header, then the parent's count with the
+/// idle journal state; [`super::flank_pmem_write_out`]), and a format leaves
+/// the journal's node words `NO_NODE`. Version 3 (same layout) made merges
+/// one pass (merge record kinds 3-5, see [`super::merge_record`]); version 2
+/// (merge record kinds 1 and 2 only) moved the leaf slot's count into the
+/// leaf commit word. Areas of versions 2 and 3 still open, keep their
+/// version and are written in their own write-out order.
+pub const FLANK_VERSION: u32 = 4;
 /// The previous version, which this build still opens.
-pub const FLANK_VERSION_PREVIOUS: u32 = 2;
+pub const FLANK_VERSION_PREVIOUS: u32 = 3;
+/// The oldest version this build still opens.
+pub const FLANK_VERSION_OLDEST: u32 = 2;
 /// Bytes of the area header (one 256-byte media block).
 pub const FLANK_HEADER_BYTES: u64 = 256;
 /// Area offset of slot 0; slot `l` starts at `FLANK_SLOTS_OFFSET + l * FLANK_SLOT_BYTES`.
@@ -99,6 +109,11 @@ pub const JOURNAL_ACTIVE: u64 = u64::from_le_bytes(*b"WRITEOUT");
 /// little-endian u32): a write-out is in flight if the low 32 bits are the
 /// CRC32C of the record's four words, persisted under the same fence.
 pub const JOURNAL_COMMIT_TAG: u32 = u32::from_le_bytes(*b"WOUT");
+/// High 32 bits of a journal *ended* word (format 4; `WEND` as a
+/// little-endian u32): no write-out in flight; the low 32 bits are the
+/// CRC32C of the record's four words if they still name the write-out it
+/// ended (the next write-out's W0 overwrites them before its commit word).
+pub const JOURNAL_ENDED_TAG: u32 = u32::from_le_bytes(*b"WEND");
 /// Merge state word: no out-of-order merge in flight.
 pub const MERGE_IDLE: u64 = 0;
 /// Merge state word: a merge is in flight, its current step record is in
@@ -152,6 +167,9 @@ pub struct FlankImage {
     /// stale where the format document says so).
     pub slots: Vec<Vec<u8>>,
     pub journal: Option<FlankJournal>,
+    /// Version 4, journal idle: the last write-out's record, whose end
+    /// (the parent's count) may not have persisted with the idle state.
+    pub last_write_out: Option<FlankJournal>,
     pub merged_ooo_generation: u64,
     /// An out-of-order merge in flight.
     pub merge: Option<MergeImage>,
@@ -234,6 +252,8 @@ pub struct PmemFlankArea {
     stats: FlankPmemStats,
     /// The record slot holding the current merge step (while a merge is in flight).
     merge_slot: Option<u32>,
+    /// The area's format version (older areas keep their write-out order).
+    version: u32,
 }
 
 fn header_bytes(fp: &FlankFingerprint, version: u32) -> Vec<u8> {
@@ -261,6 +281,11 @@ fn header_bytes(fp: &FlankFingerprint, version: u32) -> Vec<u8> {
 /// The journal commit word of a record whose four words are `fields`.
 pub fn journal_commit_word(fields: &[u8]) -> u64 {
     u64::from(JOURNAL_COMMIT_TAG) << 32 | u64::from(crc32c::crc32c(fields))
+}
+
+/// The ended word of a record's four words (`fields`, bytes 136..168).
+pub fn journal_ended_word(fields: &[u8]) -> u64 {
+    u64::from(JOURNAL_ENDED_TAG) << 32 | u64::from(crc32c::crc32c(fields))
 }
 
 fn node_word(raw: u64) -> Option<NodeId> {
@@ -305,6 +330,7 @@ impl PmemFlankArea {
             event_bytes: fp.event_bytes as usize,
             stats: Default::default(),
             merge_slot: None,
+            version: FLANK_VERSION,
         };
         area.region.store_u64(RegionOffset(area.base + FLANK_OFFSET_MAGIC), 0);
         area.persist(FLANK_OFFSET_MAGIC, 8);
@@ -315,6 +341,8 @@ impl PmemFlankArea {
         };
         put(&mut dynamic, FLANK_OFFSET_HEIGHT, 1);
         put(&mut dynamic, FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);
+        put(&mut dynamic, FLANK_OFFSET_JOURNAL_OLD_ID, NO_NODE);
+        put(&mut dynamic, FLANK_OFFSET_JOURNAL_NEW_ID, NO_NODE);
         put(&mut dynamic, FLANK_OFFSET_JOURNAL_ROOT_ID, NO_NODE);
         area.write(CACHE_LINE_BYTES, &dynamic);
         area.write(FLANK_SLOTS_OFFSET, &leaf_header[..NODE_HEADER_BYTES]);
@@ -346,6 +374,7 @@ impl PmemFlankArea {
             event_bytes: fp.event_bytes as usize,
             stats: Default::default(),
             merge_slot: None,
+            version: FLANK_VERSION,
         };
         let location = format!("flank area header at {base}");
         let corrupt = |what: String| EventError::corruption(&location, what);
@@ -363,11 +392,12 @@ impl PmemFlankArea {
             return Err(corrupt("header CRC mismatch".into()));
         }
         let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-        if version != FLANK_VERSION && version != FLANK_VERSION_PREVIOUS {
+        if !(FLANK_VERSION_OLDEST..=FLANK_VERSION).contains(&version) {
             return Err(corrupt(format!(
-                "flank format version {version}; this build reads versions {FLANK_VERSION_PREVIOUS} and {FLANK_VERSION} (recreate the tree)"
+                "flank format version {version}; this build reads versions {FLANK_VERSION_OLDEST} to {FLANK_VERSION} (recreate the tree)"
             )));
         }
+        area.version = version;
         let expected = header_bytes(fp, version);
         if h[..CACHE_LINE_BYTES as usize] != expected[..] {
             return Err(corrupt(format!(
@@ -382,24 +412,38 @@ impl PmemFlankArea {
             return Err(corrupt(format!("height {height} outside 1..={}", fp.max_levels)));
         }
         let fields = &h[FLANK_OFFSET_JOURNAL_LEVEL as usize..FLANK_OFFSET_JOURNAL_LEVEL as usize + 32];
-        let journal = match word(FLANK_OFFSET_JOURNAL_STATE) {
+        let record = || {
+            let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
+            match (node_word(word(FLANK_OFFSET_JOURNAL_OLD_ID)), node_word(word(FLANK_OFFSET_JOURNAL_NEW_ID)))
+            {
+                (Some(old_id), Some(new_id)) if level < height => Some(FlankJournal {
+                    level: level as u32,
+                    old_id,
+                    new_id,
+                    root_id: node_word(word(FLANK_OFFSET_JOURNAL_ROOT_ID)),
+                }),
+                _ => None,
+            }
+        };
+        let state = word(FLANK_OFFSET_JOURNAL_STATE);
+        let ended = version >= 4 && state >> 32 == u64::from(JOURNAL_ENDED_TAG);
+        // An ended word whose CRC does not match: the next write-out's W0
+        // was rewriting the words (the last write-out had ended whole).
+        let last_write_out = if ended && state == journal_ended_word(fields) { record() } else { None };
+        let journal = match state {
             JOURNAL_IDLE => None,
+            _ if ended => None,
             // A commit word whose CRC does not match: the fence that would
             // have made the record whole never returned, so the write-out
             // had not begun (W1 runs after it).
             w if w >> 32 == u64::from(JOURNAL_COMMIT_TAG) && w != journal_commit_word(fields) => None,
-            w if w == JOURNAL_ACTIVE || w >> 32 == u64::from(JOURNAL_COMMIT_TAG) => {
-                let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
-                let old_id = node_word(word(FLANK_OFFSET_JOURNAL_OLD_ID));
-                let new_id = node_word(word(FLANK_OFFSET_JOURNAL_NEW_ID));
-                let root_id = node_word(word(FLANK_OFFSET_JOURNAL_ROOT_ID));
-                match (old_id, new_id) {
-                    (Some(old_id), Some(new_id)) if level < height => {
-                        Some(FlankJournal { level: level as u32, old_id, new_id, root_id })
-                    }
-                    _ => return Err(corrupt(format!("journal record of level {level} with missing ids"))),
+            w if w == JOURNAL_ACTIVE || w >> 32 == u64::from(JOURNAL_COMMIT_TAG) => match record() {
+                Some(j) => Some(j),
+                None => {
+                    let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
+                    return Err(corrupt(format!("journal record of level {level} with missing ids")));
                 }
-            }
+            },
             state => return Err(corrupt(format!("journal state {state:#018x}"))),
         };
         let merged_ooo_generation = word(FLANK_OFFSET_MERGED_OOO_GENERATION);
@@ -451,6 +495,7 @@ impl PmemFlankArea {
             height: height as u32,
             slots,
             journal,
+            last_write_out,
             merged_ooo_generation,
             merge,
             entry_journal,
@@ -490,6 +535,12 @@ impl PmemFlankArea {
         self.max_levels
     }
 
+    /// The area's format version ([`FLANK_VERSION`] unless an older build
+    /// formatted it).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// Area offset of slot `level`.
     pub fn slot_offset(&self, level: u32) -> u64 {
         FLANK_SLOTS_OFFSET + u64::from(level) * FLANK_SLOT_BYTES
@@ -516,6 +567,23 @@ impl PmemFlankArea {
         h[FLANK_OFFSET_HEADER_CRC as usize..][..4].copy_from_slice(&crc.to_le_bytes());
         self.write(0, &h);
         self.persist(0, h.len() as u64);
+        self.version = version;
+    }
+
+    /// Writes `bytes` at area offset `at` and persists them (tests that
+    /// build the images a crash can leave).
+    #[cfg(test)]
+    pub(crate) fn patch_persisted(&mut self, at: u64, bytes: &[u8]) {
+        self.write(at, bytes);
+        self.persist(at, bytes.len() as u64);
+    }
+
+    /// Reads `len` bytes at area offset `at` (tests).
+    #[cfg(test)]
+    pub(crate) fn read_bytes(&mut self, at: u64, len: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; len];
+        self.read(at, &mut buf);
+        buf
     }
 
     fn write(&mut self, at: u64, bytes: &[u8]) {
@@ -592,6 +660,13 @@ impl PmemFlankArea {
     /// zero leaf commit word: no events) and persists it, one fence (only
     /// inside a committed journal record, or at format).
     pub fn init_slot(&mut self, level: u32, header: &[u8]) -> Result<(), EventError> {
+        self.write_slot_init(level, header)?;
+        self.fence();
+        Ok(())
+    }
+
+    /// [`PmemFlankArea::init_slot`] without its fence.
+    fn write_slot_init(&mut self, level: u32, header: &[u8]) -> Result<(), EventError> {
         self.check_level(level)?;
         let slot = self.slot_offset(level);
         self.write(slot, &header[..NODE_HEADER_BYTES]);
@@ -600,7 +675,6 @@ impl PmemFlankArea {
             self.store_word(FLANK_OFFSET_LEAF_COMMIT, LeafCommit::default().word());
             self.flush(FLANK_OFFSET_LEAF_COMMIT, 8);
         }
-        self.fence();
         self.stats.slot_inits += 1;
         Ok(())
     }

@@ -56,6 +56,7 @@ fn every_constant_appears_with_its_value() {
         ("MERGE_RUN_TO_FLANK", MERGE_RUN_TO_FLANK.into()),
         ("MERGE_KEEP_MAX", MERGE_KEEP_MAX.into()),
         ("FLANK_VERSION_PREVIOUS", FLANK_VERSION_PREVIOUS.into()),
+        ("FLANK_VERSION_OLDEST", FLANK_VERSION_OLDEST.into()),
     ];
     for (name, v) in dec {
         assert_eq!(value_of(name), v.to_string(), "constant {name}");
@@ -73,6 +74,8 @@ fn every_constant_appears_with_its_value() {
     }
     assert_eq!(value_of("JOURNAL_COMMIT_TAG"), format!("{JOURNAL_COMMIT_TAG:#010X}").replace("0X", "0x"));
     assert_eq!(&JOURNAL_COMMIT_TAG.to_le_bytes(), b"WOUT");
+    assert_eq!(value_of("JOURNAL_ENDED_TAG"), format!("{JOURNAL_ENDED_TAG:#010X}").replace("0X", "0x"));
+    assert_eq!(&JOURNAL_ENDED_TAG.to_le_bytes(), b"WEND");
     assert_eq!(&MERGE_ACTIVE_0.to_le_bytes(), b"OOOMERG0");
     assert_eq!(&MERGE_ACTIVE_1.to_le_bytes(), b"OOOMERG1");
     assert_eq!(&(ENTRY_JOURNAL_TAG as u16).to_le_bytes(), b"EJ");
@@ -82,7 +85,7 @@ fn every_constant_appears_with_its_value() {
     assert!(DOC.contains("\"STEVFLNK\"") && DOC.contains("\"WRITEOUT\""), "the doc spells both in ASCII");
     assert_eq!(
         table("## Constants").len() - 1,
-        dec.len() + hexes.len() + 1,
+        dec.len() + hexes.len() + 2,
         "the doc lists exactly these constants"
     );
 }
@@ -372,11 +375,13 @@ fn one_pass_merge_record_table_matches_the_encoding() {
 }
 
 #[test]
-fn a_version_2_area_opens_and_other_versions_are_refused() {
+fn version_2_and_3_areas_open_and_other_versions_are_refused() {
     let (fp, region, mut area) = formatted_sine_flank_area();
     let open = || PmemFlankArea::open(region.clone(), RegionOffset(0), flank_area_bytes(4), &fp);
-    area.restamp_version(FLANK_VERSION_PREVIOUS);
-    assert!(open().is_ok(), "the previous version opens");
+    for version in [FLANK_VERSION_PREVIOUS, FLANK_VERSION_OLDEST] {
+        area.restamp_version(version);
+        assert_eq!(open().unwrap().0.version(), version, "version {version} opens");
+    }
     area.restamp_version(1);
     assert!(open().map(|_| ()).unwrap_err().to_string().contains("version 1"));
     area.restamp_version(FLANK_VERSION + 1);

@@ -12,13 +12,16 @@
 //! - W1: store `x`'s aggregates (PMem array placement), then `x` itself,
 //!   sealed with `next = y`, durably;
 //! - W2: create the root `r` if any (slot, then height), append the entry
-//!   for `x` to the parent and persist it;
-//! - W3: re-initialize the slot of level `l` as `y` with `prev = x`;
-//! - W4: clear the journal.
+//!   for `x` to the parent in DRAM;
+//! - W3 and W4 ([`super::flank::Flank::end_write_out`]): persist the entry,
+//!   re-initialize the slot of level `l` as `y` with `prev = x`, end the
+//!   journal (flank format 4: two fences, E1 and E2; formats 2 and 3: four).
 //!
 //! [`TabTree::redo_write_out`] runs W1-W4 and skips what a crash left done
 //! (parent's last entry is `x`: W1 and W2 done; `x` complete in storage: W1
-//! done), so recovery redoes a journal record idempotently.
+//! done, and the entry is made from the stored node, since E1 may have
+//! re-initialized the slot), so recovery redoes a journal record
+//! idempotently.
 
 use crate::aggregate::Aggregates;
 use crate::event::{self, timestamp_of};
@@ -184,21 +187,14 @@ impl TabTree {
         let level = j.level as usize;
         let x = j.old_id;
         if !(recovering && self.parent_ends_with(level, x)) {
-            let (bytes, aggs) = self.sealed_copy(level, j.new_id)?;
-            if aggs.count == 0 {
-                return Err(EventError::corruption(
-                    format!("flank node {x}"),
-                    "an empty node is being written out",
-                ));
-            }
-            self.aggs.put(&self.config.spec, x, &aggs)?;
-            if !(recovering && self.storage.is_complete(x)?) {
-                self.storage.write_node(x, &bytes)?;
-            }
-            match x.kind {
-                NodeKind::Leaf => self.stats.leaves_written += 1,
-                NodeKind::Index => self.stats.index_nodes_written += 1,
-            }
+            let aggs = if recovering && self.storage.is_complete(x)? {
+                // W1 is done: the slot may already be re-initialized (flank
+                // format 4 writes the successor's header with the parent's
+                // entry), so the entry comes from the stored node.
+                self.stored_aggregates(x)?
+            } else {
+                self.store_written_out(level, j.new_id, recovering)?
+            };
             if let Some(r) = j.root_id {
                 if self.flank.height() == level + 1 {
                     self.flank.init_level(level + 1, r, None)?;
@@ -213,12 +209,53 @@ impl TabTree {
                     format!("the root {x} is written out without a new root"),
                 ));
             }
-            self.flank.append_entry(level + 1, aggs.ts_min, x, &aggs)?;
+            self.flank.stage_entry(level + 1, aggs.ts_min, x, &aggs)?;
             self.running[level + 1].merge(&aggs);
         }
-        self.flank.init_level(level, j.new_id, Some(x))?;
+        self.flank.end_write_out(level, j.new_id, Some(x))?;
         self.running[level] = Aggregates::empty(&self.config.spec);
-        self.flank.end_journal();
         Ok(())
+    }
+
+    /// W1: the flank node of `level`, sealed with `next`, stored durably
+    /// after its aggregates (PMem array placement); returns them.
+    fn store_written_out(
+        &mut self,
+        level: usize,
+        next: NodeId,
+        recovering: bool,
+    ) -> Result<Aggregates, EventError> {
+        let x = self.flank.id(level);
+        let (bytes, aggs) = self.sealed_copy(level, next)?;
+        if aggs.count == 0 {
+            return Err(EventError::corruption(
+                format!("flank node {x}"),
+                "an empty node is being written out",
+            ));
+        }
+        self.aggs.put(&self.config.spec, x, &aggs)?;
+        if !(recovering && self.storage.is_complete(x)?) {
+            self.storage.write_node(x, &bytes)?;
+        }
+        match x.kind {
+            NodeKind::Leaf => self.stats.leaves_written += 1,
+            NodeKind::Index => self.stats.index_nodes_written += 1,
+        }
+        Ok(aggs)
+    }
+
+    /// The aggregates of the completed node `id` as storage holds it: a
+    /// leaf's from its events, an index node's merged from its entries.
+    pub(crate) fn stored_aggregates(&self, id: NodeId) -> Result<Aggregates, EventError> {
+        let bytes = self.storage.read(id)?;
+        match id.kind {
+            NodeKind::Leaf => {
+                LeafNode::open(bytes.as_slice(), &self.leaf_layout)?.aggregates(&self.config.spec)
+            }
+            NodeKind::Index => {
+                let node = IndexNode::open(bytes.as_slice(), &self.index_layout)?;
+                self.index_aggregate(&node)
+            }
+        }
     }
 }

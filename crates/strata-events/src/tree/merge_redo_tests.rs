@@ -166,9 +166,9 @@ fn a_merge_left_pending_by_flank_format_2_resumes_from_its_leaf_step() {
         let (early, late, model) = split_workload(&config);
         let env = TestEnv::new(&config, true);
         let mut tree = env.create(&config);
+        tree.flank.pmem_mut().unwrap().restamp_version(flank_pmem::FLANK_VERSION_OLDEST);
         append_all(&mut tree, &early, 4);
         tree.sync().unwrap();
-        tree.flank.pmem_mut().unwrap().restamp_version(flank_pmem::FLANK_VERSION_PREVIOUS);
         tree.write_out_flank_leaf().unwrap();
         let first_leaf = tree.path_for_ts(timestamp_of(&late[0])).unwrap().leaf;
         let chunk = late

@@ -65,6 +65,8 @@ mod ooo_merge_tests;
 mod recovery_tests;
 #[cfg(test)]
 pub(crate) mod test_support;
+#[cfg(test)]
+mod write_out_tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -15,6 +15,9 @@ pub enum PlantedBug {
     /// Commit a write-out journal record with the format-2 state word under
     /// the record's own fence: a torn record reads as committed.
     JournalWithoutCrc,
+    /// At recovery, take an ended write-out journal (flank format 4) as a
+    /// finished write-out without checking the parent's entry.
+    TrustEndedJournal,
 }
 
 thread_local! {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::aggregate::Aggregates;
 use crate::block_store::OpenReport;
 use crate::ids::EventError;
-use crate::node::LeafNode;
+use crate::node::{IndexNode, LeafNode};
 use crate::translation::RecoveryReport;
 
 use super::config::FlankPlacement;
@@ -55,13 +55,17 @@ impl TabTree {
     /// The merged aggregates of the entries of flank node `level` (`>= 1`),
     /// in entry order.
     pub(crate) fn entries_aggregate(&self, level: usize) -> Result<Aggregates, EventError> {
-        let mut all = Aggregates::empty(&self.config.spec);
         if level == 0 {
-            return Ok(all);
+            return Ok(Aggregates::empty(&self.config.spec));
         }
-        let node = self.flank.index(level);
+        self.index_aggregate(&self.flank.index(level))
+    }
+
+    /// The merged aggregates of an index node's entries, in entry order.
+    pub(crate) fn index_aggregate(&self, node: &IndexNode<&[u8]>) -> Result<Aggregates, EventError> {
+        let mut all = Aggregates::empty(&self.config.spec);
         for i in 0..node.len() {
-            all.merge(&self.aggs.of_entry(&self.config.spec, &node, i)?);
+            all.merge(&self.aggs.of_entry(&self.config.spec, node, i)?);
         }
         Ok(all)
     }
@@ -86,6 +90,7 @@ impl TabTree {
         let flank_started = Instant::now();
         let mut generation = 0;
         let mut merge = None;
+        let mut last_write_out = None;
         let (flank, journal) = match (config.flank, &region, &plan.flank) {
             (FlankPlacement::Pmem { batch_events }, Some(region), Some(area)) => {
                 let base = strata_pmem::RegionOffset(area.start);
@@ -97,6 +102,7 @@ impl TabTree {
                     Flank::new(leaf_layout.clone(), index_layout.clone(), levels, Some((pmem, batch_events)));
                 generation = image.merged_ooo_generation;
                 merge = image.merge;
+                last_write_out = image.last_write_out;
                 (flank, image.journal)
             }
             _ => {
@@ -132,6 +138,8 @@ impl TabTree {
         for level in 0..tree.flank.height() {
             tree.ids.observe(tree.flank.id(level));
         }
+        // (An ended journal's ids are older than the slots' or, when its
+        // words are torn by the next W0, not ids at all.)
         if let Some(j) = &journal {
             for id in [Some(j.old_id), Some(j.new_id), j.root_id].into_iter().flatten() {
                 tree.ids.observe(id);
@@ -147,8 +155,12 @@ impl TabTree {
                 }
             })
             .collect::<Result<_, _>>()?;
+        let mut journal_redone = journal.is_some();
         if let Some(j) = &journal {
             tree.finish_journal(j)?;
+        }
+        if let Some(j) = &last_write_out {
+            journal_redone |= tree.finish_last_write_out(j)?;
         }
         if let Some(m) = merge {
             if m.generation == tree.merged_ooo_generation {
@@ -176,7 +188,7 @@ impl TabTree {
             flank_leaf_events,
             height: tree.flank.height(),
             nodes_read,
-            journal_redone: journal.is_some(),
+            journal_redone,
             merge_pending: tree.pending_merge.is_some(),
             write_outs_finished,
             block_store,

@@ -7,14 +7,18 @@
 //! range words: recomputed from the entries); every slot is checked
 //! structurally. A journal record in flight is finished: if the parent
 //! already ends with the entry for the node written out (W2 done), only the
-//! slot re-initialization and the journal clear are redone; otherwise the
-//! slot still holds the full node and W1-W4 are redone, skipping a node
-//! already complete in storage.
+//! slot re-initialization and the journal clear are redone; if the node is
+//! complete in storage (W1 done), its entry is made from the stored node
+//! (flank format 4 re-initializes the slot together with the parent's
+//! entry); otherwise the slot still holds the full node and W1-W4 are
+//! redone. An ended journal's last write-out (format 4) gets its parent
+//! entry back if the ended word persisted without the parent's count.
 
 use crate::ids::EventError;
 use crate::node::{IndexLayout, IndexNode, LeafLayout, LeafNode};
 
 use super::flank_pmem::{FlankImage, FlankJournal, PmemFlankArea};
+use super::storage::NodeStorage;
 use super::TabTree;
 
 /// Repairs and checks the slot of `level` (see the module comment).
@@ -107,11 +111,10 @@ impl TabTree {
     /// Finishes a write-out a crash interrupted (module comment).
     pub(crate) fn finish_journal(&mut self, j: &FlankJournal) -> Result<(), EventError> {
         let level = j.level as usize;
-        if self.parent_ends_with(level, j.old_id) {
-            self.flank.init_level(level, j.new_id, Some(j.old_id))?;
-            self.running[level] = crate::aggregate::Aggregates::empty(&self.config.spec);
-            self.flank.end_journal();
-            return Ok(());
+        if self.parent_ends_with(level, j.old_id) || self.storage.is_complete(j.old_id)? {
+            // W2 done, or at least W1: the slot is not read (flank format 4
+            // may have re-initialized it already).
+            return self.redo_write_out(j, true);
         }
         let mut buf = self.flank.bytes(level).to_vec();
         repair_slot(level, &mut buf, &self.leaf_layout, &self.index_layout)
@@ -129,5 +132,36 @@ impl TabTree {
         self.flank.replace_level(level, buf);
         self.running[level] = self.entries_aggregate(level)?;
         self.redo_write_out(j, true)
+    }
+
+    /// Flank format 4: the last write-out's journal has ended (its ended
+    /// word's CRC matches the words), but its end may have persisted
+    /// without the parent's count (the ended word and the parent's header
+    /// share one fence): if the parent does not end with the node written
+    /// out, its entry is appended again from the stored node. Returns
+    /// whether it was.
+    pub(crate) fn finish_last_write_out(&mut self, j: &FlankJournal) -> Result<bool, EventError> {
+        let level = j.level as usize;
+        #[cfg(any(test, feature = "crashtest"))]
+        if crate::tree::planted::planted(crate::tree::planted::PlantedBug::TrustEndedJournal) {
+            return Ok(false);
+        }
+        if level + 1 >= self.flank.height() || self.parent_ends_with(level, j.old_id) {
+            return Ok(false);
+        }
+        if !self.storage.is_complete(j.old_id)? || self.flank.id(level) != j.new_id {
+            return Err(EventError::corruption(
+                format!("PMem flank slot {}", level + 1),
+                format!(
+                    "the last write-out ({} -> {}) ended, but the parent has no entry for it and the slot \
+                     or storage disagrees",
+                    j.old_id, j.new_id
+                ),
+            ));
+        }
+        let aggs = self.stored_aggregates(j.old_id)?;
+        self.flank.append_entry(level + 1, aggs.ts_min, j.old_id, &aggs)?;
+        self.running[level + 1].merge(&aggs);
+        Ok(true)
     }
 }
