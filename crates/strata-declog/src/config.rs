@@ -27,8 +27,11 @@ pub const DEFAULT_ALIGN_BYTES: u64 = 256;
 /// Largest queue length (entry counts are u32 on media; this keeps a batch's
 /// bookkeeping small).
 pub const MAX_QUEUE_LEN: usize = 65_535;
-/// Most entries one transaction may log.
-pub const MAX_TXN_ENTRIES: usize = 65_535;
+/// Most entries one transaction may log (one per series key a request
+/// writes: 70,000 one-field lines of new series, or 200 lines of 1,000
+/// fields, are ordinary requests). The media field is a u32; the bytes a
+/// transaction may take are bounded separately, by half a stream.
+pub const MAX_TXN_ENTRIES: usize = 1 << 24;
 /// Slots of each stream's key table (one per series key logged in that
 /// stream; 256 bytes each, twice: the active table and its checkpoint copy).
 pub const DEFAULT_KEY_SLOTS: u32 = 1024;

@@ -8,17 +8,13 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use common::{encode, request, spawn_server, Response};
+use common::{encode, DbServer, Response};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-use strata_engine::{Config, Db};
-use strata_server::{NoopHooks, ServerConfig};
+use strata_engine::Config;
 
 const SEED: u64 = 0x0057_4EA3;
 const BASE_NS: i64 = 1_600_000_000_000_000_000;
@@ -26,12 +22,7 @@ const BASE_NS: i64 = 1_600_000_000_000_000_000;
 /// One event of the model: (ts, sequence, price, volume).
 type Ev = (i64, i64, f64, i64);
 
-struct Server {
-    addr: SocketAddr,
-    db: Arc<Db>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<std::io::Result<()>>>,
-}
+struct Server(DbServer);
 
 impl Server {
     fn start(dir: &Path) -> Server {
@@ -40,20 +31,15 @@ impl Server {
         config.streams.placement = "pmem".into();
         config.streams.max_leaf_nodes = 4096;
         config.streams.max_index_nodes = 256;
-        let db = Arc::new(Db::open(&config, &|_, _, _| {}).expect("open the data directory"));
-        let (addr, tx, thread) =
-            spawn_server(db.tables().clone(), Arc::new(NoopHooks), ServerConfig::default());
-        Server { addr, db, stop: Some(tx), thread: Some(thread) }
+        Server(DbServer::start(&config))
     }
 
-    fn stop(mut self) {
-        let _ = self.stop.take().expect("running").send(());
-        self.thread.take().expect("running").join().expect("server thread").expect("serve");
-        assert_eq!(Arc::strong_count(&self.db), 1, "the server released the store");
+    fn stop(self) {
+        self.0.stop()
     }
 
     fn call(&self, method: &str, path: &str, body: &[u8]) -> Response {
-        request(self.addr, method, path, &[], body)
+        self.0.call(method, path, body)
     }
 
     fn query(&self, q: &str) -> Value {

@@ -25,6 +25,7 @@ pub mod checkpoint;
 pub mod control_table;
 pub mod entry_key;
 pub mod ext_ts;
+mod log_size;
 pub mod lsn;
 pub mod protocol;
 pub mod replay;

@@ -48,6 +48,7 @@ use strata_media::TxnId;
 
 use super::control_table::PointRef;
 use super::entry_key::{encode_key, encode_per_key};
+use super::log_size;
 use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
 use super::protocol::DeclogProtocol;
 use super::runs::PlannedOp;
@@ -64,11 +65,9 @@ use crate::wal::WalRecord;
 const MAX_LSN_RETRIES: u32 = 10_000;
 /// Streams with less than this fraction free ask for a background checkpoint.
 const CHECKPOINT_AT_FREE_FRACTION: f64 = 0.25;
-/// Stream bytes one value may take besides its key and string bytes (an
-/// entry's header, tail and padding, timestamp, value bits, rest length).
-const ENTRY_ESTIMATE_BYTES: u64 = 128;
-/// A generous bound on a log key's bytes, for the space check.
-const MAX_KEY_BYTES_HINT: u64 = 256;
+/// A bound on the stream bytes of a transaction's read or delete (an
+/// entry's header and padding, a generous key).
+const OTHER_OP_BOUND_BYTES: u64 = log_size::ENTRY_ESTIMATE_BYTES + 256;
 
 struct PlannedTxn<'p> {
     /// (series, ts) -> what to do; one per point (the last write wins),
@@ -193,20 +192,29 @@ impl DeclogProtocol {
         txns: &[GroupTxn<'_>],
     ) -> Vec<Result<TxnOutcome, EngineError>> {
         let dl = &self.side;
-        if let Err(e) = self.ensure_log_space(core, log_bytes_bound(txns)) {
+        // A transaction too large for the log is refused before it is
+        // planned: it leaves no series or field types behind.
+        let mut results: Vec<Option<Result<TxnOutcome, EngineError>>> =
+            (0..txns.len()).map(|_| None).collect();
+        let mut needed_bytes = 0;
+        for (slot, txn) in txns.iter().enumerate() {
+            match log_size::check_request(&dl.log, db, txn.points.iter()) {
+                Ok(bound) => needed_bytes += bound + txn.others.len() as u64 * OTHER_OP_BOUND_BYTES,
+                Err(e) => results[slot] = Some(Err(e)),
+            }
+        }
+        if let Err(e) = self.ensure_log_space(core, needed_bytes) {
             if txns.len() == 1 {
                 return vec![Err(e)];
             }
             let e = Arc::new(e);
             return txns.iter().map(|_| Err(EngineError::GroupFailed(e.clone()))).collect();
         }
-        let mut group = GroupRun {
-            dl,
-            cut: Some(dl.cut.read()),
-            pending: Vec::new(),
-            results: (0..txns.len()).map(|_| None).collect(),
-        };
+        let mut group = GroupRun { dl, cut: Some(dl.cut.read()), pending: Vec::new(), results };
         for (slot, txn) in txns.iter().enumerate() {
+            if group.results[slot].is_some() {
+                continue;
+            }
             match self.start_declog_txn(core, &mut group, db, slot, txn) {
                 Ok(Some(logged)) => {
                     // One holding locks is waited for at once, so no later
@@ -326,6 +334,7 @@ impl DeclogProtocol {
                 payload,
             }));
         }
+        log_size::check_entries(&dl.log, &entries)?;
         let bytes: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
         let txn_id = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
         if lsn == 0 {
@@ -569,22 +578,4 @@ impl DeclogProtocol {
         }
         EngineError::Declog(e)
     }
-}
-
-/// A bound on the stream bytes a group's entries take: per value, an entry
-/// of its own (as if every value were alone in its entry) with a key and
-/// its string bytes.
-fn log_bytes_bound(txns: &[GroupTxn<'_>]) -> u64 {
-    let per_value = ENTRY_ESTIMATE_BYTES + MAX_KEY_BYTES_HINT;
-    txns.iter()
-        .map(|t| {
-            let points: u64 = t
-                .points
-                .iter()
-                .flat_map(|p| &p.fields)
-                .map(|(_, v)| per_value + if let FieldValue::String(s) = v { s.len() as u64 } else { 0 })
-                .sum();
-            points + t.others.len() as u64 * per_value
-        })
-        .sum()
 }

@@ -284,3 +284,32 @@ pub fn stored(store: &MemStore, measurement: &str) -> Vec<(String, Vec<(i64, str
         })
         .collect()
 }
+
+/// A server over the engine `strata serve` uses ([`strata_engine::Db`]),
+/// opened on `config`'s data directory.
+pub struct DbServer {
+    pub addr: SocketAddr,
+    pub db: Arc<strata_engine::Db>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl DbServer {
+    pub fn start(config: &strata_engine::Config) -> DbServer {
+        let db = Arc::new(strata_engine::Db::open(config, &|_, _, _| {}).expect("open the data directory"));
+        let (addr, tx, thread) =
+            spawn_server(db.tables().clone(), Arc::new(strata_server::NoopHooks), ServerConfig::default());
+        DbServer { addr, db, stop: Some(tx), thread: Some(thread) }
+    }
+
+    /// Stops the server and checks it released the engine.
+    pub fn stop(mut self) {
+        let _ = self.stop.take().expect("running").send(());
+        self.thread.take().expect("running").join().expect("server thread").expect("serve");
+        assert_eq!(Arc::strong_count(&self.db), 1, "the server released the store");
+    }
+
+    pub fn call(&self, method: &str, path: &str, body: &[u8]) -> Response {
+        request(self.addr, method, path, &[], body)
+    }
+}
