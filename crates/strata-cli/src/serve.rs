@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -64,6 +65,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_body_bytes: config.server.max_body_bytes,
         max_line_bytes: config.server.max_line_bytes,
         max_fields_per_line: config.server.max_fields_per_line,
+        header_read_timeout: Duration::from_millis(config.server.header_read_timeout_ms),
+        body_read_timeout: Duration::from_millis(config.server.body_read_timeout_ms),
+        body_min_bytes_per_sec: config.server.body_min_bytes_per_sec,
+        max_connections: config.server.max_connections,
         // ILP senders that name no database write into the default one.
         default_database: Some(config.storage.default_database.clone()).filter(|d| !d.is_empty()),
         ..ServerConfig::default()

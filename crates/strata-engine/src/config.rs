@@ -170,6 +170,15 @@ pub struct ServerSection {
     pub max_body_bytes: usize,
     pub max_line_bytes: usize,
     pub max_fields_per_line: usize,
+    /// Milliseconds a connection may take to send a request head, and may
+    /// stay idle between requests (docs/http-api.md, "Connections").
+    pub header_read_timeout_ms: u64,
+    /// Milliseconds to wait for a request body's next bytes.
+    pub body_read_timeout_ms: u64,
+    /// Slowest average body rate after `body_read_timeout_ms`.
+    pub body_min_bytes_per_sec: u64,
+    /// Most open connections (the longest-idle one is closed for a new one).
+    pub max_connections: usize,
 }
 
 impl Default for ServerSection {
@@ -181,6 +190,10 @@ impl Default for ServerSection {
             // Room for InfluxDB's 64 KiB string field values (docs/http-api.md).
             max_line_bytes: 1 << 20,
             max_fields_per_line: 1000,
+            header_read_timeout_ms: 30_000,
+            body_read_timeout_ms: 30_000,
+            body_min_bytes_per_sec: 1024,
+            max_connections: 512,
         }
     }
 }

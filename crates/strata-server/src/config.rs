@@ -2,6 +2,7 @@
 //! request limit, with the documented defaults (docs/http-api.md, "Limits").
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use crate::ServerError;
 
@@ -15,6 +16,18 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 25_000_000;
 pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
 /// Default limit on fields in one line (the line protocol parser's default).
 pub const DEFAULT_MAX_FIELDS_PER_LINE: usize = 1000;
+/// Default time a connection may take to send a whole request head, and
+/// may stay idle between requests (nginx's `client_header_timeout` is 60 s;
+/// Go's InfluxDB has none, which is the stall this closes).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default longest wait for a request body's next bytes, and the grace
+/// period before the minimum body rate applies.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default slowest average body rate accepted after that grace period.
+pub const DEFAULT_BODY_MIN_BYTES_PER_SEC: u64 = 1024;
+/// Default cap on open connections (below the usual 1,024 file
+/// descriptors, leaving room for data files).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// Reported in `X-Influxdb-Version`, `/ping?verbose=true` and `/health`. It
 /// starts with "1." because clients tell an InfluxDB 1.x API by that prefix.
 pub const DEFAULT_VERSION: &str = concat!("1.8.10-strata.", env!("CARGO_PKG_VERSION"));
@@ -37,6 +50,16 @@ pub struct ServerConfig {
     /// Database of a `/write` that names none (QuestDB's ILP-over-HTTP
     /// senders send no `db`); `None`: such a write is a 400.
     pub default_database: Option<String>,
+    /// A connection that has not sent a whole request head this long after
+    /// it began waiting for one (also: idle between requests) is closed.
+    pub header_read_timeout: Duration,
+    /// Most open connections; beyond it the longest-idle one is closed, or
+    /// the new one gets 503 when none is idle.
+    pub max_connections: usize,
+    /// A body whose next bytes take longer than this is cut (408).
+    pub body_read_timeout: Duration,
+    /// After `body_read_timeout`, a body averaging less than this is cut (408).
+    pub body_min_bytes_per_sec: u64,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +72,10 @@ impl Default for ServerConfig {
             max_fields_per_line: DEFAULT_MAX_FIELDS_PER_LINE,
             version: DEFAULT_VERSION.to_string(),
             default_database: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            body_min_bytes_per_sec: DEFAULT_BODY_MIN_BYTES_PER_SEC,
         }
     }
 }
@@ -65,6 +92,15 @@ impl ServerConfig {
         }
         if self.max_fields_per_line == 0 {
             return invalid("max_fields_per_line must be at least 1");
+        }
+        if self.header_read_timeout.is_zero() {
+            return invalid("header_read_timeout must be above zero");
+        }
+        if self.body_read_timeout.is_zero() {
+            return invalid("body_read_timeout must be above zero");
+        }
+        if self.max_connections == 0 {
+            return invalid("max_connections must be at least 1");
         }
         if matches!(&self.auth_token, Some(t) if t.is_empty()) {
             return invalid("auth_token must not be empty (leave it unset to disable authentication)");

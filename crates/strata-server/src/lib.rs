@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod config;
+mod conn;
 pub mod errors;
 pub mod gzip;
 pub mod hooks;
@@ -56,20 +57,25 @@ async fn serve_until(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     config.validate()?;
-    let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: Metrics::new() });
+    let limits = conn::ConnLimits {
+        header_read_timeout: config.header_read_timeout,
+        max_connections: config.max_connections,
+    };
+    let metrics = Arc::new(Metrics::new());
+    let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: metrics.clone() });
     let app = routes::router(state);
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
-    let signal = async move {
+    tokio::spawn(async move {
         shutdown.await;
         let _ = stopping_tx.send(true);
-    };
-    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+    });
+    let server = conn::serve_connections(listener, app, limits, metrics, stopping_rx.clone());
     let grace = async move {
         let _ = stopping_rx.wait_for(|stopping| *stopping).await;
         tokio::time::sleep(shutdown::SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        served = std::future::IntoFuture::into_future(server) => served?,
+        served = server => served?,
         () = grace => eprintln!(
             "strata serve: requests still open after {:?}; checkpointing anyway",
             shutdown::SHUTDOWN_GRACE

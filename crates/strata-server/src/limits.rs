@@ -3,6 +3,8 @@
 //! body passes the limit), undoing `Content-Encoding` with the same limit on
 //! the decompressed size, and the per-line limits handed to the parser.
 
+use std::time::{Duration, Instant};
+
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderMap, StatusCode};
 use http_body_util::BodyExt;
@@ -46,10 +48,38 @@ pub fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, ApiError
     }
 }
 
+/// What reading a body may take: its size, and its time (a stalled or
+/// trickling body is cut: issue 15 item 2).
+#[derive(Copy, Clone, Debug)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    /// Longest wait for the next bytes of the body; also the grace period
+    /// before the minimum rate applies.
+    pub read_timeout: Duration,
+    /// Slowest average rate accepted once `read_timeout` has passed.
+    pub min_bytes_per_sec: u64,
+}
+
+/// The body limits of the configuration.
+pub fn body_limits(config: &ServerConfig) -> BodyLimits {
+    BodyLimits {
+        max_bytes: config.max_body_bytes,
+        read_timeout: config.body_read_timeout,
+        min_bytes_per_sec: config.body_min_bytes_per_sec,
+    }
+}
+
+fn too_slow(what: String) -> ApiError {
+    ApiError::new(StatusCode::REQUEST_TIMEOUT, format!("request body too slow: {what}"))
+}
+
 /// Reads the whole body, refusing (413) a declared `Content-Length` above
 /// `max_bytes` without reading it, and a streamed body as soon as it passes
-/// `max_bytes`. A body that ends early (client gone) is 400.
-pub async fn read_body(headers: &HeaderMap, body: Body, max_bytes: usize) -> Result<Bytes, ApiError> {
+/// `max_bytes`; 408 when no bytes come for `read_timeout`, or when, after
+/// it, the body averages less than `min_bytes_per_sec`. A body that ends
+/// early (client gone) is 400.
+pub async fn read_body(headers: &HeaderMap, body: Body, limits: &BodyLimits) -> Result<Bytes, ApiError> {
+    let max_bytes = limits.max_bytes;
     if let Some(declared) = headers.get(header::CONTENT_LENGTH) {
         let declared: u64 = declared
             .to_str()
@@ -65,12 +95,29 @@ pub async fn read_body(headers: &HeaderMap, body: Body, max_bytes: usize) -> Res
     let mut first: Option<Bytes> = None;
     let mut collected: Vec<u8> = Vec::new();
     let mut total_bytes = 0usize;
-    while let Some(frame) = body.frame().await {
+    let started = Instant::now();
+    loop {
+        let frame = match tokio::time::timeout(limits.read_timeout, body.frame()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(too_slow(format!("no bytes for {:?} (body_read_timeout)", limits.read_timeout)))
+            }
+        };
         let frame = frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         let Ok(data) = frame.into_data() else { continue };
         total_bytes += data.len();
         if total_bytes > max_bytes {
             return Err(too_large("body", max_bytes));
+        }
+        let elapsed = started.elapsed();
+        if elapsed > limits.read_timeout
+            && (total_bytes as f64) < limits.min_bytes_per_sec as f64 * elapsed.as_secs_f64()
+        {
+            return Err(too_slow(format!(
+                "{total_bytes} bytes in {elapsed:?}, below body_min_bytes_per_sec ({})",
+                limits.min_bytes_per_sec
+            )));
         }
         match first.take() {
             None if collected.is_empty() => first = Some(data),
@@ -106,6 +153,10 @@ mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
+    fn limits(max_bytes: usize) -> BodyLimits {
+        BodyLimits { max_bytes, read_timeout: Duration::from_secs(30), min_bytes_per_sec: 1 }
+    }
+
     fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
@@ -117,18 +168,18 @@ mod tests {
     #[tokio::test]
     async fn declared_length_over_the_limit_is_413_unread() {
         let h = headers(&[(header::CONTENT_LENGTH, "11")]);
-        let err = read_body(&h, Body::from("0123456789A"), 10).await.unwrap_err();
+        let err = read_body(&h, Body::from("0123456789A"), &limits(10)).await.unwrap_err();
         assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(err.message.contains("max_body_bytes (10 bytes)"), "{}", err.message);
         let bad = headers(&[(header::CONTENT_LENGTH, "ten")]);
-        assert_eq!(read_body(&bad, Body::empty(), 10).await.unwrap_err().status, 400);
+        assert_eq!(read_body(&bad, Body::empty(), &limits(10)).await.unwrap_err().status, 400);
     }
 
     #[tokio::test]
     async fn streamed_body_is_cut_at_the_limit() {
-        let err = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 11]), 10).await.unwrap_err();
+        let err = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 11]), &limits(10)).await.unwrap_err();
         assert_eq!(err.status, StatusCode::PAYLOAD_TOO_LARGE);
-        let ok = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 10]), 10).await.unwrap();
+        let ok = read_body(&HeaderMap::new(), Body::from(vec![b'x'; 10]), &limits(10)).await.unwrap();
         assert_eq!(ok.len(), 10);
     }
 

@@ -170,6 +170,37 @@ impl RateWindow {
     }
 }
 
+/// Why the server refused or closed a connection ([`crate::conn`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ConnEvent {
+    /// `accept` failed (out of file descriptors, a reset).
+    AcceptError,
+    /// Beyond `max_connections` with none idle: answered 503 and closed.
+    MaxConnections,
+    /// Idle, closed to make room for a new connection.
+    IdleClosedForRoom,
+    /// No whole request head within `header_read_timeout` (idle or slow).
+    HeaderReadTimeout,
+}
+
+impl ConnEvent {
+    pub const ALL: [ConnEvent; 4] = [
+        ConnEvent::AcceptError,
+        ConnEvent::MaxConnections,
+        ConnEvent::IdleClosedForRoom,
+        ConnEvent::HeaderReadTimeout,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            ConnEvent::AcceptError => "accept_error",
+            ConnEvent::MaxConnections => "max_connections",
+            ConnEvent::IdleClosedForRoom => "idle_closed_for_room",
+            ConnEvent::HeaderReadTimeout => "header_read_timeout",
+        }
+    }
+}
+
 /// Every metric the server keeps. Shared by all handlers; cheap to update.
 #[derive(Debug)]
 pub struct Metrics {
@@ -181,6 +212,7 @@ pub struct Metrics {
     points_written: AtomicU64,
     values_written: AtomicU64,
     lines_rejected: [AtomicU64; RejectReason::ALL.len()],
+    connections_closed: [AtomicU64; ConnEvent::ALL.len()],
     ingest: Mutex<RateWindow>,
     pub write_commit: LatencyHistogram,
     pub query: LatencyHistogram,
@@ -203,6 +235,7 @@ impl Metrics {
             points_written: AtomicU64::new(0),
             values_written: AtomicU64::new(0),
             lines_rejected: Default::default(),
+            connections_closed: Default::default(),
             ingest: Mutex::new(RateWindow::default()),
             write_commit: LatencyHistogram::default(),
             query: LatencyHistogram::default(),
@@ -246,6 +279,16 @@ impl Metrics {
     pub fn record_rejected(&self, reason: RejectReason, lines: usize) {
         let slot = RejectReason::ALL.iter().position(|&r| r == reason).expect("listed");
         self.lines_rejected[slot].fetch_add(lines as u64, Ordering::Relaxed);
+    }
+
+    pub fn record_connection(&self, event: ConnEvent) {
+        let slot = ConnEvent::ALL.iter().position(|&e| e == event).expect("listed");
+        self.connections_closed[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connections(&self, event: ConnEvent) -> u64 {
+        let slot = ConnEvent::ALL.iter().position(|&e| e == event).expect("listed");
+        self.connections_closed[slot].load(Ordering::Relaxed)
     }
 
     pub fn points_written(&self) -> u64 {
@@ -300,6 +343,18 @@ impl Metrics {
         for (reason, count) in RejectReason::ALL.iter().zip(&self.lines_rejected) {
             let count = count.load(Ordering::Relaxed);
             writeln!(out, "strata_lines_rejected_total{{reason=\"{}\"}} {count}", reason.label())
+                .expect("write");
+        }
+
+        header(
+            out,
+            "strata_http_connections_refused_total",
+            "counter",
+            "Connections refused or closed by the server, by reason.",
+        );
+        for event in ConnEvent::ALL {
+            let count = self.connections(event);
+            writeln!(out, "strata_http_connections_refused_total{{reason=\"{}\"}} {count}", event.label())
                 .expect("write");
         }
 

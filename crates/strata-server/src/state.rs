@@ -14,5 +14,5 @@ pub struct AppState {
     pub store: Arc<dyn Tables>,
     pub hooks: Arc<dyn EngineHooks>,
     pub config: ServerConfig,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
 }

@@ -42,11 +42,31 @@ pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> C
 
 /// [`start`] with more arguments to `strata serve`.
 pub fn start_with(data_dir: &Path, config_text: &str, protocol: &str, port: u16, extra: &[&str]) -> Child {
+    start_limited(data_dir, config_text, protocol, port, extra, None)
+}
+
+/// [`start_with`], the server run under `ulimit -n fd_limit` when given.
+pub fn start_limited(
+    data_dir: &Path,
+    config_text: &str,
+    protocol: &str,
+    port: u16,
+    extra: &[&str],
+    fd_limit: Option<u32>,
+) -> Child {
     let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
     std::fs::write(&config, config_text).expect("write config");
     let stderr_path = data_dir.parent().expect("data dir inside a temp dir").join("serve-stderr.log");
     let stderr = std::fs::File::create(&stderr_path).expect("create stderr log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut command = match fd_limit {
+        None => Command::new(env!("CARGO_BIN_EXE_strata")),
+        Some(n) => {
+            let mut sh = Command::new("sh");
+            sh.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_strata")]);
+            sh
+        }
+    };
+    let mut child = command
         .arg("serve")
         .arg("--config")
         .arg(&config)

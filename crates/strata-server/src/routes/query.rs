@@ -49,7 +49,7 @@ async fn run_query(
 ) -> Result<Response, ApiError> {
     let mut params = Params::default();
     if method == Method::POST && is_form(headers) {
-        let raw = limits::read_body(headers, body, state.config.max_body_bytes).await?;
+        let raw = limits::read_body(headers, body, &limits::body_limits(&state.config)).await?;
         params = Params::parse(&raw);
     }
     params.extend(Params::from_query(url_query.as_deref()));

@@ -101,7 +101,7 @@ pub async fn create(State(state): State<Arc<AppState>>, headers: HeaderMap, body
         if state.store.stream_tables().is_none() {
             return Err(not_enabled());
         }
-        let raw = limits::read_body(&headers, body, state.config.max_body_bytes).await?;
+        let raw = limits::read_body(&headers, body, &limits::body_limits(&state.config)).await?;
         let (db, name, attrs) = parse_create(&raw)?;
         let task_state = Arc::clone(&state);
         tokio::task::spawn_blocking(move || {

@@ -105,7 +105,7 @@ async fn write_lines(
         if !state.store.list_databases().iter().any(|name| name == db) {
             return Err(database_not_found(db, flavor));
         }
-        let raw = limits::read_body(headers, body, state.config.max_body_bytes).await?;
+        let raw = limits::read_body(headers, body, &limits::body_limits(&state.config)).await?;
         state.metrics.record_write_body(raw.len());
         let task_state = Arc::clone(state);
         let task_db = db.to_string();
