@@ -481,7 +481,7 @@ fn select_validation_errors_match_influxdb() {
     for (query, message) in [
         ("SELECT usage, mean(usage) FROM cpu", "mixing aggregate and non-aggregate queries is not supported"),
         ("SELECT usage FROM cpu GROUP BY time(1m)", "GROUP BY requires at least one aggregate function"),
-        ("SELECT median(usage) FROM cpu", "undefined function median()"),
+        ("SELECT mode(usage) FROM cpu", "undefined function mode()"),
         ("SELECT mean(usage, 2) FROM cpu", "invalid number of arguments for mean, expected 1, got 2"),
         ("SELECT mean(1) FROM cpu", "expected field argument in mean()"),
         ("SELECT time FROM cpu", "at least 1 non-time field must be queried"),
@@ -600,4 +600,71 @@ fn a_request_landing_between_listing_and_read_is_seen_whole() {
         json!(3),
         "the racing request's two points are both counted, not just the one on the listed series: {got}"
     );
+}
+
+/// median, stddev, spread and percentile against answers computed by hand
+/// from the dataset (InfluxDB 1.8's documented rules: median averages the
+/// two middle values; stddev is the sample deviation; percentile takes the
+/// value at floor(n * N / 100 + 0.5) - 1 of the sorted values and is a
+/// selector; spread keeps the field's type). usage: 1.5, 3.0, 2.5, 5.0, 4.0;
+/// idle: 90, 80, 70, 85.
+#[test]
+fn median_stddev_spread_and_percentile_match_hand_computed_answers() {
+    let body = series("SELECT median(usage), stddev(usage), spread(usage) FROM cpu");
+    let row = &body[0]["values"][0];
+    assert_eq!(body[0]["columns"], json!(["time", "median", "stddev", "spread"]));
+    assert_eq!((row[1].as_f64(), row[3].as_f64()), (Some(3.0), Some(3.5)));
+    // mean 3.2; squared deviations 2.89 + 0.49 + 0.04 + 0.64 + 3.24 = 7.3; / 4.
+    assert!((row[2].as_f64().unwrap() - (7.3f64 / 4.0).sqrt()).abs() < 1e-12, "{row}");
+    let body = series("SELECT median(idle), stddev(idle), spread(idle) FROM cpu");
+    let row = &body[0]["values"][0];
+    assert_eq!(
+        (row[1].as_f64(), row[3].clone()),
+        (Some(82.5), json!(20)),
+        "spread of integers stays integer"
+    );
+    // mean 81.25; squared deviations 76.5625 + 1.5625 + 126.5625 + 14.0625 = 218.75; / 3.
+    assert!((row[2].as_f64().unwrap() - (218.75f64 / 3.0).sqrt()).abs() < 1e-12, "{row}");
+    for (n, time, value) in [
+        ("50", "2020-01-01T00:00:00Z", json!(3.0)),
+        ("90", "2020-01-01T00:00:20Z", json!(5.0)),
+        ("10", "2020-01-01T00:00:00Z", json!(1.5)),
+        ("99.9", "2020-01-01T00:00:20Z", json!(5.0)),
+    ] {
+        assert_eq!(
+            series(&format!("SELECT percentile(usage, {n}) FROM cpu")),
+            json!([{"name": "cpu", "columns": ["time", "percentile"], "values": [[time, value]]}]),
+            "percentile {n}: a selector keeps its point's time"
+        );
+    }
+    assert_eq!(series("SELECT percentile(usage, 0) FROM cpu"), Value::Null, "index -1: no value");
+    assert_eq!(series("SELECT stddev(free) FROM mem"), Value::Null, "one value: no deviation");
+    assert!(error_of("SELECT percentile(usage) FROM cpu").contains("expected 2, got 1"));
+    assert!(error_of("SELECT percentile(usage, 101) FROM cpu").contains("0..=100"));
+    assert!(error_of("SELECT median(msg) FROM events").contains("unsupported median()"));
+}
+
+#[test]
+fn group_by_a_tag_with_grafanas_tag_cast_and_windows() {
+    assert_eq!(
+        series("SELECT median(usage) FROM cpu GROUP BY \"host\"::tag"),
+        json!([
+            {"name": "cpu", "tags": {"host": "a"}, "columns": ["time", "median"], "values": [["1970-01-01T00:00:00Z", 2.5]]},
+            {"name": "cpu", "tags": {"host": "b"}, "columns": ["time", "median"], "values": [["1970-01-01T00:00:00Z", 4.0]]}
+        ])
+    );
+    let q = "SELECT spread(usage) FROM cpu WHERE time >= '2020-01-01T00:00:00Z' AND time < '2020-01-01T00:01:00Z' \
+             GROUP BY time(30s), \"host\"::tag fill(null)";
+    assert_eq!(
+        series(q),
+        json!([
+            {"name": "cpu", "tags": {"host": "a"}, "columns": ["time", "spread"],
+             "values": [["2020-01-01T00:00:00Z", 1.0], ["2020-01-01T00:00:30Z", null]]},
+            {"name": "cpu", "tags": {"host": "b"}, "columns": ["time", "spread"],
+             "values": [["2020-01-01T00:00:00Z", 2.0], ["2020-01-01T00:00:30Z", null]]}
+        ])
+    );
+    let q = "SELECT count(usage) FROM cpu GROUP BY \"host\"::field";
+    let err = execute(&store(), q, &params(90)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("found field, expected tag"), "{err}");
 }

@@ -2,9 +2,11 @@
 //! parser ([`parser`]), executor over the facade's table catalog ([`Tables`], [`exec`]) and
 //! InfluxDB 1.x-shaped JSON ([`response`]).
 //!
-//! Supported: `SELECT` (raw fields, `*`, count/sum/min/max/mean/first/last
-//! incl. `f(*)`, aliases, WHERE on time, tags and fields, GROUP BY
-//! time(interval[, offset]) and tags or `*`, fill(none|null|previous|n),
+//! Supported (docs/influxql.md): `SELECT` (raw fields, `*`,
+//! count/sum/mean/median/stddev/spread/min/max/first/last/percentile incl.
+//! `f(*)`, aliases, WHERE on time, tags and fields, GROUP BY
+//! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
+//! fill(none|null|previous|n),
 //! ORDER BY time, LIMIT, OFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`,
 //! `CREATE DATABASE`, `DROP MEASUREMENT`, `DELETE`. Where InfluxDB's

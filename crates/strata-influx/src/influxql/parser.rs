@@ -402,7 +402,16 @@ impl Parser {
                     self.expect(Token::RParen, ")")?;
                     out.push(Dimension::Time { interval_ns, offset_ns });
                 }
-                Token::Ident(name) | Token::QuotedIdent(name) => out.push(Dimension::Tag(name)),
+                Token::Ident(name) | Token::QuotedIdent(name) => {
+                    // Grafana's query builder writes `"host"::tag`.
+                    if self.accept(&Token::DoubleColon)? {
+                        let k = self.next()?;
+                        if k.token != Token::Keyword("TAG") {
+                            return Err(ParseError::expected(&k.found(), &["tag"], k.pos));
+                        }
+                    }
+                    out.push(Dimension::Tag(name))
+                }
                 _ => return Err(ParseError::expected(&t.found(), &["identifier", "time", "*"], t.pos)),
             }
             if !self.accept(&Token::Comma)? {

@@ -9,7 +9,11 @@
 //! - fill(null) reports 0 for count() (InfluxDB's special case);
 //!   fill(previous) repeats the previous window's value of that column in
 //!   output order; fill(n) casts n to the column's type;
-//! - ties: min/max keep the earliest point, first/last the larger value.
+//! - ties: min/max keep the earliest point, first/last the larger value;
+//! - median: the middle value or the mean of the two middle ones (float);
+//!   percentile(x, N): the value at `floor(n * N / 100 + 0.5) - 1` of the
+//!   sorted values, a selector; stddev: the sample standard deviation (null
+//!   below two values); spread: max - min in the field's type.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -43,8 +47,67 @@ fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
 pub enum Acc {
     Count(i64),
     Sum(Option<FieldValue>),
-    Mean { sum: f64, n: u64 },
-    Pick { func: AggFunc, best: Option<(i64, FieldValue)> },
+    Mean {
+        sum: f64,
+        n: u64,
+    },
+    Pick {
+        func: AggFunc,
+        best: Option<(i64, FieldValue)>,
+    },
+    /// Welford's running mean and sum of squared deviations (stddev).
+    Moments {
+        n: u64,
+        mean: f64,
+        m2: f64,
+    },
+    /// The smallest and largest value (spread).
+    Range(Option<(FieldValue, FieldValue)>),
+    /// Every value with its time (median, percentile).
+    All {
+        func: AggFunc,
+        values: Vec<(i64, FieldValue)>,
+    },
+}
+
+fn as_f64(v: &FieldValue) -> Option<f64> {
+    match v {
+        FieldValue::Float(v) => Some(*v),
+        FieldValue::Integer(v) => Some(*v as f64),
+        FieldValue::Unsigned(v) => Some(*v as f64),
+        _ => None,
+    }
+}
+
+/// `hi - lo` in the values' type (integers wrap as InfluxDB's do).
+fn difference(hi: &FieldValue, lo: &FieldValue) -> Option<FieldValue> {
+    Some(match (hi, lo) {
+        (FieldValue::Float(a), FieldValue::Float(b)) => FieldValue::Float(a - b),
+        (FieldValue::Integer(a), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_sub(*b)),
+        (FieldValue::Unsigned(a), FieldValue::Unsigned(b)) => FieldValue::Unsigned(a.wrapping_sub(*b)),
+        _ => return None,
+    })
+}
+
+/// InfluxDB 1.8's median: the middle value, or the mean of the two middle
+/// ones, as a float.
+fn median(values: &mut [(i64, FieldValue)]) -> Option<FieldValue> {
+    values.sort_by(|a, b| order(&a.1, &b.1));
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mid = |i: usize| as_f64(&values[i].1);
+    Some(FieldValue::Float(if n % 2 == 1 { mid(n / 2)? } else { (mid(n / 2 - 1)? + mid(n / 2)?) / 2.0 }))
+}
+
+/// InfluxDB 1.8's percentile: the value at index `floor(n * N / 100 + 0.5) - 1`
+/// of the values sorted (ties by time), with its time; none outside the values.
+fn percentile(values: &mut [(i64, FieldValue)], milli_percent: u32) -> Option<(i64, FieldValue)> {
+    values.sort_by(|a, b| order(&a.1, &b.1).then(a.0.cmp(&b.0)));
+    let n = values.len() as f64;
+    let i = (n * f64::from(milli_percent) / 100_000.0 + 0.5).floor() as i64 - 1;
+    usize::try_from(i).ok().and_then(|i| values.get(i)).cloned()
 }
 
 impl Acc {
@@ -53,7 +116,10 @@ impl Acc {
             AggFunc::Count => Acc::Count(0),
             AggFunc::Sum => Acc::Sum(None),
             AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
-            _ => Acc::Pick { func, best: None },
+            AggFunc::Stddev => Acc::Moments { n: 0, mean: 0.0, m2: 0.0 },
+            AggFunc::Spread => Acc::Range(None),
+            AggFunc::Median | AggFunc::Percentile(_) => Acc::All { func, values: Vec::new() },
+            AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last => Acc::Pick { func, best: None },
         }
     }
 
@@ -83,6 +149,25 @@ impl Acc {
                 *sum += v;
                 *n += 1;
             }
+            Acc::Moments { n, mean, m2 } => {
+                let Some(x) = as_f64(value) else { return };
+                *n += 1;
+                let delta = x - *mean;
+                *mean += delta / *n as f64;
+                *m2 += delta * (x - *mean);
+            }
+            Acc::Range(range) => match range {
+                None => *range = Some((value.clone(), value.clone())),
+                Some((lo, hi)) => {
+                    if order(value, lo) == Ordering::Less {
+                        *lo = value.clone();
+                    }
+                    if order(value, hi) == Ordering::Greater {
+                        *hi = value.clone();
+                    }
+                }
+            },
+            Acc::All { values, .. } => values.push((time_ns, value.clone())),
             Acc::Pick { func, best } => {
                 let replace = match best {
                     None => true,
@@ -122,6 +207,14 @@ impl Acc {
             Acc::Mean { n: 0, .. } => None,
             Acc::Mean { sum, n } => Some(FieldValue::Float(sum / *n as f64)),
             Acc::Pick { best, .. } => best.as_ref().map(|(_, v)| v.clone()),
+            Acc::Moments { n, m2, .. } if *n >= 2 => Some(FieldValue::Float((m2 / (*n - 1) as f64).sqrt())),
+            Acc::Moments { .. } => None,
+            Acc::Range(range) => range.as_ref().and_then(|(lo, hi)| difference(hi, lo)),
+            Acc::All { func: AggFunc::Median, values } => median(&mut values.clone()),
+            Acc::All { func, values } => match func {
+                AggFunc::Percentile(p) => percentile(&mut values.clone(), *p).map(|(_, v)| v),
+                _ => None,
+            },
         }
     }
 
@@ -129,6 +222,9 @@ impl Acc {
     pub fn selected_time(&self) -> Option<i64> {
         match self {
             Acc::Pick { best, .. } => best.as_ref().map(|(t, _)| *t),
+            Acc::All { func: AggFunc::Percentile(p), values } => {
+                percentile(&mut values.clone(), *p).map(|(t, _)| t)
+            }
             _ => None,
         }
     }

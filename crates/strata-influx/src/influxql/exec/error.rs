@@ -17,8 +17,11 @@ pub enum StatementError {
     NotExecuted,
     #[error("undefined function {0}()")]
     UndefinedFunction(String),
-    #[error("invalid number of arguments for {func}, expected 1, got {got}")]
-    ArgumentCount { func: String, got: usize },
+    #[error("invalid number of arguments for {func}, expected {expected}, got {got}")]
+    ArgumentCount { func: String, expected: usize, got: usize },
+    /// `percentile(field, N)` with N not a number in 0..=100.
+    #[error("{0}")]
+    BadArgument(String),
     #[error("expected field argument in {0}()")]
     ExpectedField(String),
     /// A function applied to a field of a type it does not take.

@@ -12,24 +12,37 @@ use super::target::resolve_db;
 use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
 use crate::influxql::QueryParams;
 
-/// The aggregate functions of the subset.
+/// The aggregate functions of the subset (InfluxDB 1.8's aggregations and
+/// selectors; docs/influxql.md lists them).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum AggFunc {
     Count,
     Sum,
     Mean,
+    Median,
+    /// Sample standard deviation (n - 1); null for fewer than two values.
+    Stddev,
+    /// max - min.
+    Spread,
     Min,
     Max,
     First,
     Last,
+    /// `percentile(field, N)`: N in thousandths of a percent (99.9 is 99,900).
+    Percentile(u32),
 }
 
 impl AggFunc {
+    /// A one-argument function by name (`percentile` takes two: see
+    /// [`AggFunc::parse_call`]).
     pub fn parse(name: &str) -> Option<AggFunc> {
         Some(match name {
             "count" => AggFunc::Count,
             "sum" => AggFunc::Sum,
             "mean" => AggFunc::Mean,
+            "median" => AggFunc::Median,
+            "stddev" => AggFunc::Stddev,
+            "spread" => AggFunc::Spread,
             "min" => AggFunc::Min,
             "max" => AggFunc::Max,
             "first" => AggFunc::First,
@@ -38,21 +51,58 @@ impl AggFunc {
         })
     }
 
+    /// The function of a call and its field argument, checking the number
+    /// of arguments (and `percentile`'s N).
+    pub fn parse_call<'a>(name: &str, args: &'a [Expr]) -> Result<(AggFunc, &'a Expr), StatementError> {
+        let count = |expected: usize| {
+            if args.len() == expected {
+                Ok(())
+            } else {
+                Err(StatementError::ArgumentCount { func: name.to_string(), expected, got: args.len() })
+            }
+        };
+        if name == "percentile" {
+            count(2)?;
+            let n = match &args[1] {
+                Expr::Integer(v) => *v as f64,
+                Expr::Number(v) => *v,
+                other => {
+                    return Err(StatementError::BadArgument(format!(
+                        "expected float argument in percentile(), got {other}"
+                    )))
+                }
+            };
+            if !(0.0..=100.0).contains(&n) {
+                return Err(StatementError::BadArgument(format!(
+                    "percentile() N must be in 0..=100, not {n}"
+                )));
+            }
+            return Ok((AggFunc::Percentile((n * 1000.0).round() as u32), &args[0]));
+        }
+        let func = AggFunc::parse(name).ok_or_else(|| StatementError::UndefinedFunction(name.to_string()))?;
+        count(1)?;
+        Ok((func, &args[0]))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             AggFunc::Count => "count",
             AggFunc::Sum => "sum",
             AggFunc::Mean => "mean",
+            AggFunc::Median => "median",
+            AggFunc::Stddev => "stddev",
+            AggFunc::Spread => "spread",
             AggFunc::Min => "min",
             AggFunc::Max => "max",
             AggFunc::First => "first",
             AggFunc::Last => "last",
+            AggFunc::Percentile(_) => "percentile",
         }
     }
 
     /// Selectors return one of the input points (and its time).
     pub fn is_selector(self) -> bool {
-        matches!(self, AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last)
+        matches!(self, AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Percentile(_))
     }
 
     /// Whether the function applies to fields of type `t`.
@@ -60,7 +110,7 @@ impl AggFunc {
         let numeric = matches!(t, FieldType::Float | FieldType::Integer | FieldType::Unsigned);
         match self {
             AggFunc::Count | AggFunc::First | AggFunc::Last => true,
-            AggFunc::Sum | AggFunc::Mean | AggFunc::Min | AggFunc::Max => numeric,
+            _ => numeric,
         }
     }
 
@@ -68,7 +118,7 @@ impl AggFunc {
     pub fn output_type(self, t: FieldType) -> FieldType {
         match self {
             AggFunc::Count => FieldType::Integer,
-            AggFunc::Mean => FieldType::Float,
+            AggFunc::Mean | AggFunc::Median | AggFunc::Stddev => FieldType::Float,
             _ => t,
         }
     }
@@ -271,13 +321,9 @@ pub fn plan_select(
                 }
             }
             Expr::Call { name, args } => {
-                let func =
-                    AggFunc::parse(name).ok_or_else(|| StatementError::UndefinedFunction(name.clone()))?;
-                if args.len() != 1 {
-                    return Err(StatementError::ArgumentCount { func: name.clone(), got: args.len() });
-                }
-                match &args[0] {
-                    Expr::VarRef { .. } if args[0].is_time_ref() => {
+                let (func, arg) = AggFunc::parse_call(name, args)?;
+                match arg {
+                    Expr::VarRef { .. } if arg.is_time_ref() => {
                         return Err(StatementError::ExpectedField(name.clone()))
                     }
                     Expr::VarRef { name: arg, kind } => {

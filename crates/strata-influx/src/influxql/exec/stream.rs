@@ -43,7 +43,12 @@ fn event_agg(func: AggFunc) -> Option<EventAgg> {
         AggFunc::Mean => EventAgg::Mean,
         AggFunc::Min => EventAgg::Min,
         AggFunc::Max => EventAgg::Max,
-        AggFunc::First | AggFunc::Last => return None,
+        AggFunc::First
+        | AggFunc::Last
+        | AggFunc::Median
+        | AggFunc::Stddev
+        | AggFunc::Spread
+        | AggFunc::Percentile(_) => return None,
     })
 }
 
@@ -181,17 +186,13 @@ pub fn run_stream_select(
                 }
             }
             Expr::Call { name, args } => {
-                let func = AggFunc::parse(name)
-                    .ok_or_else(|| StatementError::UndefinedFunction(name.to_string()))?;
+                let (func, arg) = AggFunc::parse_call(name, args)?;
                 if event_agg(func).is_none() {
                     return Err(
                         ctx.err(format!("{name}() is not supported (use count, sum, mean, min or max)"))
                     );
                 }
-                if args.len() != 1 {
-                    return Err(StatementError::ArgumentCount { func: name.to_string(), got: args.len() });
-                }
-                match &args[0] {
+                match arg {
                     arg @ Expr::VarRef { .. } if arg.is_time_ref() => {
                         return Err(StatementError::ExpectedField(name.to_string()))
                     }
