@@ -668,3 +668,51 @@ fn group_by_a_tag_with_grafanas_tag_cast_and_windows() {
     let err = execute(&store(), q, &params(90)).map(|_| ()).unwrap_err();
     assert!(err.to_string().contains("found field, expected tag"), "{err}");
 }
+
+/// Transformations over GROUP BY time windows, as Grafana's counter panels
+/// write them, with answers computed by hand: host a's usage is 1.5 at 0 s
+/// and 2.5 at 10 s; host b's 3.0 at 0 s and 5.0 at 20 s; idle a 90 at 0 s
+/// and 85 at 60 s, b 80 at 0 s and 70 at 20 s.
+#[test]
+fn transformations_of_windowed_aggregates_match_hand_computed_answers() {
+    let range = "time >= '2020-01-01T00:00:00Z'";
+    assert_eq!(
+        series(&format!(
+            "SELECT non_negative_derivative(mean(usage), 1s) FROM cpu WHERE {range} AND time < '2020-01-01T00:01:00Z' \
+             GROUP BY time(10s), \"host\"::tag fill(none)"
+        )),
+        json!([
+            {"name": "cpu", "tags": {"host": "a"}, "columns": ["time", "non_negative_derivative"],
+             "values": [["2020-01-01T00:00:10Z", 0.1]]},
+            {"name": "cpu", "tags": {"host": "b"}, "columns": ["time", "non_negative_derivative"],
+             "values": [["2020-01-01T00:00:20Z", 0.1]]}
+        ])
+    );
+    assert_eq!(
+        series(&format!(
+            "SELECT difference(max(idle)) FROM cpu WHERE {range} GROUP BY time(10s), host fill(none)"
+        )),
+        json!([
+            {"name": "cpu", "tags": {"host": "a"}, "columns": ["time", "difference"], "values": [["2020-01-01T00:01:00Z", -5]]},
+            {"name": "cpu", "tags": {"host": "b"}, "columns": ["time", "difference"], "values": [["2020-01-01T00:00:20Z", -10]]}
+        ])
+    );
+    assert_eq!(
+        series(&format!(
+            "SELECT non_negative_difference(max(idle)) FROM cpu WHERE {range} GROUP BY time(10s), host fill(none)"
+        )),
+        Value::Null,
+        "both steps are drops"
+    );
+    assert_eq!(
+        series(&format!(
+            "SELECT cumulative_sum(sum(usage)), moving_average(mean(usage), 2) FROM cpu WHERE {range} \
+             GROUP BY time(30s) fill(none)"
+        )),
+        json!([{"name": "cpu", "columns": ["time", "cumulative_sum", "moving_average"],
+                "values": [["2020-01-01T00:00:00Z", 12.0, null], ["2020-01-01T00:01:00Z", 16.0, 3.5]]}])
+    );
+    assert!(error_of("SELECT derivative(usage) FROM cpu").contains("of raw values is not supported yet"));
+    assert!(error_of("SELECT derivative(mean(usage)) FROM cpu").contains("needs GROUP BY time"));
+    assert!(error_of("SELECT moving_average(mean(usage), 0) FROM cpu GROUP BY time(1m)").contains("above 0"));
+}

@@ -4,7 +4,9 @@
 //!
 //! Supported (docs/influxql.md): `SELECT` (raw fields, `*`,
 //! count/sum/mean/median/stddev/spread/min/max/first/last/percentile incl.
-//! `f(*)`, aliases, WHERE on time, tags and fields, GROUP BY
+//! `f(*)`, transformations of windowed aggregates (derivative,
+//! non_negative_derivative, difference, non_negative_difference,
+//! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
 //! fill(none|null|previous|n),
 //! ORDER BY time, LIMIT, OFFSET), `SHOW DATABASES | MEASUREMENTS |

@@ -262,7 +262,7 @@ fn fill_cell(fill: &Fill, column: &AggColumn, previous: Option<&FieldValue>) -> 
     match fill {
         Fill::Null | Fill::None => (column.func == AggFunc::Count).then_some(FieldValue::Integer(0)),
         Fill::Previous => previous.cloned(),
-        Fill::Integer(_) | Fill::Float(_) => fill_number(fill, column.func.output_type(field_type)),
+        Fill::Integer(_) | Fill::Float(_) => fill_number(fill, column.output_type(field_type)),
     }
 }
 
@@ -321,6 +321,7 @@ fn windowed_rows(
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))
         .filter(|(_, values)| values.iter().any(Option::is_some))
         .collect();
+    let filled = super::transform::apply_columns(columns, filled);
     fill_windows(plan, window, columns, &filled, epoch)
 }
 
@@ -413,9 +414,24 @@ mod tests {
 
     #[test]
     fn fill_values_take_the_column_type() {
-        let count = AggColumn { func: AggFunc::Count, slot: Some(0), field_type: Some(FieldType::Float) };
-        let mean = AggColumn { func: AggFunc::Mean, slot: Some(0), field_type: Some(FieldType::Integer) };
-        let sum = AggColumn { func: AggFunc::Sum, slot: Some(0), field_type: Some(FieldType::Integer) };
+        let count = AggColumn {
+            func: AggFunc::Count,
+            slot: Some(0),
+            field_type: Some(FieldType::Float),
+            transform: None,
+        };
+        let mean = AggColumn {
+            func: AggFunc::Mean,
+            slot: Some(0),
+            field_type: Some(FieldType::Integer),
+            transform: None,
+        };
+        let sum = AggColumn {
+            func: AggFunc::Sum,
+            slot: Some(0),
+            field_type: Some(FieldType::Integer),
+            transform: None,
+        };
         assert_eq!(fill_cell(&Fill::Null, &count, None), Some(FieldValue::Integer(0)));
         assert_eq!(fill_cell(&Fill::Null, &mean, None), None);
         assert_eq!(fill_cell(&Fill::Integer(7), &mean, None), Some(FieldValue::Float(7.0)));
@@ -424,7 +440,7 @@ mod tests {
             fill_cell(&Fill::Previous, &sum, Some(&FieldValue::Integer(4))),
             Some(FieldValue::Integer(4))
         );
-        let missing = AggColumn { func: AggFunc::Count, slot: None, field_type: None };
+        let missing = AggColumn { func: AggFunc::Count, slot: None, field_type: None, transform: None };
         assert_eq!(fill_cell(&Fill::Null, &missing, None), None);
     }
 }

@@ -34,6 +34,7 @@ pub mod row;
 pub mod select;
 pub mod stream;
 pub mod target;
+pub mod transform;
 
 use serde_json::Value;
 use strata_engine::Tables;

@@ -9,6 +9,7 @@ use strata_series::{FieldType, SeriesId, SeriesStore, TimeRange};
 use super::condition::{compile, referenced_names, split_time, Cond, TagsOnly};
 use super::error::StatementError;
 use super::target::resolve_db;
+use super::transform::Transform;
 use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
 use crate::influxql::QueryParams;
 
@@ -155,6 +156,16 @@ pub struct AggColumn {
     /// The field slot; `None` when the field does not exist (null column).
     pub slot: Option<usize>,
     pub field_type: Option<FieldType>,
+    /// A transformation of the aggregate over the windows (`derivative(mean(x))`).
+    pub transform: Option<Transform>,
+}
+
+impl AggColumn {
+    /// The column's output type for a field of type `t`.
+    pub fn output_type(&self, t: FieldType) -> FieldType {
+        let t = self.func.output_type(t);
+        self.transform.map_or(t, |tr| tr.output_type(t))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -233,7 +244,7 @@ pub fn column_names(time_name: &str, items: &[(String, Option<String>)]) -> Vec<
 /// A projection item before field slots are assigned.
 enum Item {
     Raw(RawRef),
-    Agg(AggFunc, Option<String>),
+    Agg(AggFunc, Option<String>, Option<Transform>),
 }
 
 enum RawRef {
@@ -321,7 +332,19 @@ pub fn plan_select(
                 }
             }
             Expr::Call { name, args } => {
+                let (transform, name, args) = match Transform::parse_call(name, args)? {
+                    None => (None, name, args),
+                    Some((t, Expr::Call { name: inner, args: inner_args })) => (Some(t), inner, inner_args),
+                    Some((t, _)) => {
+                        return Err(StatementError::Unsupported(format!(
+                            "{}() of raw values is not supported yet: write {}(mean(field), ...) with GROUP BY time",
+                            t.name(),
+                            t.name()
+                        )))
+                    }
+                };
                 let (func, arg) = AggFunc::parse_call(name, args)?;
+                let column_name = transform.map_or(func.name(), Transform::name);
                 match arg {
                     Expr::VarRef { .. } if arg.is_time_ref() => {
                         return Err(StatementError::ExpectedField(name.clone()))
@@ -341,14 +364,14 @@ pub fn plan_select(
                             }
                             _ => None,
                         };
-                        items.push(Item::Agg(func, field_name));
-                        names.push((func.name().to_string(), field.alias.clone()));
+                        items.push(Item::Agg(func, field_name, transform));
+                        names.push((column_name.to_string(), field.alias.clone()));
                     }
                     Expr::Wildcard => {
-                        let base = field.alias.clone().unwrap_or_else(|| func.name().to_string());
+                        let base = field.alias.clone().unwrap_or_else(|| column_name.to_string());
                         for (f, t) in &schema.field_types {
                             if func.accepts(*t) {
-                                items.push(Item::Agg(func, Some(f.clone())));
+                                items.push(Item::Agg(func, Some(f.clone()), transform));
                                 names.push((String::new(), Some(format!("{base}_{f}"))));
                             }
                         }
@@ -368,6 +391,9 @@ pub fn plan_select(
     let has_raw = stmt.fields.iter().any(|f| !f.expr.is_time_ref() && !matches!(f.expr, Expr::Call { .. }));
     if has_raw && has_agg {
         return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
+    }
+    if window.is_none() && items.iter().any(|i| matches!(i, Item::Agg(_, _, Some(_)))) {
+        return Err(StatementError::Invalid("a transformation of an aggregate needs GROUP BY time(...)"));
     }
     if !has_agg && window.is_some() {
         return Err(StatementError::Invalid("GROUP BY requires at least one aggregate function"));
@@ -391,10 +417,10 @@ pub fn plan_select(
     let projection = if has_agg {
         let mut aggs = Vec::new();
         for item in &items {
-            if let Item::Agg(func, field) = item {
+            if let Item::Agg(func, field, transform) = item {
                 let slot = field.as_deref().map(|f| slot_of(f, &mut slots));
                 let field_type = field.as_ref().map(|f| schema.field_types[f]);
-                aggs.push(AggColumn { func: *func, slot, field_type });
+                aggs.push(AggColumn { func: *func, slot, field_type, transform: *transform });
             }
         }
         Projection::Aggregate(aggs)

@@ -255,7 +255,7 @@ pub fn run_stream_select(
             if let Item::Agg(func, attr) = item {
                 columns.push((event_agg(*func).expect("checked above"), attr.clone()));
                 let field_type = Some(ctx.types[attr.as_str()]);
-                aggs.push(AggColumn { func: *func, slot: Some(aggs.len()), field_type });
+                aggs.push(AggColumn { func: *func, slot: Some(aggs.len()), field_type, transform: None });
                 slots.push(attr.clone());
             }
         }
