@@ -70,7 +70,20 @@ pub enum Acc {
     },
 }
 
-fn as_f64(v: &FieldValue) -> Option<f64> {
+/// `total + v` in the values' type (integers wrap as InfluxDB's do); a
+/// value of another type leaves the total as it is.
+pub(crate) fn add_value(total: Option<FieldValue>, v: &FieldValue) -> FieldValue {
+    match (total, v) {
+        (None, v) => v.clone(),
+        (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
+        (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_add(*b)),
+        (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => FieldValue::Unsigned(a.wrapping_add(*b)),
+        (Some(other), _) => other,
+    }
+}
+
+/// A numeric value as a float.
+pub(crate) fn as_f64(v: &FieldValue) -> Option<f64> {
     match v {
         FieldValue::Float(v) => Some(*v),
         FieldValue::Integer(v) => Some(*v as f64),
@@ -126,19 +139,7 @@ impl Acc {
     pub fn add(&mut self, time_ns: i64, value: &FieldValue) {
         match self {
             Acc::Count(n) => *n += 1,
-            Acc::Sum(total) => {
-                *total = Some(match (total.take(), value) {
-                    (None, v) => v.clone(),
-                    (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
-                    (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => {
-                        FieldValue::Integer(a.wrapping_add(*b))
-                    }
-                    (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => {
-                        FieldValue::Unsigned(a.wrapping_add(*b))
-                    }
-                    (Some(other), _) => other,
-                })
-            }
+            Acc::Sum(total) => *total = Some(add_value(total.take(), value)),
             Acc::Mean { sum, n } => {
                 let v = match value {
                     FieldValue::Float(v) => *v,

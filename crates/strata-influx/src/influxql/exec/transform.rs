@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use strata_series::{FieldType, FieldValue};
 
+use super::aggregate::{add_value, as_f64};
 use super::error::StatementError;
 use super::plan::AggColumn;
 use crate::influxql::ast::Expr;
@@ -32,15 +33,6 @@ pub enum Transform {
 }
 
 const NS_PER_S: i64 = 1_000_000_000;
-
-fn as_f64(v: &FieldValue) -> Option<f64> {
-    match v {
-        FieldValue::Float(v) => Some(*v),
-        FieldValue::Integer(v) => Some(*v as f64),
-        FieldValue::Unsigned(v) => Some(*v as f64),
-        _ => None,
-    }
-}
 
 impl Transform {
     pub fn name(self) -> &'static str {
@@ -161,17 +153,7 @@ impl Transform {
             Transform::CumulativeSum => {
                 let mut total: Option<FieldValue> = None;
                 for (t, v) in values {
-                    total = Some(match (total.take(), v) {
-                        (None, v) => v.clone(),
-                        (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
-                        (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => {
-                            FieldValue::Integer(a.wrapping_add(*b))
-                        }
-                        (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => {
-                            FieldValue::Unsigned(a.wrapping_add(*b))
-                        }
-                        (Some(other), _) => other,
-                    });
+                    total = Some(add_value(total.take(), v));
                     out.push((*t, total.clone().expect("set above")));
                 }
             }
