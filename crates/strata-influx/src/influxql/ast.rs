@@ -82,6 +82,8 @@ pub enum Fill {
     Null,
     None,
     Previous,
+    /// Linear interpolation between the windows around an empty one.
+    Linear,
     Integer(i64),
     Float(f64),
 }
@@ -495,6 +497,7 @@ impl fmt::Display for SelectStatement {
             Fill::Null => {}
             Fill::None => f.write_str(" fill(none)")?,
             Fill::Previous => f.write_str(" fill(previous)")?,
+            Fill::Linear => f.write_str(" fill(linear)")?,
             Fill::Integer(v) => write!(f, " fill({v})")?,
             Fill::Float(v) => write!(f, " fill({})", format_float(*v))?,
         }

@@ -716,3 +716,25 @@ fn transformations_of_windowed_aggregates_match_hand_computed_answers() {
     assert!(error_of("SELECT derivative(mean(usage)) FROM cpu").contains("needs GROUP BY time"));
     assert!(error_of("SELECT moving_average(mean(usage), 0) FROM cpu GROUP BY time(1m)").contains("above 0"));
 }
+
+/// fill(linear), by hand: host a's usage 1.5 at 0 s, 2.5 at 10 s, 4.0 at
+/// 60 s (empty windows 20-50 s lie on the line from 2.5 to 4.0); its idle
+/// 90 at 0 s and 85 at 60 s (integers truncated toward zero).
+#[test]
+fn fill_linear_interpolates_between_windows_with_values() {
+    let q = "SELECT mean(usage), max(idle) FROM cpu WHERE host = 'a' AND time >= '2020-01-01T00:00:00Z' \
+             AND time < '2020-01-01T00:01:20Z' GROUP BY time(10s) fill(linear)";
+    let body = series(q);
+    let rows = body[0]["values"].as_array().unwrap();
+    let usage: Vec<Option<f64>> = rows.iter().map(|r| r[1].as_f64()).collect();
+    let idle: Vec<Value> = rows.iter().map(|r| r[2].clone()).collect();
+    let expected = [1.5, 2.5, 2.8, 3.1, 3.4, 3.7, 4.0];
+    for (got, want) in usage.iter().zip(expected) {
+        assert!((got.unwrap() - want).abs() < 1e-9, "{usage:?}");
+    }
+    assert_eq!(usage[7], None, "no value after the last window with one");
+    assert_eq!(
+        idle,
+        vec![json!(90), json!(89), json!(88), json!(87), json!(86), json!(85), json!(85), Value::Null]
+    );
+}

@@ -8,7 +8,7 @@
 //! non_negative_derivative, difference, non_negative_difference,
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
-//! fill(none|null|previous|n),
+//! fill(none|null|previous|linear|n),
 //! ORDER BY time, LIMIT, OFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`,
 //! `CREATE DATABASE`, `DROP MEASUREMENT`, `DELETE`. Where InfluxDB's

@@ -444,12 +444,13 @@ impl Parser {
             Token::Ident(name) if !negative && name.eq_ignore_ascii_case("null") => Fill::Null,
             Token::Ident(name) if !negative && name.eq_ignore_ascii_case("none") => Fill::None,
             Token::Ident(name) if !negative && name.eq_ignore_ascii_case("previous") => Fill::Previous,
+            Token::Ident(name) if !negative && name.eq_ignore_ascii_case("linear") => Fill::Linear,
             Token::Integer(digits) => Fill::Integer(signed_integer(digits, negative, t.pos)?),
             Token::Number(v) => Fill::Float(if negative { -v } else { *v }),
             _ => {
                 return Err(ParseError::expected(
                     &t.found(),
-                    &["null", "none", "previous", "a number"],
+                    &["null", "none", "previous", "linear", "a number"],
                     t.pos,
                 ))
             }

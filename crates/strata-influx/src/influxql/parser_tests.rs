@@ -95,9 +95,10 @@ fn every_fill_mode_parses() {
     assert_eq!(select("SELECT max(v) FROM m GROUP BY time(1m)").fill, Fill::Null);
     assert_eq!(select("SELECT max(v) FROM m GROUP BY time(1m) fill(-3)").fill, Fill::Integer(-3));
     assert_eq!(select("SELECT max(v) FROM m GROUP BY time(1m) fill(2.5)").fill, Fill::Float(2.5));
+    assert_eq!(select("SELECT max(v) FROM m GROUP BY time(1m) fill(linear)").fill, Fill::Linear);
     assert_eq!(
-        error("SELECT max(v) FROM m GROUP BY time(1m) fill(linear)"),
-        "found linear, expected null, none, previous, a number at line 1, char 45"
+        error("SELECT max(v) FROM m GROUP BY time(1m) fill(cubic)"),
+        "found cubic, expected null, none, previous, linear, a number at line 1, char 45"
     );
 }
 

@@ -8,7 +8,8 @@
 //!   when none is given); fill(none) keeps only windows with data;
 //! - fill(null) reports 0 for count() (InfluxDB's special case);
 //!   fill(previous) repeats the previous window's value of that column in
-//!   output order; fill(n) casts n to the column's type;
+//!   output order; fill(linear) interpolates between the windows with
+//!   values around an empty one; fill(n) casts n to the column's type;
 //! - ties: min/max keep the earliest point, first/last the larger value;
 //! - median: the middle value or the mean of the two middle ones (float);
 //!   percentile(x, N): the value at `floor(n * N / 100 + 0.5) - 1` of the
@@ -263,6 +264,8 @@ fn fill_cell(fill: &Fill, column: &AggColumn, previous: Option<&FieldValue>) -> 
     match fill {
         Fill::Null | Fill::None => (column.func == AggFunc::Count).then_some(FieldValue::Integer(0)),
         Fill::Previous => previous.cloned(),
+        // Interpolated by `fill_windows`, which sees the neighbours.
+        Fill::Linear => None,
         Fill::Integer(_) | Fill::Float(_) => fill_number(fill, column.output_type(field_type)),
     }
 }
@@ -326,6 +329,24 @@ fn windowed_rows(
     fill_windows(plan, window, columns, &filled, epoch)
 }
 
+/// `fill(linear)`: the value at `start` on the line between the windows
+/// with values on either side (none before the first or after the last);
+/// integers are truncated toward zero, as InfluxDB's are.
+fn interpolate(known: &[(i128, FieldValue)], start: i128) -> Option<FieldValue> {
+    let i = known.partition_point(|(t, _)| *t < start);
+    let ((t0, v0), (t1, v1)) = (known.get(i.checked_sub(1)?)?, known.get(i)?);
+    let at = |a: f64, b: f64| a + (b - a) * ((start - t0) as f64 / (t1 - t0) as f64);
+    Some(match (v0, v1) {
+        (FieldValue::Integer(a), FieldValue::Integer(b)) => {
+            FieldValue::Integer(at(*a as f64, *b as f64) as i64)
+        }
+        (FieldValue::Unsigned(a), FieldValue::Unsigned(b)) => {
+            FieldValue::Unsigned(at(*a as f64, *b as f64) as u64)
+        }
+        (a, b) => FieldValue::Float(at(as_f64(a)?, as_f64(b)?)),
+    })
+}
+
 /// Output rows from the values of the non-empty windows (`filled`, keyed by
 /// window start): the windows of the range, empty ones filled per `fill`.
 /// Shared by the series path and the event-stream path.
@@ -357,6 +378,13 @@ pub fn fill_windows(
     }
 
     let mut previous: Vec<Option<FieldValue>> = vec![None; columns.len()];
+    let known: Vec<Vec<(i128, FieldValue)>> = if plan.fill == Fill::Linear {
+        (0..columns.len())
+            .map(|i| filled.iter().filter_map(|(t, row)| row[i].clone().map(|v| (*t, v))).collect())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::with_capacity(starts.len());
     for start in starts {
         let mut cells = vec![epoch.time(clamp_time(start))];
@@ -368,6 +396,7 @@ pub fn fill_windows(
                     Some(v)
                 }
                 None if plan.fill == Fill::None => None,
+                None if plan.fill == Fill::Linear => interpolate(&known[i], start),
                 None => fill_cell(&plan.fill, column, previous[i].as_ref()),
             };
             cells.push(cell_json(value.as_ref()));
