@@ -220,6 +220,19 @@ impl Acc {
         }
     }
 
+    /// Whether any value was added (a window with input is reported even
+    /// when its value is null: InfluxDB's stddev of one value).
+    pub fn has_input(&self) -> bool {
+        match self {
+            Acc::Count(n) => *n > 0,
+            Acc::Sum(total) => total.is_some(),
+            Acc::Mean { n, .. } | Acc::Moments { n, .. } => *n > 0,
+            Acc::Pick { best, .. } => best.is_some(),
+            Acc::Range(range) => range.is_some(),
+            Acc::All { values, .. } => !values.is_empty(),
+        }
+    }
+
     /// The selected point's time (selectors only).
     pub fn selected_time(&self) -> Option<i64> {
         match self {
@@ -230,6 +243,12 @@ impl Acc {
             _ => None,
         }
     }
+}
+
+/// Whether every column selects a point (a selector without a point, e.g.
+/// a percentile index outside the values, reports no row at all).
+fn only_selectors(columns: &[AggColumn]) -> bool {
+    columns.iter().all(|c| c.func.is_selector())
 }
 
 fn accumulate(columns: &[AggColumn], accs: &mut [Acc], row: &Row<'_>) {
@@ -289,7 +308,9 @@ pub fn aggregate_rows(
                 accumulate(columns, &mut accs, row);
             }
             let values: Vec<Option<FieldValue>> = accs.iter().map(Acc::value).collect();
-            if values.iter().all(Option::is_none) {
+            if !accs.iter().any(Acc::has_input)
+                || (values.iter().all(Option::is_none) && only_selectors(columns))
+            {
                 return Ok(Vec::new());
             }
             let single_selector = columns.len() == 1 && columns[0].func.is_selector();
@@ -325,6 +346,8 @@ fn windowed_rows(
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))
         .filter(|(_, values)| values.iter().any(Option::is_some))
         .collect();
+    // (A window whose only values are nulls of a stddev reads as empty: it
+    // is filled, which gives the same null under the default fill.)
     let filled = super::transform::apply_columns(columns, filled);
     fill_windows(plan, window, columns, &filled, epoch)
 }
