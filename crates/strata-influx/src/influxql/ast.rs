@@ -54,6 +54,10 @@ pub struct SelectStatement {
     pub order_desc: bool,
     pub limit: Option<u64>,
     pub offset: Option<u64>,
+    /// `SLIMIT n`: at most n series.
+    pub slimit: Option<u64>,
+    /// `SOFFSET n`: skip the first n series.
+    pub soffset: Option<u64>,
 }
 
 /// One item of the SELECT list.
@@ -504,7 +508,14 @@ impl fmt::Display for SelectStatement {
         if self.order_desc {
             f.write_str(" ORDER BY time DESC")?;
         }
-        write!(f, "{}", Clauses { limit: self.limit, offset: self.offset, ..Clauses::default() })
+        write!(f, "{}", Clauses { limit: self.limit, offset: self.offset, ..Clauses::default() })?;
+        if let Some(n) = self.slimit {
+            write!(f, " SLIMIT {n}")?;
+        }
+        if let Some(n) = self.soffset {
+            write!(f, " SOFFSET {n}")?;
+        }
+        Ok(())
     }
 }
 

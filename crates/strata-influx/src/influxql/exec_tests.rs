@@ -744,3 +744,25 @@ fn fill_linear_interpolates_between_windows_with_values() {
         vec![json!(90), json!(89), json!(88), json!(87), json!(86), json!(85), json!(85), Value::Null]
     );
 }
+
+/// SLIMIT and SOFFSET pick series after grouping (InfluxDB 1.6.7 gives host
+/// b's mean, 4, for `GROUP BY host SLIMIT 1 SOFFSET 1`).
+#[test]
+fn slimit_and_soffset_pick_series() {
+    let hosts = |q: &str| -> Vec<String> {
+        let body = series(q);
+        body.as_array().map_or(Vec::new(), |s| {
+            s.iter().map(|s| s["tags"]["host"].as_str().unwrap().to_string()).collect()
+        })
+    };
+    assert_eq!(hosts("SELECT mean(usage) FROM cpu GROUP BY host SLIMIT 1"), ["a"]);
+    assert_eq!(hosts("SELECT mean(usage) FROM cpu GROUP BY host SLIMIT 1 SOFFSET 1"), ["b"]);
+    assert_eq!(hosts("SELECT usage FROM cpu GROUP BY host SOFFSET 2"), Vec::<String>::new());
+    assert_eq!(
+        series("SELECT mean(usage) FROM cpu GROUP BY host SLIMIT 1 SOFFSET 1")[0]["values"][0][1],
+        json!(4.0)
+    );
+    let stmt = crate::influxql::parser::parse_statements("SELECT usage FROM cpu LIMIT 2 SLIMIT 3 SOFFSET 1")
+        .unwrap();
+    assert_eq!(stmt[0].to_string(), "SELECT usage FROM cpu LIMIT 2 SLIMIT 3 SOFFSET 1", "printed as parsed");
+}

@@ -9,7 +9,7 @@
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
 //! fill(none|null|previous|linear|n),
-//! ORDER BY time, LIMIT, OFFSET), `SHOW DATABASES | MEASUREMENTS |
+//! ORDER BY time, LIMIT, OFFSET, SLIMIT, SOFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`,
 //! `CREATE DATABASE`, `DROP MEASUREMENT`, `DELETE`. Where InfluxDB's
 //! behaviour needed a decision, the module documentation of [`exec`] says

@@ -372,7 +372,20 @@ impl Parser {
             }
         }
         let (limit, offset) = self.limit_offset()?;
-        Ok(SelectStatement { fields, from, condition, dimensions, fill, order_desc, limit, offset })
+        let slimit = self.after_keyword("SLIMIT", Parser::unsigned)?;
+        let soffset = self.after_keyword("SOFFSET", Parser::unsigned)?;
+        Ok(SelectStatement {
+            fields,
+            from,
+            condition,
+            dimensions,
+            fill,
+            order_desc,
+            limit,
+            offset,
+            slimit,
+            soffset,
+        })
     }
 
     fn field(&mut self) -> Result<Field, ParseError> {

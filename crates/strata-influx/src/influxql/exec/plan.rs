@@ -194,6 +194,9 @@ pub struct SelectPlan {
     /// Whether WHERE gave a lower time bound.
     pub lower_bounded: bool,
     pub window: Option<Window>,
+    /// `SLIMIT` and `SOFFSET`: which output series are returned.
+    pub slimit: Option<u64>,
+    pub soffset: Option<u64>,
     /// Tag keys of GROUP BY, sorted.
     pub group_keys: Vec<String>,
     /// Field name of each slot.
@@ -491,6 +494,8 @@ pub fn plan_select(
         range,
         lower_bounded: bounds.min_ns.is_some(),
         window,
+        slimit: stmt.slimit,
+        soffset: stmt.soffset,
         group_keys: group_keys.into_iter().collect(),
         slots,
         condition,

@@ -102,7 +102,15 @@ fn output(
             values,
         });
     }
-    Ok(out)
+    Ok(limit_series(out, plan.slimit, plan.soffset))
+}
+
+/// `SLIMIT` / `SOFFSET`: the series after the first `soffset`, at most
+/// `slimit` of them (0 or none: no limit), in output order.
+pub fn limit_series<T>(series: Vec<T>, slimit: Option<u64>, soffset: Option<u64>) -> Vec<T> {
+    let skip = soffset.unwrap_or(0) as usize;
+    let take = slimit.filter(|&n| n > 0).map_or(usize::MAX, |n| n as usize);
+    series.into_iter().skip(skip).take(take).collect()
 }
 
 /// Reads the plan's series in one call and returns the rows that pass the

@@ -283,6 +283,9 @@ pub fn run_stream_select(
         range,
         lower_bounded: bounds.min_ns.is_some(),
         window,
+        // One series: SOFFSET 1 or more leaves none.
+        slimit: stmt.slimit,
+        soffset: stmt.soffset,
         group_keys: Vec::new(),
         slots,
         condition: None,
@@ -348,12 +351,13 @@ pub fn run_stream_select(
     if values.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(vec![SeriesOut {
+    let series = vec![SeriesOut {
         name: Some(plan.measurement.clone()),
         tags: None,
         columns: plan.columns.clone(),
         values,
-    }])
+    }];
+    Ok(super::select::limit_series(series, plan.slimit, plan.soffset))
 }
 
 #[cfg(test)]
