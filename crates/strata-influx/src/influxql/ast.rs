@@ -19,9 +19,23 @@ pub enum Statement {
     ShowTagValues(ShowTagValues),
     ShowFieldKeys(ShowFieldKeys),
     ShowSeries(ShowSeries),
-    ShowRetentionPolicies { on: Option<String> },
-    CreateDatabase { name: String },
-    DropMeasurement { name: String },
+    ShowRetentionPolicies {
+        on: Option<String>,
+    },
+    /// `SHOW SERIES|MEASUREMENT|TAG KEY|FIELD KEY|TAG VALUES [EXACT]
+    /// CARDINALITY ...`: the count of what `inner` (the plain SHOW with the
+    /// same clauses) lists.
+    ShowCardinality {
+        of: CardinalityOf,
+        exact: bool,
+        inner: Box<Statement>,
+    },
+    CreateDatabase {
+        name: String,
+    },
+    DropMeasurement {
+        name: String,
+    },
     Delete(DeleteStatement),
 }
 
@@ -33,6 +47,29 @@ impl Statement {
             self,
             Statement::CreateDatabase { .. } | Statement::DropMeasurement { .. } | Statement::Delete(_)
         )
+    }
+}
+
+/// What a `SHOW ... CARDINALITY` counts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CardinalityOf {
+    Series,
+    Measurements,
+    TagKeys,
+    FieldKeys,
+    TagValues,
+}
+
+impl CardinalityOf {
+    /// The plain SHOW's keywords and the CARDINALITY form's.
+    fn keywords(self) -> (&'static str, &'static str) {
+        match self {
+            CardinalityOf::Series => ("SHOW SERIES", "SHOW SERIES"),
+            CardinalityOf::Measurements => ("SHOW MEASUREMENTS", "SHOW MEASUREMENT"),
+            CardinalityOf::TagKeys => ("SHOW TAG KEYS", "SHOW TAG KEY"),
+            CardinalityOf::FieldKeys => ("SHOW FIELD KEYS", "SHOW FIELD KEY"),
+            CardinalityOf::TagValues => ("SHOW TAG VALUES", "SHOW TAG VALUES"),
+        }
     }
 }
 
@@ -525,6 +562,13 @@ impl fmt::Display for Statement {
             Statement::Select(s) => return write!(f, "{s}"),
             Statement::CreateDatabase { name } => return write!(f, "CREATE DATABASE {}", Ident(name)),
             Statement::DropMeasurement { name } => return write!(f, "DROP MEASUREMENT {}", Ident(name)),
+            Statement::ShowCardinality { of, exact, inner } => {
+                let (plain, counted) = of.keywords();
+                let inner = inner.to_string();
+                let rest = inner.strip_prefix(plain).unwrap_or(&inner);
+                let exact = if *exact { " EXACT" } else { "" };
+                return write!(f, "{counted}{exact} CARDINALITY{rest}");
+            }
             Statement::ShowDatabases => ("SHOW DATABASES", Clauses::default()),
             Statement::ShowMeasurements(s) => (
                 "SHOW MEASUREMENTS",

@@ -766,3 +766,52 @@ fn slimit_and_soffset_pick_series() {
         .unwrap();
     assert_eq!(stmt[0].to_string(), "SELECT usage FROM cpu LIMIT 2 SLIMIT 3 SOFFSET 1", "printed as parsed");
 }
+
+/// `SHOW ... CARDINALITY` in the shapes Debian's InfluxDB 1.6.7 answers:
+/// cpu has 2 tag sets and the fields usage and idle; mem 1 tag set (host)
+/// and free; events no tags and msg, ok.
+#[test]
+fn cardinality_statements_count_what_the_plain_show_lists() {
+    let total = |q: &str, column: &str| -> Value {
+        let body = series(q);
+        assert_eq!(body[0]["columns"], json!([column]), "{q}: {body}");
+        assert!(body[0].get("name").is_none(), "{q}: unnamed");
+        body[0]["values"][0][0].clone()
+    };
+    assert_eq!(total("SHOW SERIES CARDINALITY", "cardinality estimation"), json!(4));
+    assert_eq!(total("SHOW MEASUREMENT CARDINALITY", "cardinality estimation"), json!(3));
+    assert_eq!(total("SHOW MEASUREMENT EXACT CARDINALITY", "count"), json!(3));
+    let per_measurement = |q: &str| -> Vec<(String, i64)> {
+        let body = series(q);
+        body.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                assert_eq!(s["columns"], json!(["count"]), "{q}");
+                (s["name"].as_str().unwrap().to_string(), s["values"][0][0].as_i64().unwrap())
+            })
+            .collect()
+    };
+    let named = |pairs: &[(&str, i64)]| pairs.iter().map(|(n, c)| (n.to_string(), *c)).collect::<Vec<_>>();
+    assert_eq!(
+        per_measurement("SHOW SERIES EXACT CARDINALITY"),
+        named(&[("cpu", 2), ("events", 1), ("mem", 1)])
+    );
+    assert_eq!(
+        per_measurement("SHOW SERIES EXACT CARDINALITY FROM cpu WHERE host = 'a'"),
+        named(&[("cpu", 1)])
+    );
+    assert_eq!(per_measurement("SHOW TAG KEY CARDINALITY"), named(&[("cpu", 2), ("mem", 1)]));
+    assert_eq!(
+        per_measurement("SHOW FIELD KEY CARDINALITY"),
+        named(&[("cpu", 2), ("events", 2), ("mem", 1)])
+    );
+    assert_eq!(
+        per_measurement("SHOW TAG VALUES EXACT CARDINALITY WITH KEY = host"),
+        named(&[("cpu", 2), ("mem", 1)])
+    );
+    for q in ["SHOW SERIES EXACT CARDINALITY ON db FROM cpu", "SHOW TAG VALUES CARDINALITY WITH KEY = host"] {
+        let parsed = crate::influxql::parser::parse_statements(q).unwrap();
+        assert_eq!(parsed[0].to_string(), q, "printed as parsed");
+    }
+}

@@ -10,7 +10,8 @@
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
 //! fill(none|null|previous|linear|n),
 //! ORDER BY time, LIMIT, OFFSET, SLIMIT, SOFFSET), `SHOW DATABASES | MEASUREMENTS |
-//! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`,
+//! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`, the
+//! `... [EXACT] CARDINALITY` forms,
 //! `CREATE DATABASE`, `DROP MEASUREMENT`, `DELETE`. Where InfluxDB's
 //! behaviour needed a decision, the module documentation of [`exec`] says
 //! what was done.

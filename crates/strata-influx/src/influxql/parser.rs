@@ -6,8 +6,8 @@
 use regex::RegexBuilder;
 
 use super::ast::{
-    BinaryOp, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch, RefKind,
-    SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
+    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch,
+    RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
 };
 pub use super::error::{ParseError, RegexError};
 use super::lexer::{Lexer, Pos, Spanned, Token};
@@ -23,6 +23,10 @@ pub const MAX_NESTING_DEPTH: usize = 100;
 pub const MAX_REGEX_BYTES: usize = 1 << 20;
 
 /// Compiles a regex literal the way the executor will.
+fn cardinality(of: CardinalityOf, exact: bool, inner: Statement) -> Statement {
+    Statement::ShowCardinality { of, exact, inner: Box::new(inner) }
+}
+
 pub fn compile_regex(pattern: &str) -> Result<regex::Regex, RegexError> {
     RegexBuilder::new(pattern).size_limit(MAX_REGEX_BYTES).dfa_size_limit(MAX_REGEX_BYTES).build().map_err(
         |e| {
@@ -179,29 +183,23 @@ impl Parser {
         let t = self.next()?;
         match t.token {
             Token::Keyword("DATABASES") => Ok(Statement::ShowDatabases),
-            Token::Keyword("MEASUREMENTS") => {
-                let on = self.on()?;
-                let with_measurement = if self.accept_keyword("WITH")? {
-                    self.expect_keyword("MEASUREMENT")?;
-                    Some(self.name_match(false)?)
-                } else {
-                    None
-                };
-                let condition = self.where_clause()?;
-                let (limit, offset) = self.limit_offset()?;
-                Ok(Statement::ShowMeasurements(ShowMeasurements {
-                    on,
-                    with_measurement,
-                    condition,
-                    limit,
-                    offset,
-                }))
-            }
+            Token::Keyword("MEASUREMENTS") => self.show_measurements(),
             Token::Keyword("TAG") => {
                 let t = self.next()?;
                 match t.token {
                     Token::Keyword("KEYS") => Ok(Statement::ShowTagKeys(self.show_clauses()?)),
+                    Token::Keyword("KEY") => {
+                        let exact = self
+                            .cardinality()?
+                            .ok_or_else(|| ParseError::new("expected CARDINALITY", t.pos))?;
+                        Ok(cardinality(
+                            CardinalityOf::TagKeys,
+                            exact,
+                            Statement::ShowTagKeys(self.show_clauses()?),
+                        ))
+                    }
                     Token::Keyword("VALUES") => {
+                        let counted = self.cardinality()?;
                         let on = self.on()?;
                         let from = self.optional_from()?;
                         self.expect_keyword("WITH")?;
@@ -209,26 +207,49 @@ impl Parser {
                         let key = self.name_match(true)?;
                         let condition = self.where_clause()?;
                         let (limit, offset) = self.limit_offset()?;
-                        Ok(Statement::ShowTagValues(ShowTagValues {
+                        let show = Statement::ShowTagValues(ShowTagValues {
                             on,
                             from,
                             key,
                             condition,
                             limit,
                             offset,
-                        }))
+                        });
+                        Ok(match counted {
+                            Some(exact) => cardinality(CardinalityOf::TagValues, exact, show),
+                            None => show,
+                        })
                     }
-                    _ => Err(ParseError::expected(&t.found(), &["KEYS", "VALUES"], t.pos)),
+                    _ => Err(ParseError::expected(&t.found(), &["KEY", "KEYS", "VALUES"], t.pos)),
                 }
             }
             Token::Keyword("FIELD") => {
-                self.expect_keyword("KEYS")?;
+                let counted = if self.accept_keyword("KEY")? {
+                    Some(self.cardinality()?.ok_or_else(|| ParseError::new("expected CARDINALITY", t.pos))?)
+                } else {
+                    self.expect_keyword("KEYS")?;
+                    None
+                };
                 let on = self.on()?;
                 let from = self.optional_from()?;
                 let (limit, offset) = self.limit_offset()?;
-                Ok(Statement::ShowFieldKeys(ShowFieldKeys { on, from, limit, offset }))
+                let show = Statement::ShowFieldKeys(ShowFieldKeys { on, from, limit, offset });
+                Ok(match counted {
+                    Some(exact) => cardinality(CardinalityOf::FieldKeys, exact, show),
+                    None => show,
+                })
             }
-            Token::Keyword("SERIES") => Ok(Statement::ShowSeries(self.show_clauses()?)),
+            Token::Keyword("SERIES") => match self.cardinality()? {
+                Some(exact) => {
+                    Ok(cardinality(CardinalityOf::Series, exact, Statement::ShowSeries(self.show_clauses()?)))
+                }
+                None => Ok(Statement::ShowSeries(self.show_clauses()?)),
+            },
+            Token::Keyword("MEASUREMENT") => {
+                let exact =
+                    self.cardinality()?.ok_or_else(|| ParseError::new("expected CARDINALITY", t.pos))?;
+                Ok(cardinality(CardinalityOf::Measurements, exact, self.show_measurements()?))
+            }
             Token::Keyword("RETENTION") => {
                 self.expect_keyword("POLICIES")?;
                 Ok(Statement::ShowRetentionPolicies { on: self.on()? })
@@ -239,6 +260,34 @@ impl Parser {
                 t.pos,
             )),
         }
+    }
+
+    /// The clauses of `SHOW MEASUREMENTS`.
+    fn show_measurements(&mut self) -> Result<Statement, ParseError> {
+        let on = self.on()?;
+        let with_measurement = if self.accept_keyword("WITH")? {
+            self.expect_keyword("MEASUREMENT")?;
+            Some(self.name_match(false)?)
+        } else {
+            None
+        };
+        let condition = self.where_clause()?;
+        let (limit, offset) = self.limit_offset()?;
+        Ok(Statement::ShowMeasurements(ShowMeasurements { on, with_measurement, condition, limit, offset }))
+    }
+
+    /// `[EXACT] CARDINALITY` after a SHOW's object: `Some(exact)`, or
+    /// `None` when neither follows (a plain SHOW).
+    fn cardinality(&mut self) -> Result<Option<bool>, ParseError> {
+        let exact = self.accept_keyword("EXACT")?;
+        if self.accept_keyword("CARDINALITY")? {
+            return Ok(Some(exact));
+        }
+        if exact {
+            let t = self.next()?;
+            return Err(ParseError::expected(&t.found(), &["CARDINALITY"], t.pos));
+        }
+        Ok(None)
     }
 
     /// `[ON db] [FROM m] [WHERE ...] [LIMIT n] [OFFSET n]`.

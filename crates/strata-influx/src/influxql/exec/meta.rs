@@ -81,7 +81,7 @@ fn show_db(
 /// One (tag set, field) of a table as the SHOWs list it: a series of a
 /// series measurement (with its id), or an attribute of an event stream
 /// (no tags, no id: a stream's attributes are not series).
-struct Listed {
+pub(super) struct Listed {
     id: Option<SeriesId>,
     tags: Vec<(String, String)>,
     field: String,
@@ -128,7 +128,7 @@ fn measurement_series(
 
 /// The series a SHOW's `ON`, `FROM` and tags-only `WHERE` select, by
 /// measurement; `statement` names the SHOW in errors.
-fn selected_series(
+pub(super) fn selected_series(
     tables: &dyn Tables,
     on: &Option<String>,
     from: &Option<MeasurementRef>,
@@ -146,7 +146,7 @@ fn selected_series(
 }
 
 /// The distinct tag sets of `series`.
-fn tagsets(series: &[Listed]) -> BTreeSet<&Vec<(String, String)>> {
+pub(super) fn tagsets(series: &[Listed]) -> BTreeSet<&Vec<(String, String)>> {
     series.iter().map(|s| &s.tags).collect()
 }
 

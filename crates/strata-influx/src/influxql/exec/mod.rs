@@ -25,6 +25,7 @@
 //!   per series (InfluxDB's `max-select-buckets`, unlimited there).
 
 pub mod aggregate;
+pub mod cardinality;
 pub mod condition;
 pub mod error;
 pub mod meta;
@@ -65,6 +66,9 @@ pub fn execute_statement(
         Statement::ShowFieldKeys(s) => meta::show_field_keys(tables, s, params),
         Statement::ShowSeries(s) => meta::show_series(tables, s, params),
         Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(tables, on, params),
+        Statement::ShowCardinality { of, exact, inner } => {
+            cardinality::show_cardinality(tables, *of, *exact, inner, params)
+        }
         Statement::DropMeasurement { name } => meta::drop_measurement(tables, name, params),
         Statement::Delete(d) => meta::delete(tables, d, params),
     }
