@@ -718,7 +718,7 @@ fn transformations_of_windowed_aggregates_match_hand_computed_answers() {
         json!([{"name": "cpu", "columns": ["time", "cumulative_sum", "moving_average"],
                 "values": [["2020-01-01T00:00:00Z", 12.0, null], ["2020-01-01T00:01:00Z", 16.0, 3.5]]}])
     );
-    assert!(error_of("SELECT derivative(usage) FROM cpu").contains("of raw values is not supported yet"));
+    assert!(error_of("SELECT derivative(usage), mean(usage) FROM cpu").contains("raw values goes with"));
     assert!(error_of("SELECT derivative(mean(usage)) FROM cpu").contains("needs GROUP BY time"));
     assert!(error_of("SELECT moving_average(mean(usage), 0) FROM cpu GROUP BY time(1m)").contains("above 0"));
 }
@@ -814,4 +814,30 @@ fn cardinality_statements_count_what_the_plain_show_lists() {
         let parsed = crate::influxql::parser::parse_statements(q).unwrap();
         assert_eq!(parsed[0].to_string(), q, "printed as parsed");
     }
+}
+
+/// Transformations of raw values, with Debian's InfluxDB 1.6.7's answers on
+/// the same points: without GROUP BY the series' points are merged in time
+/// order and, of several points at one time, the first in series order
+/// counts (InfluxDB's derivative skips a zero time step).
+#[test]
+fn transformations_of_raw_values_match_influxdb() {
+    assert_eq!(
+        series("SELECT derivative(usage, 1s) FROM cpu"),
+        json!([{"name": "cpu", "columns": ["time", "derivative"], "values": [
+            ["2020-01-01T00:00:10Z", 0.1], ["2020-01-01T00:00:20Z", 0.25], ["2020-01-01T00:01:00Z", -0.025]]}])
+    );
+    assert_eq!(
+        series("SELECT difference(idle), cumulative_sum(idle) FROM cpu WHERE host = 'a'"),
+        json!([{"name": "cpu", "columns": ["time", "difference", "cumulative_sum"], "values": [
+            ["2020-01-01T00:00:00Z", null, 90], ["2020-01-01T00:01:00Z", -5, 175]]}])
+    );
+    let body = series("SELECT non_negative_derivative(usage, 10s) FROM cpu GROUP BY host");
+    assert_eq!(body[0]["values"], json!([["2020-01-01T00:00:10Z", 1.0], ["2020-01-01T00:01:00Z", 0.3]]));
+    assert_eq!(body[1]["values"], json!([["2020-01-01T00:00:20Z", 1.0]]));
+    assert_eq!(
+        series("SELECT moving_average(usage, 2) FROM cpu WHERE host = 'b'")[0]["values"],
+        json!([["2020-01-01T00:00:20Z", 4.0]])
+    );
+    assert!(error_of("SELECT derivative(usage) FROM cpu GROUP BY time(1m)").contains("raw values goes with"));
 }

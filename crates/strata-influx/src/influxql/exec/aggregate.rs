@@ -133,7 +133,9 @@ impl Acc {
             AggFunc::Stddev => Acc::Moments { n: 0, mean: 0.0, m2: 0.0 },
             AggFunc::Spread => Acc::Range(None),
             AggFunc::Median | AggFunc::Percentile(_) => Acc::All { func, values: Vec::new() },
-            AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last => Acc::Pick { func, best: None },
+            AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Point => {
+                Acc::Pick { func, best: None }
+            }
         }
     }
 
@@ -186,6 +188,7 @@ impl Acc {
                             AggFunc::First => {
                                 earlier || (time_ns == *best_time && by_value == Ordering::Greater)
                             }
+                            AggFunc::Point => false,
                             _ => {
                                 time_ns > *best_time
                                     || (time_ns == *best_time && by_value == Ordering::Greater)

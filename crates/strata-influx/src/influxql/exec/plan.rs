@@ -31,6 +31,10 @@ pub enum AggFunc {
     Last,
     /// `percentile(field, N)`: N in thousandths of a percent (99.9 is 99,900).
     Percentile(u32),
+    /// Not callable: the first point added (the input of a transformation
+    /// of raw values, which keeps the first of several points at one time,
+    /// in series order, as InfluxDB's derivative does).
+    Point,
 }
 
 impl AggFunc {
@@ -98,19 +102,28 @@ impl AggFunc {
             AggFunc::First => "first",
             AggFunc::Last => "last",
             AggFunc::Percentile(_) => "percentile",
+            AggFunc::Point => "point",
         }
     }
 
     /// Selectors return one of the input points (and its time).
     pub fn is_selector(self) -> bool {
-        matches!(self, AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Percentile(_))
+        matches!(
+            self,
+            AggFunc::Min
+                | AggFunc::Max
+                | AggFunc::First
+                | AggFunc::Last
+                | AggFunc::Percentile(_)
+                | AggFunc::Point
+        )
     }
 
     /// Whether the function applies to fields of type `t`.
     pub fn accepts(self, t: FieldType) -> bool {
         let numeric = matches!(t, FieldType::Float | FieldType::Integer | FieldType::Unsigned);
         match self {
-            AggFunc::Count | AggFunc::First | AggFunc::Last => true,
+            AggFunc::Count | AggFunc::First | AggFunc::Last | AggFunc::Point => true,
             _ => numeric,
         }
     }
@@ -292,6 +305,7 @@ pub fn plan_select(
 
     // GROUP BY.
     let mut window = None;
+    let mut raw_transforms = 0usize;
     let mut group_keys: BTreeSet<String> = BTreeSet::new();
     for dimension in &stmt.dimensions {
         match dimension {
@@ -335,18 +349,22 @@ pub fn plan_select(
                 }
             }
             Expr::Call { name, args } => {
-                let (transform, name, args) = match Transform::parse_call(name, args)? {
-                    None => (None, name, args),
-                    Some((t, Expr::Call { name: inner, args: inner_args })) => (Some(t), inner, inner_args),
-                    Some((t, _)) => {
-                        return Err(StatementError::Unsupported(format!(
-                            "{}() of raw values is not supported yet: write {}(mean(field), ...) with GROUP BY time",
-                            t.name(),
-                            t.name()
-                        )))
+                // A transformation of raw values runs over the points, as over
+                // windows of one nanosecond holding each point's value.
+                let (transform, func, arg, raw) = match Transform::parse_call(name, args)? {
+                    None => {
+                        let (func, arg) = AggFunc::parse_call(name, args)?;
+                        (None, func, arg, false)
                     }
+                    Some((t, Expr::Call { name: inner, args: inner_args })) => {
+                        let (func, arg) = AggFunc::parse_call(inner, inner_args)?;
+                        (Some(t), func, arg, false)
+                    }
+                    Some((t, arg @ (Expr::VarRef { .. } | Expr::Wildcard))) => {
+                        (Some(t), AggFunc::Point, arg, true)
+                    }
+                    Some(_) => return Err(StatementError::ExpectedField(name.clone())),
                 };
-                let (func, arg) = AggFunc::parse_call(name, args)?;
                 let column_name = transform.map_or(func.name(), Transform::name);
                 match arg {
                     Expr::VarRef { .. } if arg.is_time_ref() => {
@@ -368,6 +386,7 @@ pub fn plan_select(
                             _ => None,
                         };
                         items.push(Item::Agg(func, field_name, transform));
+                        raw_transforms += usize::from(raw);
                         names.push((column_name.to_string(), field.alias.clone()));
                     }
                     Expr::Wildcard => {
@@ -375,6 +394,7 @@ pub fn plan_select(
                         for (f, t) in &schema.field_types {
                             if func.accepts(*t) {
                                 items.push(Item::Agg(func, Some(f.clone()), transform));
+                                raw_transforms += usize::from(raw);
                                 names.push((String::new(), Some(format!("{base}_{f}"))));
                             }
                         }
@@ -395,7 +415,14 @@ pub fn plan_select(
     if has_raw && has_agg {
         return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
     }
-    if window.is_none() && items.iter().any(|i| matches!(i, Item::Agg(_, _, Some(_)))) {
+    let transforms = items.iter().filter(|i| matches!(i, Item::Agg(_, _, Some(_)))).count();
+    let raw_transform = raw_transforms > 0;
+    if raw_transform && (raw_transforms != items.len() || window.is_some()) {
+        return Err(StatementError::Invalid(
+            "a transformation of raw values goes with other transformations of raw values only, without GROUP BY time",
+        ));
+    }
+    if window.is_none() && transforms > 0 && !raw_transform {
         return Err(StatementError::Invalid("a transformation of an aggregate needs GROUP BY time(...)"));
     }
     if !has_agg && window.is_some() {
@@ -467,6 +494,10 @@ pub fn plan_select(
     }
     let default_max_ns = if window.is_some() { params.now_ns } else { i64::MAX };
     let range = bounds.range(default_max_ns);
+    let fill = if raw_transform { Fill::None } else { stmt.fill.clone() };
+    if raw_transform {
+        window = Some(Window { interval_ns: 1, offset_ns: 0 });
+    }
 
     // Tag sets that can match, and their series per slot.
     let mut by_tags: BTreeMap<&Vec<(String, String)>, BTreeMap<&str, SeriesId>> = BTreeMap::new();
@@ -500,7 +531,7 @@ pub fn plan_select(
         slots,
         condition,
         tagsets,
-        fill: stmt.fill.clone(),
+        fill,
         order_desc: stmt.order_desc,
         limit: stmt.limit,
         offset: stmt.offset,

@@ -48,7 +48,8 @@ fn event_agg(func: AggFunc) -> Option<EventAgg> {
         | AggFunc::Median
         | AggFunc::Stddev
         | AggFunc::Spread
-        | AggFunc::Percentile(_) => return None,
+        | AggFunc::Percentile(_)
+        | AggFunc::Point => return None,
     })
 }
 

@@ -8,7 +8,8 @@
 //! (whatever ORDER BY says), before fill: windows it gives no value (the
 //! first one of a derivative, a negative rate of a `non_negative_` one, the
 //! first `N - 1` of a moving average) are filled like empty windows.
-//! Transformations of raw values are not supported yet (a clear error).
+//! Transformations of raw values run the same way over windows of one
+//! nanosecond, each holding the first point at its time (`AggFunc::Point`).
 
 use std::collections::{BTreeMap, VecDeque};
 
