@@ -841,3 +841,58 @@ fn transformations_of_raw_values_match_influxdb() {
     );
     assert!(error_of("SELECT derivative(usage) FROM cpu GROUP BY time(1m)").contains("raw values goes with"));
 }
+
+/// elapsed and integral, with Debian's InfluxDB 1.6.7's answers on the same
+/// points (integral over merged series takes the later of two points at one
+/// time: 27.5 + 37.5 + 180 = 245).
+#[test]
+fn elapsed_and_integral_match_influxdb() {
+    assert_eq!(
+        series("SELECT elapsed(usage) FROM cpu WHERE host = 'a'")[0]["values"],
+        json!([["2020-01-01T00:00:10Z", 10_000_000_000i64], ["2020-01-01T00:01:00Z", 50_000_000_000i64]])
+    );
+    let q = "SELECT elapsed(mean(usage), 1s) FROM cpu WHERE time >= '2020-01-01T00:00:00Z' \
+             AND time < '2020-01-01T00:01:30Z' GROUP BY time(30s)";
+    assert_eq!(series(q)[0]["values"], json!([["2020-01-01T00:01:00Z", 60]]));
+    assert_eq!(
+        series("SELECT integral(usage) FROM cpu")[0]["values"],
+        json!([["1970-01-01T00:00:00Z", 245.0]])
+    );
+    let body = series("SELECT integral(usage, 1m) FROM cpu GROUP BY host");
+    assert!((body[0]["values"][0][1].as_f64().unwrap() - 182.5 / 60.0).abs() < 1e-12, "{body}");
+    assert!((body[1]["values"][0][1].as_f64().unwrap() - 80.0 / 60.0).abs() < 1e-12, "{body}");
+    assert_eq!(series("SELECT integral(idle) FROM cpu WHERE host = 'a'")[0]["values"][0][1], json!(5250.0));
+    assert!(error_of("SELECT integral(usage) FROM cpu GROUP BY time(1m)").contains("not supported yet"));
+}
+
+/// Fill runs on the inner aggregate before a transformation, which skips
+/// nulls and reports only the windows it gives a value: Debian's InfluxDB
+/// 1.6.7's answers (windows of 30 s: mean 3.0, none, 4.0).
+#[test]
+fn transformations_run_after_fill_as_influxdb_does() {
+    let range = "time >= '2020-01-01T00:00:00Z' AND time < '2020-01-01T00:01:30Z' GROUP BY time(30s)";
+    let values = |q: String| series(&q)[0]["values"].clone();
+    assert_eq!(
+        values(format!("SELECT derivative(mean(usage), 1s) FROM cpu WHERE {range}")),
+        json!([["2020-01-01T00:01:00Z", 1.0 / 60.0]])
+    );
+    assert_eq!(
+        values(format!("SELECT cumulative_sum(mean(usage)) FROM cpu WHERE {range} fill(null)")),
+        json!([["2020-01-01T00:00:00Z", 3.0], ["2020-01-01T00:01:00Z", 7.0]])
+    );
+    assert_eq!(
+        values(format!("SELECT difference(mean(usage)) FROM cpu WHERE {range} fill(previous)")),
+        json!([["2020-01-01T00:00:30Z", 0.0], ["2020-01-01T00:01:00Z", 1.0]])
+    );
+    assert_eq!(
+        values(format!("SELECT moving_average(mean(usage), 2) FROM cpu WHERE {range} fill(linear)")),
+        json!([["2020-01-01T00:00:30Z", 3.25], ["2020-01-01T00:01:00Z", 3.75]])
+    );
+    assert_eq!(
+        values(format!(
+            "SELECT cumulative_sum(mean(usage)) FROM cpu WHERE {range} fill(null) ORDER BY time DESC"
+        )),
+        json!([["2020-01-01T00:01:00Z", 7.0], ["2020-01-01T00:00:00Z", 3.0]]),
+        "computed forwards, reported in the order asked"
+    );
+}

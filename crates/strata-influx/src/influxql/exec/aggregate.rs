@@ -115,6 +115,20 @@ fn median(values: &mut [(i64, FieldValue)]) -> Option<FieldValue> {
     Some(FieldValue::Float(if n % 2 == 1 { mid(n / 2)? } else { (mid(n / 2 - 1)? + mid(n / 2)?) / 2.0 }))
 }
 
+/// InfluxDB 1.8's integral: trapezoids between the points in time order,
+/// per `unit_ns`; of several points at one time the last added counts.
+fn integral(values: &mut [(i64, FieldValue)], unit_ns: i64) -> Option<FieldValue> {
+    values.sort_by_key(|(t, _)| *t);
+    let mut points = values.iter().filter_map(|(t, v)| Some((*t, as_f64(v)?)));
+    let mut prev = points.next()?;
+    let mut area = 0.0;
+    for (t, v) in points {
+        area += (prev.1 + v) / 2.0 * ((t - prev.0) as f64 / unit_ns as f64);
+        prev = (t, v);
+    }
+    Some(FieldValue::Float(area))
+}
+
 /// InfluxDB 1.8's percentile: the value at index `floor(n * N / 100 + 0.5) - 1`
 /// of the values sorted (ties by time), with its time; none outside the values.
 fn percentile(values: &mut [(i64, FieldValue)], milli_percent: u32) -> Option<(i64, FieldValue)> {
@@ -132,7 +146,9 @@ impl Acc {
             AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
             AggFunc::Stddev => Acc::Moments { n: 0, mean: 0.0, m2: 0.0 },
             AggFunc::Spread => Acc::Range(None),
-            AggFunc::Median | AggFunc::Percentile(_) => Acc::All { func, values: Vec::new() },
+            AggFunc::Median | AggFunc::Percentile(_) | AggFunc::Integral(_) => {
+                Acc::All { func, values: Vec::new() }
+            }
             AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Point => {
                 Acc::Pick { func, best: None }
             }
@@ -218,6 +234,7 @@ impl Acc {
             Acc::All { func: AggFunc::Median, values } => median(&mut values.clone()),
             Acc::All { func, values } => match func {
                 AggFunc::Percentile(p) => percentile(&mut values.clone(), *p).map(|(_, v)| v),
+                AggFunc::Integral(unit_ns) => integral(&mut values.clone(), *unit_ns),
                 _ => None,
             },
         }
@@ -351,7 +368,6 @@ fn windowed_rows(
         .collect();
     // (A window whose only values are nulls of a stddev reads as empty: it
     // is filled, which gives the same null under the default fill.)
-    let filled = super::transform::apply_columns(columns, filled);
     fill_windows(plan, window, columns, &filled, epoch)
 }
 
@@ -374,8 +390,10 @@ fn interpolate(known: &[(i128, FieldValue)], start: i128) -> Option<FieldValue> 
 }
 
 /// Output rows from the values of the non-empty windows (`filled`, keyed by
-/// window start): the windows of the range, empty ones filled per `fill`.
-/// Shared by the series path and the event-stream path.
+/// window start): the windows of the range, empty ones filled per `fill`;
+/// then each column's transformation, if any, over the filled values (as
+/// InfluxDB fills the inner aggregate first), keeping the windows it gives
+/// a value. Shared by the series path and the event-stream path.
 pub fn fill_windows(
     plan: &SelectPlan,
     window: Window,
@@ -383,6 +401,36 @@ pub fn fill_windows(
     filled: &BTreeMap<i128, Vec<Option<FieldValue>>>,
     epoch: Epoch,
 ) -> Result<Vec<Vec<Value>>, StatementError> {
+    let transformed = columns.iter().any(|c| c.transform.is_some());
+    // Fill runs in output order (fill(previous) repeats the value before
+    // in that order), except under a transformation, which runs forwards.
+    let descending = plan.order_desc && !transformed;
+    let mut rows = filled_rows(plan, window, columns, filled, descending)?;
+    if transformed {
+        rows = super::transform::apply_rows(columns, rows);
+        if plan.order_desc {
+            rows.reverse();
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(start, values)| {
+            let mut cells = vec![epoch.time(clamp_time(start))];
+            cells.extend(values.iter().map(|v| cell_json(v.as_ref())));
+            cells
+        })
+        .collect())
+}
+
+/// The windows of the range (or only the non-empty ones for fill(none)),
+/// each with its filled values, ascending or `descending`.
+fn filled_rows(
+    plan: &SelectPlan,
+    window: Window,
+    columns: &[AggColumn],
+    filled: &BTreeMap<i128, Vec<Option<FieldValue>>>,
+    descending: bool,
+) -> Result<Vec<(i128, Vec<Option<FieldValue>>)>, StatementError> {
     let Some(&first_start) = filled.keys().next() else {
         return Ok(Vec::new());
     };
@@ -399,7 +447,7 @@ pub fn fill_windows(
         }
         (0..count.max(0)).map(|i| from + i * interval).collect()
     };
-    if plan.order_desc {
+    if descending {
         starts.reverse();
     }
 
@@ -413,10 +461,10 @@ pub fn fill_windows(
     };
     let mut out = Vec::with_capacity(starts.len());
     for start in starts {
-        let mut cells = vec![epoch.time(clamp_time(start))];
         let bucket = filled.get(&start);
+        let mut values = Vec::with_capacity(columns.len());
         for (i, column) in columns.iter().enumerate() {
-            let value = match bucket.and_then(|values| values[i].clone()) {
+            values.push(match bucket.and_then(|values| values[i].clone()) {
                 Some(v) => {
                     previous[i] = Some(v.clone());
                     Some(v)
@@ -424,10 +472,9 @@ pub fn fill_windows(
                 None if plan.fill == Fill::None => None,
                 None if plan.fill == Fill::Linear => interpolate(&known[i], start),
                 None => fill_cell(&plan.fill, column, previous[i].as_ref()),
-            };
-            cells.push(cell_json(value.as_ref()));
+            });
         }
-        out.push(cells);
+        out.push((start, values));
     }
     Ok(out)
 }

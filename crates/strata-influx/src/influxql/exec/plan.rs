@@ -31,6 +31,9 @@ pub enum AggFunc {
     Last,
     /// `percentile(field, N)`: N in thousandths of a percent (99.9 is 99,900).
     Percentile(u32),
+    /// `integral(field[, unit])`: the area under the points (trapezoids),
+    /// per `unit` nanoseconds (default 1s).
+    Integral(i64),
     /// Not callable: the first point added (the input of a transformation
     /// of raw values, which keeps the first of several points at one time,
     /// in series order, as InfluxDB's derivative does).
@@ -66,6 +69,25 @@ impl AggFunc {
                 Err(StatementError::ArgumentCount { func: name.to_string(), expected, got: args.len() })
             }
         };
+        if name == "integral" {
+            if !(1..=2).contains(&args.len()) {
+                return Err(StatementError::ArgumentCount {
+                    func: name.to_string(),
+                    expected: 2,
+                    got: args.len(),
+                });
+            }
+            let unit_ns = match args.get(1) {
+                None => 1_000_000_000,
+                Some(Expr::Duration(ns)) if *ns > 0 => *ns,
+                Some(other) => {
+                    return Err(StatementError::BadArgument(format!(
+                        "second argument to integral must be a positive duration, got {other}"
+                    )))
+                }
+            };
+            return Ok((AggFunc::Integral(unit_ns), &args[0]));
+        }
         if name == "percentile" {
             count(2)?;
             let n = match &args[1] {
@@ -103,6 +125,7 @@ impl AggFunc {
             AggFunc::Last => "last",
             AggFunc::Percentile(_) => "percentile",
             AggFunc::Point => "point",
+            AggFunc::Integral(_) => "integral",
         }
     }
 
@@ -132,7 +155,7 @@ impl AggFunc {
     pub fn output_type(self, t: FieldType) -> FieldType {
         match self {
             AggFunc::Count => FieldType::Integer,
-            AggFunc::Mean | AggFunc::Median | AggFunc::Stddev => FieldType::Float,
+            AggFunc::Mean | AggFunc::Median | AggFunc::Stddev | AggFunc::Integral(_) => FieldType::Float,
             _ => t,
         }
     }
@@ -420,6 +443,12 @@ pub fn plan_select(
     if raw_transform && (raw_transforms != items.len() || window.is_some()) {
         return Err(StatementError::Invalid(
             "a transformation of raw values goes with other transformations of raw values only, without GROUP BY time",
+        ));
+    }
+    if window.is_some() && items.iter().any(|i| matches!(i, Item::Agg(AggFunc::Integral(_), _, _))) {
+        return Err(StatementError::Unsupported(
+            "integral() with GROUP BY time is not supported yet (InfluxDB interpolates to the window edges)"
+                .into(),
         ));
     }
     if window.is_none() && transforms > 0 && !raw_transform {

@@ -49,7 +49,8 @@ fn event_agg(func: AggFunc) -> Option<EventAgg> {
         | AggFunc::Stddev
         | AggFunc::Spread
         | AggFunc::Percentile(_)
-        | AggFunc::Point => return None,
+        | AggFunc::Point
+        | AggFunc::Integral(_) => return None,
     })
 }
 

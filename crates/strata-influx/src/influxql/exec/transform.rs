@@ -4,10 +4,13 @@
 //! shape Grafana's counter panels use: `non_negative_derivative(mean(x), 1s)
 //! ... GROUP BY time(1m)`.
 //!
-//! A transformation runs over the windows that have a value, in time order
-//! (whatever ORDER BY says), before fill: windows it gives no value (the
-//! first one of a derivative, a negative rate of a `non_negative_` one, the
-//! first `N - 1` of a moving average) are filled like empty windows.
+//! A transformation runs after fill, as InfluxDB's do on the filled inner
+//! aggregate: over the windows' values in time order (whatever ORDER BY
+//! says), skipping nulls; only the windows it gives a value are reported
+//! (not the first one of a derivative, a negative rate of a `non_negative_`
+//! one, the first `N - 1` of a moving average). Unlike InfluxDB, the range
+//! is not extended by a window before its start (InfluxDB's derivative with
+//! fill(0) reports a rate at the first window from a filled window before it).
 //! Transformations of raw values run the same way over windows of one
 //! nanosecond, each holding the first point at its time (`AggFunc::Point`).
 
@@ -31,6 +34,8 @@ pub enum Transform {
     MovingAverage { n: usize },
     /// Running sum.
     CumulativeSum,
+    /// Time between consecutive values, in `unit_ns` (an integer).
+    Elapsed { unit_ns: i64 },
 }
 
 const NS_PER_S: i64 = 1_000_000_000;
@@ -44,6 +49,7 @@ impl Transform {
             Transform::Difference { non_negative: true } => "non_negative_difference",
             Transform::MovingAverage { .. } => "moving_average",
             Transform::CumulativeSum => "cumulative_sum",
+            Transform::Elapsed { .. } => "elapsed",
         }
     }
 
@@ -91,6 +97,10 @@ impl Transform {
                 arity(1, 1)?;
                 Transform::CumulativeSum
             }
+            "elapsed" => {
+                arity(1, 2)?;
+                Transform::Elapsed { unit_ns: unit(1).map(|u| if args.len() == 1 { 1 } else { u })? }
+            }
             _ => return Ok(None),
         };
         Ok(Some((t, &args[0])))
@@ -101,6 +111,7 @@ impl Transform {
         match self {
             Transform::Derivative { .. } | Transform::MovingAverage { .. } => FieldType::Float,
             Transform::Difference { .. } | Transform::CumulativeSum => t,
+            Transform::Elapsed { .. } => FieldType::Integer,
         }
     }
 
@@ -151,6 +162,12 @@ impl Transform {
                     }
                 }
             }
+            Transform::Elapsed { unit_ns } => {
+                for pair in values.windows(2) {
+                    let elapsed = (pair[1].0 - pair[0].0) / i128::from(unit_ns);
+                    out.push((pair[1].0, FieldValue::Integer(elapsed.clamp(0, i128::from(i64::MAX)) as i64)));
+                }
+            }
             Transform::CumulativeSum => {
                 let mut total: Option<FieldValue> = None;
                 for (t, v) in values {
@@ -169,19 +186,17 @@ fn b_below_a(a: &FieldValue, b: &FieldValue) -> bool {
     matches!((a, b), (FieldValue::Unsigned(a), FieldValue::Unsigned(b)) if b < a)
 }
 
-/// Applies each column's transformation to the windows' values (`filled`,
-/// keyed by window start); windows left without any value are dropped.
-pub fn apply_columns(
+/// Applies each column's transformation to the filled windows (`rows`, in
+/// time order; a null is skipped, as InfluxDB's transformations skip
+/// nulls); a window is kept where any column has a value after it.
+pub fn apply_rows(
     columns: &[AggColumn],
-    filled: BTreeMap<i128, Vec<Option<FieldValue>>>,
-) -> BTreeMap<i128, Vec<Option<FieldValue>>> {
-    if columns.iter().all(|c| c.transform.is_none()) {
-        return filled;
-    }
+    rows: Vec<(i128, Vec<Option<FieldValue>>)>,
+) -> Vec<(i128, Vec<Option<FieldValue>>)> {
     let mut out: BTreeMap<i128, Vec<Option<FieldValue>>> = BTreeMap::new();
     for (i, column) in columns.iter().enumerate() {
         let values: Vec<(i128, FieldValue)> =
-            filled.iter().filter_map(|(t, row)| row[i].clone().map(|v| (*t, v))).collect();
+            rows.iter().filter_map(|(t, row)| row[i].clone().map(|v| (*t, v))).collect();
         let transformed = match column.transform {
             Some(t) => t.apply(&values),
             None => values,
@@ -190,7 +205,7 @@ pub fn apply_columns(
             out.entry(t).or_insert_with(|| vec![None; columns.len()])[i] = Some(v);
         }
     }
-    out
+    out.into_iter().collect()
 }
 
 #[cfg(test)]
