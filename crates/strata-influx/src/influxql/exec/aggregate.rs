@@ -28,6 +28,9 @@ use super::row::Row;
 use crate::influxql::ast::Fill;
 use crate::influxql::response::{cell_json, limit_rows, Epoch};
 
+/// A window's start and its columns' values.
+pub type WindowRow = (i128, Vec<Option<FieldValue>>);
+
 /// Most windows one output series may have when empty windows are filled.
 pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
 
@@ -430,7 +433,7 @@ fn filled_rows(
     columns: &[AggColumn],
     filled: &BTreeMap<i128, Vec<Option<FieldValue>>>,
     descending: bool,
-) -> Result<Vec<(i128, Vec<Option<FieldValue>>)>, StatementError> {
+) -> Result<Vec<WindowRow>, StatementError> {
     let Some(&first_start) = filled.keys().next() else {
         return Ok(Vec::new());
     };

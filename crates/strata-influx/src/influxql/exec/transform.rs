@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use strata_series::{FieldType, FieldValue};
 
-use super::aggregate::{add_value, as_f64};
+use super::aggregate::{add_value, as_f64, WindowRow};
 use super::error::StatementError;
 use super::plan::AggColumn;
 use crate::influxql::ast::Expr;
@@ -189,10 +189,7 @@ fn b_below_a(a: &FieldValue, b: &FieldValue) -> bool {
 /// Applies each column's transformation to the filled windows (`rows`, in
 /// time order; a null is skipped, as InfluxDB's transformations skip
 /// nulls); a window is kept where any column has a value after it.
-pub fn apply_rows(
-    columns: &[AggColumn],
-    rows: Vec<(i128, Vec<Option<FieldValue>>)>,
-) -> Vec<(i128, Vec<Option<FieldValue>>)> {
+pub fn apply_rows(columns: &[AggColumn], rows: Vec<WindowRow>) -> Vec<WindowRow> {
     let mut out: BTreeMap<i128, Vec<Option<FieldValue>>> = BTreeMap::new();
     for (i, column) in columns.iter().enumerate() {
         let values: Vec<(i128, FieldValue)> =
