@@ -28,8 +28,25 @@ pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result
     Ok((status, body))
 }
 
+/// A port to start a server on, below the kernel's ephemeral range
+/// (32768-60999 here): a port taken from that range (`bind :0`) and given
+/// back can be handed out again as the source port of any client
+/// connection before the server binds it, which made tests that start
+/// servers fail now and then with "Address already in use". Ports are
+/// taken in turn from a start spread by the process id, each checked free.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let base = std::process::id().wrapping_mul(7_919) % SPAN;
+    for _ in 0..SPAN {
+        let port = (FIRST + (base + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {FIRST}..{}", FIRST + SPAN)
 }
 
 /// Starts `strata serve` without SQL on `data_dir` (inside a temporary
