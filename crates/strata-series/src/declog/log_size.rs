@@ -6,9 +6,10 @@
 //! no series or field types behind; the exact check after encoding is a
 //! safety net.
 //!
-//! The limit is half a stream: the write path waits for a checkpoint when a
-//! stream has less than twice a group's bound free, so any transaction
-//! within half a stream finds room after one checkpoint.
+//! The limit is one stream less the framing of two batches: the write path
+//! checkpoints when a stream has less than twice a group's bound free, and
+//! an emptied stream takes any transaction within the limit (its entries
+//! are placed batch by batch, each batch at most a queue's entries).
 
 use std::collections::HashSet;
 
@@ -16,6 +17,7 @@ use std::collections::HashSet;
 type SeriesOfPoint<'p> = (&'p str, &'p [(String, String)], &'p str);
 
 use strata_declog::batch::BATCH_HEADER_BYTES;
+use strata_declog::compress::key_table::KEY_TABLE_MAX_KEY_BYTES;
 use strata_declog::entry::ENTRY_HEADER_BYTES;
 use strata_declog::{DecLog, EntryOwned};
 
@@ -55,31 +57,41 @@ pub(crate) fn per_value_bound<'p>(db: &str, points: impl Iterator<Item = &'p Poi
         .sum()
 }
 
-/// A bound on the stream bytes of `points` as the write path logs them: one
-/// entry (header and key) per series, and every value's bytes.
-pub(crate) fn per_key_bound<'p>(db: &str, points: impl Iterator<Item = &'p Point>) -> u64 {
+/// Bounds on the stream bytes of `points` as the write path logs them (one
+/// entry per series): `(lower, upper)`. The lower bound counts each
+/// series' entry header, and its key only when the key is too long for the
+/// key table (a registered key is not repeated in compressed entries); the
+/// upper bound counts a header and the key per series and every value's
+/// bytes.
+pub(crate) fn per_key_bounds<'p>(db: &str, points: impl Iterator<Item = &'p Point>) -> (u64, u64) {
     let mut series: HashSet<SeriesOfPoint<'_>> = HashSet::new();
-    let mut bytes = 0;
+    let (mut lower, mut upper) = (0, 0);
     for p in points {
         for (f, v) in &p.fields {
             if series.insert((&p.measurement, &p.tags, f)) {
-                bytes += ENTRY_ESTIMATE_BYTES + key_bytes(db, p, f);
+                let key = key_bytes(db, p, f);
+                upper += ENTRY_ESTIMATE_BYTES + key;
+                lower += ENTRY_HEADER_BYTES + if key > KEY_TABLE_MAX_KEY_BYTES as u64 { key } else { 0 };
             }
-            bytes += VALUE_BOUND_BYTES + string_bytes(v);
+            upper += VALUE_BOUND_BYTES + string_bytes(v);
+            lower += string_bytes(v);
         }
     }
-    bytes
+    (lower, upper)
 }
 
-/// The most stream bytes one transaction may take: half a stream.
+/// The most stream bytes one transaction may take (module comment).
 pub(crate) fn txn_limit_bytes(log: &DecLog) -> u64 {
-    log.layout().stream_capacity_bytes / 2
+    let layout = log.layout();
+    layout.stream_capacity_bytes.saturating_sub(2 * (BATCH_HEADER_BYTES + layout.align_bytes))
 }
 
-/// Refuses a request whose log entries may not fit in half a stream (all
-/// of them may hash to one stream); returns the bound to make room for.
-/// The cheap per-value bound decides most requests; only a large one pays
-/// for the per-key bound.
+/// Refuses a request whose log entries cannot fit in a stream (even the
+/// lower bound is over the limit), before it is planned, so it leaves no trace;
+/// returns a bound to make room for (at most the limit). The cheap
+/// per-value bound decides most requests; only a large one pays for the
+/// per-key bounds. One whose lower bound fits but whose entries do not is
+/// refused by [`check_entries`] after planning.
 pub(crate) fn check_request<'p>(
     log: &DecLog,
     db: &str,
@@ -90,16 +102,16 @@ pub(crate) fn check_request<'p>(
     if bound <= limit {
         return Ok(bound);
     }
-    let bound = per_key_bound(db, points);
-    if bound <= limit {
-        return Ok(bound);
+    let (lower, upper) = per_key_bounds(db, points);
+    if lower > limit {
+        return Err(EngineError::RequestTooLarge { record_bytes: lower, max_bytes: limit });
     }
-    Err(EngineError::RequestTooLarge { record_bytes: bound, max_bytes: limit })
+    Ok(upper.min(limit))
 }
 
 /// The exact check after encoding: the bytes each stream gets (entry
 /// headers, payloads, a batch header and alignment per queue's worth of
-/// entries) within half a stream.
+/// entries) within the limit.
 pub(crate) fn check_entries(log: &DecLog, entries: &[EntryOwned]) -> Result<(), EngineError> {
     let layout = log.layout();
     let mut per_stream = vec![(0u64, 0u64); layout.threads];
@@ -136,12 +148,18 @@ mod tests {
     fn per_key_bound_counts_each_series_key_once() {
         let points: Vec<Point> = (0..100).map(|_| point("cpu", "a", 2)).collect();
         let per_value = per_value_bound("db", points.iter());
-        let per_key = per_key_bound("db", points.iter());
+        let (lower, upper) = per_key_bounds("db", points.iter());
         let key = key_bytes("db", &points[0], "f0");
         assert_eq!(per_value, 200 * (ENTRY_ESTIMATE_BYTES + key));
-        assert_eq!(per_key, 2 * (ENTRY_ESTIMATE_BYTES + key) + 200 * VALUE_BOUND_BYTES);
+        assert_eq!(upper, 2 * (ENTRY_ESTIMATE_BYTES + key) + 200 * VALUE_BOUND_BYTES);
+        assert_eq!(lower, 2 * ENTRY_HEADER_BYTES, "short keys: registered, not repeated");
         let distinct: Vec<Point> = (0..100).map(|i| point("cpu", &format!("h{i}"), 1)).collect();
-        assert!(per_key_bound("db", distinct.iter()) > 100 * ENTRY_ESTIMATE_BYTES);
+        assert!(per_key_bounds("db", distinct.iter()).1 > 100 * ENTRY_ESTIMATE_BYTES);
+        let long = point("cpu", &"x".repeat(KEY_TABLE_MAX_KEY_BYTES), 1);
+        assert!(
+            per_key_bounds("db", [&long].into_iter()).0 > KEY_TABLE_MAX_KEY_BYTES as u64,
+            "a long key counts"
+        );
     }
 
     #[test]
@@ -149,6 +167,7 @@ mod tests {
         let mut p = point("m", "t", 0);
         p.fields.push(("s".into(), FieldValue::String("x".repeat(1000))));
         assert!(per_value_bound("db", [&p].into_iter()) >= 1000 + ENTRY_ESTIMATE_BYTES);
-        assert!(per_key_bound("db", [&p].into_iter()) >= 1000 + ENTRY_ESTIMATE_BYTES);
+        let (lower, upper) = per_key_bounds("db", [&p].into_iter());
+        assert!(upper >= 1000 + ENTRY_ESTIMATE_BYTES && lower >= 1000);
     }
 }
