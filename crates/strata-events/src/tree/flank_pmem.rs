@@ -3,8 +3,10 @@
 //! 256-byte header and one node-size slot per level, slot `l` holding the
 //! level's current node in the node format of `docs/format/events-node.md`.
 //!
-//! This module owns the bytes and their persist order only; the tree decides
-//! what to write (`tree/flank.rs`, `tree/insert.rs`):
+//! This module owns the bytes and their persist order only (opening an area
+//! in [`open`], a write-out's end in [`write_out`], merge records and the
+//! entry journal in [`merge_persist`]); the tree decides what to write
+//! (`tree/flank.rs`, `tree/insert.rs`):
 //! - leaf appends write the appended events and the *leaf commit word*
 //!   (the leaf's new count, its count before the batch and a CRC32C of the
 //!   batch's bytes; one aligned 8-byte store), then flush both and fence
@@ -39,7 +41,11 @@ use crate::ids::{DecodeError, EventError, NodeId};
 use crate::node::header::OFFSET_COUNT;
 use crate::node::{NODE_BYTES, NODE_HEADER_BYTES};
 
+mod merge_persist;
+mod open;
 mod write_out;
+pub use merge_persist::entry_journal_word;
+use merge_persist::merge_record_offset;
 pub use write_out::ParentAppend;
 
 pub use super::merge_record::NO_NODE;
@@ -357,176 +363,6 @@ impl PmemFlankArea {
         Ok(area)
     }
 
-    /// Opens a formatted area: checks the header against `fp` (`Corruption`
-    /// if it differs or is damaged) and reads the height, the journal and the
-    /// slots of levels `0..height`.
-    pub fn open(
-        region: Arc<Region>,
-        base: RegionOffset,
-        area_bytes: u64,
-        fp: &FlankFingerprint,
-    ) -> Result<(PmemFlankArea, FlankImage), EventError> {
-        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
-        let mut area = PmemFlankArea {
-            region,
-            base: base.0,
-            max_levels: fp.max_levels,
-            event_bytes: fp.event_bytes as usize,
-            stats: Default::default(),
-            merge_slot: None,
-            version: FLANK_VERSION,
-        };
-        let location = format!("flank area header at {base}");
-        let corrupt = |what: String| EventError::corruption(&location, what);
-        let mut h = vec![0u8; FLANK_HEADER_BYTES as usize];
-        area.read(0, &mut h);
-        let magic = u64::from_le_bytes(h[0..8].try_into().expect("8 bytes"));
-        if magic != FLANK_MAGIC {
-            return Err(corrupt(format!(
-                "magic {magic:#018x}: the area was never formatted (or a format was cut)"
-            )));
-        }
-        let crc_at = FLANK_OFFSET_HEADER_CRC as usize;
-        let stored_crc = u32::from_le_bytes(h[crc_at..crc_at + 4].try_into().expect("4 bytes"));
-        if crc32c::crc32c(&h[..FLANK_HEADER_CRC_COVERED_BYTES as usize]) != stored_crc {
-            return Err(corrupt("header CRC mismatch".into()));
-        }
-        let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-        if !(FLANK_VERSION_OLDEST..=FLANK_VERSION).contains(&version) {
-            return Err(corrupt(format!(
-                "flank format version {version}; this build reads versions {FLANK_VERSION_OLDEST} to {FLANK_VERSION} (recreate the tree)"
-            )));
-        }
-        area.version = version;
-        let expected = header_bytes(fp, version);
-        if h[..CACHE_LINE_BYTES as usize] != expected[..] {
-            return Err(corrupt(format!(
-                "formatted for another tree configuration (stored {:?}, expected {:?})",
-                &h[8..44],
-                &expected[8..44]
-            )));
-        }
-        let word = |at: u64| u64::from_le_bytes(h[at as usize..at as usize + 8].try_into().expect("8 bytes"));
-        let height = word(FLANK_OFFSET_HEIGHT);
-        if height == 0 || height > u64::from(fp.max_levels) {
-            return Err(corrupt(format!("height {height} outside 1..={}", fp.max_levels)));
-        }
-        let fields = &h[FLANK_OFFSET_JOURNAL_LEVEL as usize..FLANK_OFFSET_JOURNAL_LEVEL as usize + 32];
-        let record = || {
-            let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
-            match (node_word(word(FLANK_OFFSET_JOURNAL_OLD_ID)), node_word(word(FLANK_OFFSET_JOURNAL_NEW_ID)))
-            {
-                (Some(old_id), Some(new_id)) if level < height => Some(FlankJournal {
-                    level: level as u32,
-                    old_id,
-                    new_id,
-                    root_id: node_word(word(FLANK_OFFSET_JOURNAL_ROOT_ID)),
-                }),
-                _ => None,
-            }
-        };
-        let state = word(FLANK_OFFSET_JOURNAL_STATE);
-        let ended = version >= 4 && state >> 32 == u64::from(JOURNAL_ENDED_TAG);
-        // An ended word whose CRC does not match: the next write-out's W0
-        // was rewriting the words (the last write-out had ended whole).
-        let last_write_out = if ended && state == journal_ended_word(fields) { record() } else { None };
-        let journal = match state {
-            JOURNAL_IDLE => None,
-            _ if ended => None,
-            // A commit word whose CRC does not match: the fence that would
-            // have made the record whole never returned, so the write-out
-            // had not begun (W1 runs after it).
-            w if w >> 32 == u64::from(JOURNAL_COMMIT_TAG) && w != journal_commit_word(fields) => None,
-            w if w == JOURNAL_ACTIVE || w >> 32 == u64::from(JOURNAL_COMMIT_TAG) => match record() {
-                Some(j) => Some(j),
-                None => {
-                    let level = word(FLANK_OFFSET_JOURNAL_LEVEL);
-                    return Err(corrupt(format!("journal record of level {level} with missing ids")));
-                }
-            },
-            state => return Err(corrupt(format!("journal state {state:#018x}"))),
-        };
-        let merged_ooo_generation = word(FLANK_OFFSET_MERGED_OOO_GENERATION);
-        let merge_slot = match word(FLANK_OFFSET_MERGE_STATE) {
-            MERGE_IDLE => None,
-            MERGE_ACTIVE_0 => Some(0),
-            MERGE_ACTIVE_1 => Some(1),
-            state => return Err(corrupt(format!("merge state {state:#018x}"))),
-        };
-        let merge = match merge_slot {
-            None => None,
-            Some(slot) => {
-                let at = merge_record_offset(slot) as usize;
-                let record = MergeRecord::decode(&h[at..at + MERGE_RECORD_BYTES as usize])
-                    .map_err(|e| corrupt(format!("merge record {slot}: {e}")))?;
-                Some(MergeImage {
-                    generation: word(FLANK_OFFSET_MERGE_GENERATION),
-                    input_events: word(FLANK_OFFSET_MERGE_INPUT_EVENTS),
-                    record,
-                    slot,
-                })
-            }
-        };
-        area.merge_slot = merge_slot;
-        let entry_journal = match word(FLANK_OFFSET_ENTRY_JOURNAL) {
-            ENTRY_JOURNAL_IDLE => None,
-            w if w >> 48 == ENTRY_JOURNAL_TAG && (w >> 32) & 0xFFFF < height && (w >> 32) & 0xFFFF > 0 => {
-                Some((((w >> 32) & 0xFFFF) as u32, w as u32))
-            }
-            w => return Err(corrupt(format!("entry journal word {w:#018x}"))),
-        };
-        let mut slots = Vec::with_capacity(height as usize);
-        for level in 0..height as u32 {
-            let mut slot = vec![0u8; NODE_BYTES];
-            area.read(area.slot_offset(level), &mut slot);
-            slots.push(slot);
-        }
-        let leaf_commit = LeafCommit::from_word(word(FLANK_OFFSET_LEAF_COMMIT));
-        let durable =
-            area.apply_leaf_commit(leaf_commit, &mut slots[0]).map_err(|e| corrupt(e.to_string()))?;
-        if durable != leaf_commit.count {
-            // A torn batch: rewrite the word to describe what the leaf holds,
-            // so a later torn batch can never make the stale CRC match again.
-            let settled = LeafCommit { count: durable, from: durable, crc: 0 };
-            area.store_word(FLANK_OFFSET_LEAF_COMMIT, settled.word());
-            area.persist(FLANK_OFFSET_LEAF_COMMIT, 8);
-        }
-        let image = FlankImage {
-            height: height as u32,
-            slots,
-            journal,
-            last_write_out,
-            merged_ooo_generation,
-            merge,
-            entry_journal,
-            leaf_commit,
-        };
-        Ok((area, image))
-    }
-
-    /// Sets the leaf slot's header count from the commit word: its count if
-    /// the CRC matches the batch's bytes, else the count before the batch
-    /// (a torn batch); returns that count. `Err` names a word that cannot
-    /// describe the slot.
-    fn apply_leaf_commit(&self, commit: LeafCommit, slot: &mut [u8]) -> Result<u16, DecodeError> {
-        let (from, count) = (usize::from(commit.from), usize::from(commit.count));
-        let batch = NODE_HEADER_BYTES + from * self.event_bytes..NODE_HEADER_BYTES + count * self.event_bytes;
-        if from > count || batch.end > slot.len() {
-            return Err(DecodeError::Invalid(format!(
-                "leaf commit word {:#018x} outside the slot",
-                commit.word()
-            )));
-        }
-        #[cfg(any(test, feature = "crashtest"))]
-        let checked = !super::planted::planted(super::planted::PlantedBug::UncheckedLeafCommit);
-        #[cfg(not(any(test, feature = "crashtest")))]
-        let checked = true;
-        let durable =
-            if !checked || crc32c::crc32c(&slot[batch]) == commit.crc { commit.count } else { commit.from };
-        slot[OFFSET_COUNT..OFFSET_COUNT + 4].copy_from_slice(&u32::from(durable).to_le_bytes());
-        Ok(durable)
-    }
-
     pub fn stats(&self) -> FlankPmemStats {
         self.stats
     }
@@ -720,125 +556,9 @@ impl PmemFlankArea {
         Ok(())
     }
 
-    /// Stores and persists `merged_ooo_generation` (the out-of-order queue
-    /// generation whose events the durable tree holds; one 8-byte store).
-    pub fn set_merged_ooo_generation(&mut self, generation: u64) {
-        self.store_word(FLANK_OFFSET_MERGED_OOO_GENERATION, generation);
-        self.persist(FLANK_OFFSET_MERGED_OOO_GENERATION, 8);
-    }
-
     /// Ends the write-out: the state word back to idle, persisted.
     pub fn end_journal(&mut self) {
         self.store_word(FLANK_OFFSET_JOURNAL_STATE, JOURNAL_IDLE);
         self.persist(FLANK_OFFSET_JOURNAL_STATE, 8);
     }
-
-    /// Begins an out-of-order merge: the input's generation and size and the
-    /// first step record (record slot 0), persisted; then the state word
-    /// naming slot 0, persisted.
-    pub fn begin_merge(&mut self, generation: u64, input_events: u64, first: &MergeRecord) {
-        self.store_word(FLANK_OFFSET_MERGE_GENERATION, generation);
-        self.store_word(FLANK_OFFSET_MERGE_INPUT_EVENTS, input_events);
-        self.write(merge_record_offset(0), &first.encode());
-        self.flush(FLANK_OFFSET_MERGE_GENERATION, 16);
-        self.flush(merge_record_offset(0), MERGE_RECORD_BYTES);
-        self.fence();
-        self.store_word(FLANK_OFFSET_MERGE_STATE, MERGE_ACTIVE_0);
-        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
-        self.merge_slot = Some(0);
-    }
-
-    /// Records the merge's next step: the record into the slot not in use,
-    /// persisted, then the state word naming it, persisted.
-    pub fn write_merge_record(&mut self, record: &MergeRecord) -> Result<(), EventError> {
-        let Some(current) = self.merge_slot else {
-            return Err(EventError::invalid("no out-of-order merge is in flight"));
-        };
-        let slot = 1 - current;
-        self.write(merge_record_offset(slot), &record.encode());
-        self.persist(merge_record_offset(slot), MERGE_RECORD_BYTES);
-        self.store_word(FLANK_OFFSET_MERGE_STATE, if slot == 0 { MERGE_ACTIVE_0 } else { MERGE_ACTIVE_1 });
-        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
-        self.merge_slot = Some(slot);
-        Ok(())
-    }
-
-    /// Ends a merge (after `merged_ooo_generation` holds its generation):
-    /// the state word back to idle, persisted.
-    pub fn end_merge(&mut self) {
-        self.store_word(FLANK_OFFSET_MERGE_STATE, MERGE_IDLE);
-        self.persist(FLANK_OFFSET_MERGE_STATE, 8);
-        self.merge_slot = None;
-    }
-
-    /// Rewrites entry `index` (bytes `entry` of `node`) of the slot of
-    /// `level` in place, journaled: the entry's new bytes to `scratch` (the
-    /// slot offset of the first unused entry position), persisted; the entry
-    /// journal word, persisted; the entry and the node header in place,
-    /// persisted; the word cleared, persisted (4 fences).
-    pub fn rewrite_entry(
-        &mut self,
-        level: u32,
-        node: &[u8],
-        entry: Range<usize>,
-        index: u32,
-        scratch: usize,
-    ) -> Result<(), EventError> {
-        self.check_level(level)?;
-        if level == 0 || scratch + entry.len() > NODE_BYTES || scratch < entry.end {
-            return Err(EventError::invalid(format!(
-                "entry rewrite of level {level}: no room at {scratch} for the {}-byte journal copy",
-                entry.len()
-            )));
-        }
-        let slot = self.slot_offset(level);
-        let bytes = &node[entry.clone()];
-        #[cfg(any(test, feature = "crashtest"))]
-        let journaled = !super::ooo_steps::merge_bug(super::ooo_steps::MergeBug::NoEntryJournal);
-        #[cfg(not(any(test, feature = "crashtest")))]
-        let journaled = true;
-        if journaled {
-            self.write(slot + scratch as u64, bytes);
-            self.persist(slot + scratch as u64, bytes.len() as u64);
-            self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, entry_journal_word(level, index));
-            self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
-        }
-        self.write(slot + entry.start as u64, bytes);
-        self.flush(slot + entry.start as u64, bytes.len() as u64);
-        self.write(slot, &node[..NODE_HEADER_BYTES]);
-        self.flush(slot, NODE_HEADER_BYTES as u64);
-        self.fence();
-        if journaled {
-            self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, ENTRY_JOURNAL_IDLE);
-            self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
-        }
-        self.stats.entries_persisted += 1;
-        Ok(())
-    }
-
-    /// Recovery of an entry rewrite: `bytes` (the journal copy) written at
-    /// slot offset `at` of `level`, persisted, then the word cleared.
-    pub fn finish_entry_journal(&mut self, level: u32, at: usize, bytes: &[u8]) -> Result<(), EventError> {
-        self.check_level(level)?;
-        let slot = self.slot_offset(level);
-        self.write(slot + at as u64, bytes);
-        self.persist(slot + at as u64, bytes.len() as u64);
-        self.store_word(FLANK_OFFSET_ENTRY_JOURNAL, ENTRY_JOURNAL_IDLE);
-        self.persist(FLANK_OFFSET_ENTRY_JOURNAL, 8);
-        Ok(())
-    }
-}
-
-/// Area offset of merge record slot `slot` (0 or 1).
-fn merge_record_offset(slot: u32) -> u64 {
-    if slot == 0 {
-        FLANK_OFFSET_MERGE_RECORD_0
-    } else {
-        FLANK_OFFSET_MERGE_RECORD_1
-    }
-}
-
-/// The entry journal word naming entry `index` of level `level`.
-pub fn entry_journal_word(level: u32, index: u32) -> u64 {
-    ENTRY_JOURNAL_TAG << 48 | u64::from(level & 0xFFFF) << 32 | u64::from(index)
 }
