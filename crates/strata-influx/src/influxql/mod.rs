@@ -27,6 +27,10 @@ pub mod response;
 pub mod time;
 
 #[cfg(test)]
+mod exec_function_tests;
+#[cfg(test)]
+mod exec_test_support;
+#[cfg(test)]
 mod exec_tests;
 #[cfg(test)]
 mod parser_tests;
