@@ -198,19 +198,6 @@ impl Flank {
         Ok(())
     }
 
-    /// Appends `(key, child, aggregates)` to the index node of `level` and
-    /// persists it (PMem).
-    pub(crate) fn append_entry(
-        &mut self,
-        level: usize,
-        key: i64,
-        child: NodeId,
-        aggregates: &Aggregates,
-    ) -> Result<(), EventError> {
-        self.stage_entry(level, key, child, aggregates)?;
-        self.persist_pending(level)
-    }
-
     /// Makes `id` the node of `level`: a fresh header (no entries) with
     /// `prev` as its left sibling, persisted (PMem). `level == height()`
     /// adds a level (the caller persists the new height afterwards).
@@ -256,7 +243,8 @@ impl Flank {
     }
 
     /// Appends `(key, child, aggregates)` to the index node of `level` in
-    /// DRAM only; [`Flank::end_write_out`] persists it.
+    /// DRAM only; [`Flank::end_write_out`] (or [`Flank::persist_pending`])
+    /// persists it.
     pub(crate) fn stage_entry(
         &mut self,
         level: usize,

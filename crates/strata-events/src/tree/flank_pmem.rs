@@ -319,6 +319,26 @@ impl PmemFlankArea {
         Ok(())
     }
 
+    /// An area handle over `area_bytes` at `base`, once the region holds
+    /// them (the version is this build's until `open` reads the header).
+    fn checked(
+        region: Arc<Region>,
+        base: RegionOffset,
+        area_bytes: u64,
+        fp: &FlankFingerprint,
+    ) -> Result<PmemFlankArea, EventError> {
+        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
+        Ok(PmemFlankArea {
+            region,
+            base: base.0,
+            max_levels: fp.max_levels,
+            event_bytes: fp.event_bytes as usize,
+            stats: Default::default(),
+            merge_slot: None,
+            version: FLANK_VERSION,
+        })
+    }
+
     /// Formats the area: header, height 1, slot 0 holding `leaf_header`
     /// (the first leaf's header), no journal; the magic is persisted last.
     pub fn format(
@@ -328,16 +348,7 @@ impl PmemFlankArea {
         fp: &FlankFingerprint,
         leaf_header: &[u8],
     ) -> Result<PmemFlankArea, EventError> {
-        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
-        let mut area = PmemFlankArea {
-            region,
-            base: base.0,
-            max_levels: fp.max_levels,
-            event_bytes: fp.event_bytes as usize,
-            stats: Default::default(),
-            merge_slot: None,
-            version: FLANK_VERSION,
-        };
+        let mut area = Self::checked(region, base, area_bytes, fp)?;
         area.region.store_u64(RegionOffset(area.base + FLANK_OFFSET_MAGIC), 0);
         area.persist(FLANK_OFFSET_MAGIC, 8);
         let mut dynamic = vec![0u8; (FLANK_HEADER_BYTES - CACHE_LINE_BYTES) as usize];

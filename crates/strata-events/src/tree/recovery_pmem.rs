@@ -160,7 +160,8 @@ impl TabTree {
             ));
         }
         let aggs = self.stored_aggregates(j.old_id)?;
-        self.flank.append_entry(level + 1, aggs.ts_min, j.old_id, &aggs)?;
+        self.flank.stage_entry(level + 1, aggs.ts_min, j.old_id, &aggs)?;
+        self.flank.persist_pending(level + 1)?;
         self.running[level + 1].merge(&aggs);
         Ok(true)
     }

@@ -101,13 +101,20 @@ fn drop_parent_entry(tree: &mut TabTree) {
     a.patch_persisted(at, &(count - 1).to_le_bytes());
 }
 
+/// A version-4 tree of `p` right after a leaf write-out whose parent's
+/// durable count was rolled back (E2's ended word without the count).
+fn without_the_parent_entry(p: Placement) -> (TreeConfig, TestEnv, TabTree, Vec<Vec<u8>>) {
+    let config = wide_config(p, 300, 400);
+    let env = TestEnv::new(&config, true);
+    let (mut tree, events) = tree_after_a_leaf_write_out(&config, &env, flank_pmem::FLANK_VERSION);
+    drop_parent_entry(&mut tree);
+    (config, env, tree, events)
+}
+
 #[test]
 fn an_ended_journal_whose_parent_missed_its_entry_gets_it_back() {
     for p in pmem_placements() {
-        let config = wide_config(p, 300, 400);
-        let env = TestEnv::new(&config, true);
-        let (mut tree, events) = tree_after_a_leaf_write_out(&config, &env, flank_pmem::FLANK_VERSION);
-        drop_parent_entry(&mut tree);
+        let (config, env, tree, events) = without_the_parent_entry(p);
         drop(tree);
         let crashed = env.crash();
         let report = recover_all(&config, &crashed.crash(), &events, &format!("{p:?}"));
@@ -123,10 +130,7 @@ fn an_ended_journal_whose_parent_missed_its_entry_gets_it_back() {
 #[test]
 fn a_committed_journal_after_e1_makes_the_entry_from_the_stored_node() {
     for p in pmem_placements() {
-        let config = wide_config(p, 300, 400);
-        let env = TestEnv::new(&config, true);
-        let (mut tree, events) = tree_after_a_leaf_write_out(&config, &env, flank_pmem::FLANK_VERSION);
-        drop_parent_entry(&mut tree);
+        let (config, env, mut tree, events) = without_the_parent_entry(p);
         let a = area(&mut tree);
         let fields = a.read_bytes(flank_pmem::FLANK_OFFSET_JOURNAL_LEVEL, 32);
         a.patch_persisted(

@@ -16,16 +16,7 @@ impl PmemFlankArea {
         area_bytes: u64,
         fp: &FlankFingerprint,
     ) -> Result<(PmemFlankArea, FlankImage), EventError> {
-        Self::check_area(&region, base, area_bytes, fp.max_levels)?;
-        let mut area = PmemFlankArea {
-            region,
-            base: base.0,
-            max_levels: fp.max_levels,
-            event_bytes: fp.event_bytes as usize,
-            stats: Default::default(),
-            merge_slot: None,
-            version: FLANK_VERSION,
-        };
+        let mut area = Self::checked(region, base, area_bytes, fp)?;
         let location = format!("flank area header at {base}");
         let corrupt = |what: String| EventError::corruption(&location, what);
         let mut h = vec![0u8; FLANK_HEADER_BYTES as usize];
