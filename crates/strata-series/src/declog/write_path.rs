@@ -192,8 +192,9 @@ impl DeclogProtocol {
         txns: &[GroupTxn<'_>],
     ) -> Vec<Result<TxnOutcome, EngineError>> {
         let dl = &self.side;
-        // A transaction too large for the log is refused before it is
-        // planned: it leaves no series or field types behind.
+        // A transaction whose lower bound is already over the log's limit is
+        // refused before it is planned, so it leaves no series or field
+        // types behind; the exact check after encoding catches the rest.
         let mut results: Vec<Option<Result<TxnOutcome, EngineError>>> =
             (0..txns.len()).map(|_| None).collect();
         let mut needed_bytes = 0;
