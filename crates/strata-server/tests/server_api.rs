@@ -241,11 +241,18 @@ fn invalid_config_is_refused_by_serve() {
 
 #[test]
 fn a_flux_query_is_told_to_use_influxql() {
+    // The v2 clients send Flux as `application/vnd.flux` or inside JSON;
+    // either way the answer is the v2 error shape, not a bare 404.
     let server = TestServer::start(ServerConfig::default());
-    let response = server.post("/api/v2/query?org=o", &[], br#"from(bucket:"db") |> range(start: -1h)"#);
-    assert_eq!(response.status, 501, "{response:?}");
-    let body = response.json();
-    assert_eq!(body["code"], "not implemented");
-    assert!(body["message"].as_str().unwrap_or("").contains("Flux is not supported"), "{body}");
-    assert!(body["message"].as_str().unwrap_or("").contains("/query"), "{body}");
+    let flux = r#"from(bucket:"db") |> range(start: -1h)"#;
+    let json = serde_json::json!({"query": flux, "type": "flux"}).to_string();
+    for (content_type, body) in [("application/vnd.flux", flux.to_string()), ("application/json", json)] {
+        let headers = [("Content-Type", content_type), ("Accept", "application/csv")];
+        let response = server.post("/api/v2/query?org=o", &headers, body.as_bytes());
+        assert_eq!(response.status, 501, "{content_type}: {response:?}");
+        let body = response.json();
+        assert_eq!(body["code"], "not implemented", "{content_type}");
+        let message = body["message"].as_str().unwrap_or("");
+        assert!(message.starts_with("Flux is not supported;") && message.contains("/query"), "{body}");
+    }
 }
