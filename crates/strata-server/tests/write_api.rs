@@ -181,6 +181,76 @@ fn too_long_line_is_rejected_by_number() {
 }
 
 #[test]
+fn a_100_kib_line_is_taken_under_the_default_limit_and_a_line_over_1_mib_is_not() {
+    // The default max_line_bytes is 1 MiB: room for InfluxDB's 64 KiB
+    // string fields, several to a line.
+    let server = TestServer::start(ServerConfig::default());
+    let text = "x".repeat(50 * 1024);
+    let line = format!("log,host=a msg=\"{text}\",more=\"{text}\" 1");
+    assert!(line.len() > 100 * 1024);
+    let response = server.post("/write?db=db", &[], line.as_bytes());
+    assert_eq!(response.status, 204, "{}", response.text());
+    let rows = stored(&server.store, "log");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].1, vec![(1, FieldValue::String(text.clone()))]);
+
+    let huge = format!("log,host=a msg=\"{}\" 2", "y".repeat(1 << 20));
+    let response = server.post("/write?db=db", &[], huge.as_bytes());
+    assert_eq!(response.status, 400);
+    let error = response.error();
+    assert!(
+        error.contains(&format!("line too long ({} bytes, at most 1048576) (line 1)", huge.len())),
+        "{error}"
+    );
+}
+
+#[test]
+fn time_keys_and_timestamps_outside_influxdbs_range_drop_only_their_lines() {
+    let server = TestServer::start(ServerConfig::default());
+    let body = "cpu value=1 1\ncpu time=1 2\ncpu,time=a value=1 3\n\
+                cpu value=2 -9223372036854775806\ncpu value=3 9223372036854775806\n\
+                cpu value=4 -9223372036854775807\ncpu value=5 9223372036854775807\n";
+    let response = server.post("/write?db=db", &[], body.as_bytes());
+    assert_eq!(response.status, 400);
+    let error = response.error();
+    let range = "time outside range -9223372036854775806 - 9223372036854775806";
+    for expected in [
+        "invalid field name: input field \"time\" on measurement \"cpu\" is invalid (line 2)",
+        "invalid tag key: input tag \"time\" on measurement \"cpu\" is invalid (line 3)",
+        &format!("{range} (line 6)"),
+        &format!("{range} (line 7)"),
+    ] {
+        assert!(error.contains(expected), "{expected}: {error}");
+    }
+    assert!(error.starts_with("partial write: ") && error.ends_with("dropped=4"), "{error}");
+    let times: Vec<i64> = stored(&server.store, "cpu")[0].1.iter().map(|(t, _)| *t).collect();
+    assert_eq!(times, [i64::MIN + 2, 1, i64::MAX - 1]);
+
+    // A precision multiplier that takes a timestamp past the range drops it
+    // too; the last unit inside is taken.
+    for (path, inside, outside) in [
+        ("/write?db=db&precision=s", 9_223_372_036i64, 9_223_372_037i64),
+        ("/write?db=db&precision=ms", 9_223_372_036_854, 9_223_372_036_855),
+        ("/api/v2/write?bucket=db&precision=us", 9_223_372_036_854_775, 9_223_372_036_854_776),
+        ("/write?db=db&precision=h", 2_562_047, 2_562_048),
+    ] {
+        let body = format!("mul v={inside} {inside}\nmul v={outside} {outside}\nmul v=0 -{outside}\n");
+        let response = server.post(path, &[], body.as_bytes());
+        assert_eq!(response.status, 400, "{path}");
+        let message = if path.starts_with("/api/v2") {
+            response.json()["message"].as_str().unwrap_or("").to_string()
+        } else {
+            response.error()
+        };
+        assert!(message.contains(&format!("{range} (line 2)")), "{path}: {message}");
+        assert!(message.contains(&format!("{range} (line 3)")), "{path}: {message}");
+        assert!(message.ends_with("dropped=2"), "{path}: {message}");
+    }
+    let kept: Vec<FieldValue> = stored(&server.store, "mul")[0].1.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(kept.len(), 4, "the inside timestamp of each precision: {kept:?}");
+}
+
+#[test]
 fn too_many_fields_is_rejected_by_number() {
     let server = TestServer::start(small_limits());
     let response = server.post("/write?db=db", &[], b"cpu a=1,b=2,c=3,d=4 1\ncpu a=1,b=2,c=3 2\n");
