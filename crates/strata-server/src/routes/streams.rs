@@ -2,7 +2,8 @@
 //! - `POST /api/v1/streams` with `{"db":"mydb","name":"stock","attributes":
 //!   [{"name":"price","type":"f64"},{"name":"symbol","type":"string","len":8}]}`
 //!   creates a stream (201 with the stream as JSON); 400 for a bad name or
-//!   schema, 409 if it exists;
+//!   schema, 404 if the database does not exist (it is never created on
+//!   the fly), 409 if the stream exists;
 //! - `GET /api/v1/streams[?db=]` lists streams with schemas and event counts;
 //! - `DELETE /api/v1/streams/{db}/{name}` drops one (204; 404 if missing).
 //!
