@@ -51,7 +51,9 @@ pub fn free_port() -> u16 {
 
 /// Starts `strata serve` without SQL on `data_dir` (inside a temporary
 /// directory, which also gets the configuration file `config` and the
-/// server's stderr) and waits until it answers `/ping`.
+/// server's stderr, `serve-stderr.log`) and waits until it answers `/ping`.
+/// An empty `protocol` passes no `--protocol`: the configuration's, by
+/// default `auto`.
 #[allow(dead_code)] // each test binary compiles this module; the SQL tests start with SQL on
 pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> Child {
     start_with(data_dir, config_text, protocol, port, &["--no-sql"])
@@ -89,7 +91,8 @@ pub fn start_limited(
         .arg(&config)
         .arg("--data-dir")
         .arg(data_dir)
-        .args(["--protocol", protocol, "--bind", &format!("127.0.0.1:{port}")])
+        .args(if protocol.is_empty() { vec![] } else { vec!["--protocol", protocol] })
+        .args(["--bind", &format!("127.0.0.1:{port}")])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(stderr)
@@ -110,4 +113,23 @@ pub fn start_limited(
     child.kill().expect("kill");
     child.wait().expect("reap");
     panic!("strata serve did not answer /ping within 60 s");
+}
+
+/// The rows (`values`) of the first series InfluxQL `q` answers on `db`,
+/// times in epoch nanoseconds; empty when it finds nothing.
+#[allow(dead_code)] // not every test binary queries
+pub fn query_rows(port: u16, db: &str, q: &str) -> Vec<serde_json::Value> {
+    let encoded: String = q
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (status, body) =
+        http(port, "GET", &format!("/query?db={db}&epoch=ns&q={encoded}"), b"").expect("query");
+    assert_eq!(status, 200, "{q}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("bad JSON {e}: {body}"));
+    assert!(v["results"][0].get("error").is_none(), "{q}: {v}");
+    v["results"][0]["series"][0]["values"].as_array().cloned().unwrap_or_default()
 }
