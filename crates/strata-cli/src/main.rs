@@ -10,6 +10,7 @@ mod bench_oltp;
 mod crashtest;
 mod engine_hooks;
 mod inspect;
+mod inspect_logs;
 mod open_args;
 mod recover;
 mod serve;
