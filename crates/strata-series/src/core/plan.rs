@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::SeriesCore;
 use crate::error::EngineError;
-use crate::model::{FieldType, Point, SeriesId, SeriesKey};
+use crate::model::{FieldType, FieldValue, Point, SeriesId, SeriesKey};
 use crate::store::{LineRejection, WriteOutcome};
 use crate::wal::{NewSeries, WalRecord};
 
@@ -86,6 +86,18 @@ impl SeriesCore {
 
 /// A point the model does not allow (the line protocol parser never
 /// produces one; in-process callers might).
+/// Whether two fields share a name: pairwise for the usual handful of
+/// fields (no allocation on the per-point path), sorted names beyond.
+fn has_duplicate_field(fields: &[(String, FieldValue)]) -> bool {
+    const PAIRWISE_MAX: usize = 16;
+    if fields.len() <= PAIRWISE_MAX {
+        return fields.iter().enumerate().any(|(i, (a, _))| fields[i + 1..].iter().any(|(b, _)| a == b));
+    }
+    let mut keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1])
+}
+
 fn malformed(p: &Point) -> Option<LineRejection> {
     let why = if p.measurement.is_empty() {
         "empty measurement name".to_string()
@@ -94,12 +106,30 @@ fn malformed(p: &Point) -> Option<LineRejection> {
     } else if p.tags.windows(2).any(|w| w[0].0 >= w[1].0) {
         format!("tags of a point of \"{}\" are not sorted by key with unique keys", p.measurement)
     } else {
-        let mut keys: Vec<&str> = p.fields.iter().map(|(k, _)| k.as_str()).collect();
-        keys.sort_unstable();
-        if !keys.windows(2).any(|w| w[0] == w[1]) {
+        if !has_duplicate_field(&p.fields) {
             return None;
         }
         format!("a point of \"{}\" has the same field twice", p.measurement)
     };
     Some(LineRejection::Malformed(why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(names: &[&str]) -> Vec<(String, FieldValue)> {
+        names.iter().map(|n| (n.to_string(), FieldValue::Integer(1))).collect()
+    }
+
+    #[test]
+    fn duplicate_fields_are_found_pairwise_and_sorted() {
+        assert!(!has_duplicate_field(&fields(&["a", "b", "c"])));
+        assert!(has_duplicate_field(&fields(&["a", "b", "a"])));
+        let many: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+        let mut names: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(!has_duplicate_field(&fields(&names)), "40 distinct names");
+        names.push("f7");
+        assert!(has_duplicate_field(&fields(&names)), "a duplicate past the pairwise bound");
+    }
 }

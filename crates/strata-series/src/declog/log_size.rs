@@ -43,17 +43,25 @@ fn string_bytes(v: &FieldValue) -> u64 {
     }
 }
 
-fn key_bytes(db: &str, p: &Point, field: &str) -> u64 {
+/// Bytes of a point's log keys besides the field name.
+fn key_bytes_but_field(db: &str, p: &Point) -> u64 {
     let tags: usize = p.tags.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
-    (db.len() + p.measurement.len() + tags + field.len()) as u64 + KEY_FRAMING_BYTES
+    (db.len() + p.measurement.len() + tags) as u64 + KEY_FRAMING_BYTES
+}
+
+fn key_bytes(db: &str, p: &Point, field: &str) -> u64 {
+    key_bytes_but_field(db, p) + field.len() as u64
 }
 
 /// A bound on the stream bytes of `points` if every value were an entry
-/// of its own with its key (cheap: no hashing).
+/// of its own with its key (cheap: no hashing, the tags summed once per point).
 pub(crate) fn per_value_bound<'p>(db: &str, points: impl Iterator<Item = &'p Point>) -> u64 {
     points
-        .flat_map(|p| p.fields.iter().map(move |(f, v)| (p, f, v)))
-        .map(|(p, f, v)| ENTRY_ESTIMATE_BYTES + key_bytes(db, p, f) + string_bytes(v))
+        .map(|p| {
+            let fields: u64 =
+                p.fields.iter().map(|(f, v)| ENTRY_ESTIMATE_BYTES + f.len() as u64 + string_bytes(v)).sum();
+            fields + key_bytes_but_field(db, p) * p.fields.len() as u64
+        })
         .sum()
 }
 
