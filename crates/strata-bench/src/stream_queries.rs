@@ -174,7 +174,8 @@ pub fn run_stream_queries_bench(o: &StreamQueriesOptions) -> anyhow::Result<Benc
     if o.print {
         eprintln!("stream-queries: loaded {} events in {load_s:.1} s", o.events);
     }
-    let params = QueryParams { db: Some(DB.into()), epoch: Some("ns".into()), now_ns: 0 };
+    let params =
+        QueryParams { db: Some(DB.into()), epoch: Some("ns".into()), now_ns: 0, ..Default::default() };
     let query = |q: &str| -> anyhow::Result<Value> { Ok(execute(db.tables().as_ref(), q, &params)?) };
     let scan = EventSelect {
         range: TimeRange::ALL,

@@ -69,6 +69,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         body_read_timeout: Duration::from_millis(config.server.body_read_timeout_ms),
         body_min_bytes_per_sec: config.server.body_min_bytes_per_sec,
         max_connections: config.server.max_connections,
+        max_row_limit: config.server.max_row_limit,
+        max_query_memory_bytes: config.server.max_query_memory_bytes,
         // ILP senders that name no database write into the default one.
         default_database: Some(config.storage.default_database.clone()).filter(|d| !d.is_empty()),
         ..ServerConfig::default()

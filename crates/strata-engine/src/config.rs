@@ -179,6 +179,10 @@ pub struct ServerSection {
     pub body_min_bytes_per_sec: u64,
     /// Most open connections (the longest-idle one is closed for a new one).
     pub max_connections: usize,
+    /// InfluxDB's `max-row-limit`: most rows one `/query` returns (0: no limit).
+    pub max_row_limit: usize,
+    /// Per-query memory bound in bytes (0: none).
+    pub max_query_memory_bytes: u64,
 }
 
 impl Default for ServerSection {
@@ -194,6 +198,8 @@ impl Default for ServerSection {
             body_read_timeout_ms: 30_000,
             body_min_bytes_per_sec: 1024,
             max_connections: 512,
+            max_row_limit: 0,
+            max_query_memory_bytes: 4 << 30,
         }
     }
 }

@@ -28,6 +28,10 @@ pub const DEFAULT_BODY_MIN_BYTES_PER_SEC: u64 = 1024;
 /// Default cap on open connections (below the usual 1,024 file
 /// descriptors, leaving room for data files).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default per-query memory bound (4 GiB: a few runaway queries cannot
+/// exhaust a 24 GB machine, while aggregates over tens of millions of
+/// points still run).
+pub const DEFAULT_MAX_QUERY_MEMORY_BYTES: u64 = 4 << 30;
 /// Reported in `X-Influxdb-Version`, `/ping?verbose=true` and `/health`. It
 /// starts with "1." because clients tell an InfluxDB 1.x API by that prefix.
 pub const DEFAULT_VERSION: &str = concat!("1.8.10-strata.", env!("CARGO_PKG_VERSION"));
@@ -60,6 +64,13 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// After `body_read_timeout`, a body averaging less than this is cut (408).
     pub body_min_bytes_per_sec: u64,
+    /// InfluxDB's `max-row-limit`: most rows a `/query` response returns,
+    /// over all its statements and series (0: no limit, the default); the
+    /// series cut short carries `"partial": true`.
+    pub max_row_limit: usize,
+    /// Per-query memory bound in bytes (0: none): a SELECT that would hold
+    /// more fails with an error in its result.
+    pub max_query_memory_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +87,8 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             body_min_bytes_per_sec: DEFAULT_BODY_MIN_BYTES_PER_SEC,
+            max_row_limit: 0,
+            max_query_memory_bytes: DEFAULT_MAX_QUERY_MEMORY_BYTES,
         }
     }
 }

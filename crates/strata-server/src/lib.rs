@@ -18,6 +18,7 @@ pub mod params;
 pub mod partial_write;
 pub mod prometheus;
 pub mod routes;
+pub mod row_limit;
 pub mod shutdown;
 mod state;
 

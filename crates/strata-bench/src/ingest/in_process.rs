@@ -60,7 +60,8 @@ impl IngestEndpoint for InProcessTarget {
     }
 
     fn count_rows(&self) -> anyhow::Result<u64> {
-        let params = QueryParams { db: Some(self.db.clone()), epoch: None, now_ns: now_ns() };
+        let params =
+            QueryParams { db: Some(self.db.clone()), epoch: None, now_ns: now_ns(), ..Default::default() };
         let answer = execute(&*self.store, &count_query(), &params).map_err(|e| anyhow::anyhow!("{e}"))?;
         count_in_influx_response(&answer)
     }

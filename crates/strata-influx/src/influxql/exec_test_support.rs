@@ -49,7 +49,12 @@ pub(super) fn store() -> MemStore {
 }
 
 pub(super) fn params(now_seconds: i64) -> QueryParams {
-    QueryParams { db: Some("db".to_string()), epoch: None, now_ns: T0 + now_seconds * NS_PER_S }
+    QueryParams {
+        db: Some("db".to_string()),
+        epoch: None,
+        now_ns: T0 + now_seconds * NS_PER_S,
+        ..Default::default()
+    }
 }
 
 pub(super) fn run_on(store: &MemStore, q: &str) -> Value {

@@ -535,7 +535,8 @@ fn a_request_landing_between_listing_and_read_is_seen_whole() {
     inner.create_database("db").unwrap();
     inner.write("db", &[point("race", &[("host", "a")], vec![("v", FieldValue::Float(1.0))], 0)]).unwrap();
     let store = RacingStore { inner, raced: Default::default() };
-    let params = QueryParams { db: Some("db".into()), epoch: Some("s".into()), now_ns: T0 };
+    let params =
+        QueryParams { db: Some("db".into()), epoch: Some("s".into()), now_ns: T0, ..Default::default() };
     let got = execute(&store, "SELECT count(v) FROM race", &params).unwrap();
     assert_eq!(
         got["results"][0]["series"][0]["values"][0][1],

@@ -53,7 +53,12 @@ pub fn fuzz_influxql(data: &[u8]) {
         assert_eq!(&again[0], statement, "{printed:?} (from {text:?}) parsed into a different statement");
     }
     let store = fuzz_store();
-    let params = QueryParams { db: Some("db".to_string()), epoch: None, now_ns: 200_000_000_000 };
+    let params = QueryParams {
+        db: Some("db".to_string()),
+        epoch: None,
+        now_ns: 200_000_000_000,
+        ..Default::default()
+    };
     let body = execute(&store, &text, &params).expect("text parsed above");
     let results = body["results"].as_array().map_or(0, Vec::len);
     assert_eq!(results, statements.len(), "one result per statement");

@@ -55,6 +55,10 @@ pub struct QueryParams {
     pub epoch: Option<String>,
     /// What `now()` means, nanoseconds since the Unix epoch.
     pub now_ns: i64,
+    /// The per-query memory bound in bytes (0: none): a SELECT whose read
+    /// would hold more, estimated at [`exec::ESTIMATED_BYTES_PER_POINT_READ`]
+    /// per point, fails with [`exec::error::StatementError::QueryMemory`].
+    pub max_memory_bytes: u64,
 }
 
 /// Errors that fail the whole request (HTTP 400). Errors of one

@@ -102,7 +102,8 @@ fn check_aggregates(
         "SELECT count(v), sum(v), min(v), max(v), mean(v), first(v), last(v), sum(n) FROM m \
          WHERE time >= {lo} AND time < {hi} {group_by} {fill}"
     );
-    let params = QueryParams { db: Some("db".into()), epoch: Some("ns".into()), now_ns: 0 };
+    let params =
+        QueryParams { db: Some("db".into()), epoch: Some("ns".into()), now_ns: 0, ..Default::default() };
     let body = execute(&store, &q, &params).unwrap();
 
     let off = offset.rem_euclid(interval);

@@ -1,5 +1,6 @@
 //! `GET|POST /query?q=&db=&epoch=&pretty=`: InfluxQL through
-//! `strata_influx::influxql::execute`, answered with its JSON (200; errors of
+//! `strata_influx::influxql::execute` (under the per-query memory bound),
+//! answered with its JSON cut to `max_row_limit` rows (200; errors of
 //! single statements stay inside the results, as InfluxDB does), 400 when
 //! the query does not parse, or 503 when it reads an event stream that
 //! failed to recover.
@@ -61,6 +62,7 @@ async fn run_query(
         db: params.get_nonblank("db").map(str::to_string),
         epoch: params.get_nonblank("epoch").map(str::to_string),
         now_ns: i64::try_from(now_ns).unwrap_or(i64::MAX),
+        max_memory_bytes: state.config.max_query_memory_bytes,
     };
     let pretty = params.flag("pretty");
 
@@ -69,13 +71,14 @@ async fn run_query(
     let outcome =
         tokio::task::spawn_blocking(move || execute(&*task_state.store, &text, &query_params)).await;
     state.metrics.query.observe(started.elapsed());
-    let value = match outcome {
+    let mut value = match outcome {
         Ok(Ok(value)) => value,
         Ok(Err(e)) => return Err(ApiError::new(query_error_status(&e), e.to_string())),
         Err(e) => {
             return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("query task failed: {e}")))
         }
     };
+    crate::row_limit::apply_row_limit(&mut value, state.config.max_row_limit);
     let text = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }
         .map_err(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode result: {e}"))

@@ -43,6 +43,13 @@ pub enum StatementError {
     /// More GROUP BY time windows than `aggregate::MAX_SELECT_BUCKETS`.
     #[error("max-select-buckets limit exceeded: ({count}/{max})")]
     TooManyBuckets { count: i128, max: i128 },
+    /// A SELECT whose points read would take more memory than the
+    /// per-query bound (`max_query_memory_bytes`).
+    #[error(
+        "query would hold about {estimated_mib} MiB in memory ({points} points read), above \
+         max_query_memory_bytes ({max_mib} MiB): narrow the time range or select fewer fields or series"
+    )]
+    QueryMemory { points: u64, estimated_mib: u64, max_mib: u64 },
     /// The store failed (its own error says whether it is corruption, I/O
     /// or a caller mistake such as an unknown database).
     #[error("{0}")]

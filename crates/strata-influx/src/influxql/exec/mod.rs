@@ -44,6 +44,12 @@ use super::ast::Statement;
 use super::response::{statement_result, Epoch, SeriesOut};
 use super::QueryParams;
 pub use error::StatementError;
+
+/// What one point read by a SELECT is estimated to hold until the response
+/// is written: its copy from the store, its cell in the joined row, its
+/// JSON value and its share of the row and the response text (the executor
+/// materializes a statement's result before it is encoded).
+pub const ESTIMATED_BYTES_PER_POINT_READ: u64 = 160;
 pub use target::resolve_db;
 
 /// Runs one statement.

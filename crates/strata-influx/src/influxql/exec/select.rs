@@ -64,7 +64,7 @@ pub fn run_select(
         let Some(plan) = plan_select(store, stmt, params)? else {
             return Ok(Vec::new());
         };
-        let groups = read_rows(store, &plan)?;
+        let groups = read_rows(store, &plan, params.max_memory_bytes)?;
         if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
             continue;
         }
@@ -113,12 +113,28 @@ pub fn limit_series<T>(series: Vec<T>, slimit: Option<u64>, soffset: Option<u64>
     series.into_iter().skip(skip).take(take).collect()
 }
 
+/// The per-query memory bound (0: none), checked once the points are read
+/// and before they are joined and encoded, which is where most of a large
+/// query's memory goes.
+pub fn check_memory(points: u64, max_memory_bytes: u64) -> Result<(), StatementError> {
+    let estimated = points.saturating_mul(super::ESTIMATED_BYTES_PER_POINT_READ);
+    if max_memory_bytes == 0 || estimated <= max_memory_bytes {
+        return Ok(());
+    }
+    Err(StatementError::QueryMemory {
+        points,
+        estimated_mib: estimated.div_ceil(1 << 20),
+        max_mib: max_memory_bytes >> 20,
+    })
+}
+
 /// Reads the plan's series in one call and returns the rows that pass the
 /// condition, grouped by GROUP BY tag values, each group sorted by time
 /// (ties in tag set order).
 fn read_rows<'p>(
     store: &dyn SeriesStore,
     plan: &'p SelectPlan,
+    max_memory_bytes: u64,
 ) -> Result<BTreeMap<Vec<String>, Vec<Row<'p>>>, StatementError> {
     let mut ids: Vec<SeriesId> = Vec::new();
     let mut where_read: Vec<(usize, usize)> = Vec::new();
@@ -135,6 +151,7 @@ fn read_rows<'p>(
         return Ok(groups);
     }
     let data = store.read(&plan.db, &ids, plan.range)?;
+    check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
     let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
     for ((tagset_index, slot), points) in where_read.into_iter().zip(data) {

@@ -441,7 +441,7 @@ mod tests {
     }
 
     fn params() -> QueryParams {
-        QueryParams { db: Some("db".into()), epoch: Some("ns".into()), now_ns: 1000 }
+        QueryParams { db: Some("db".into()), epoch: Some("ns".into()), now_ns: 1000, ..Default::default() }
     }
 
     fn run(store: &Fake, q: &str) -> serde_json::Value {
