@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use strata_engine::config::SqlSection;
+use strata_engine::config::{ServerSection, SqlSection};
 use strata_engine::{Config, Tables};
-use strata_server::{Companion, ServerConfig};
+use strata_server::{Companion, ServerConfig, TlsFiles};
 use strata_sql::PgServerConfig;
 
 use crate::engine_hooks::DbHooks;
@@ -71,6 +71,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: config.server.max_connections,
         max_row_limit: config.server.max_row_limit,
         max_query_memory_bytes: config.server.max_query_memory_bytes,
+        tls: https_files(&config.server)?,
         // ILP senders that name no database write into the default one.
         default_database: Some(config.storage.default_database.clone()).filter(|d| !d.is_empty()),
         ..ServerConfig::default()
@@ -95,6 +96,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Binds the SQL listener now (so a taken port fails startup) and returns
 /// the task serving it.
+/// The HTTPS files when `server.https_enabled` (both must be named).
+fn https_files(server: &ServerSection) -> anyhow::Result<Option<TlsFiles>> {
+    if !server.https_enabled {
+        return Ok(None);
+    }
+    if server.https_certificate.is_empty() || server.https_private_key.is_empty() {
+        anyhow::bail!(
+            "server.https_enabled needs server.https_certificate and server.https_private_key (PEM files)"
+        );
+    }
+    Ok(Some(TlsFiles {
+        certificate: server.https_certificate.clone().into(),
+        private_key: server.https_private_key.clone().into(),
+    }))
+}
+
 fn sql_listener(addr: SocketAddr, store: Arc<dyn Tables>, config: &Config) -> anyhow::Result<Companion> {
     let listener =
         std::net::TcpListener::bind(addr).with_context(|| format!("cannot listen for SQL on {addr}"))?;

@@ -183,6 +183,11 @@ pub struct ServerSection {
     pub max_row_limit: usize,
     /// Per-query memory bound in bytes (0: none).
     pub max_query_memory_bytes: u64,
+    /// HTTPS on every connection (InfluxDB's `https-enabled`), with the two
+    /// PEM files below (relative paths: to the working directory).
+    pub https_enabled: bool,
+    pub https_certificate: String,
+    pub https_private_key: String,
 }
 
 impl Default for ServerSection {
@@ -200,6 +205,9 @@ impl Default for ServerSection {
             max_connections: 512,
             max_row_limit: 0,
             max_query_memory_bytes: 4 << 30,
+            https_enabled: false,
+            https_certificate: String::new(),
+            https_private_key: String::new(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! request limit, with the documented defaults (docs/http-api.md, "Limits").
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::ServerError;
@@ -35,6 +36,15 @@ pub const DEFAULT_MAX_QUERY_MEMORY_BYTES: u64 = 4 << 30;
 /// Reported in `X-Influxdb-Version`, `/ping?verbose=true` and `/health`. It
 /// starts with "1." because clients tell an InfluxDB 1.x API by that prefix.
 pub const DEFAULT_VERSION: &str = concat!("1.8.10-strata.", env!("CARGO_PKG_VERSION"));
+
+/// HTTPS (InfluxDB's `https-certificate` and `https-private-key`): PEM
+/// files, the certificate chain leaf first and the key in PKCS#8, PKCS#1
+/// or SEC1 form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub certificate: PathBuf,
+    pub private_key: PathBuf,
+}
 
 /// Configuration of `strata serve`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +81,9 @@ pub struct ServerConfig {
     /// Per-query memory bound in bytes (0: none): a SELECT that would hold
     /// more fails with an error in its result.
     pub max_query_memory_bytes: u64,
+    /// When set, every connection speaks HTTPS with these files (InfluxDB's
+    /// `https-enabled`); `None` (the default): plain HTTP.
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +102,7 @@ impl Default for ServerConfig {
             body_min_bytes_per_sec: DEFAULT_BODY_MIN_BYTES_PER_SEC,
             max_row_limit: 0,
             max_query_memory_bytes: DEFAULT_MAX_QUERY_MEMORY_BYTES,
+            tls: None,
         }
     }
 }

@@ -12,6 +12,9 @@
 //!   flight); when none is idle it gets `503 Service Unavailable` and is
 //!   closed. When `accept` fails for want of file descriptors (a process
 //!   limit below the cap), the longest-idle connection is closed too.
+//! - **HTTPS** (when configured, `tls.rs`): each connection's TLS
+//!   handshake must finish within `header_read_timeout` too; one that fails
+//!   or is late is closed.
 //! - **Shutdown**: the loop stops accepting, every connection is asked to
 //!   finish its request in flight and close, and the loop waits for them.
 //!
@@ -31,6 +34,7 @@ use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
+use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::{ConnEvent, Metrics};
 
@@ -130,6 +134,7 @@ pub(crate) async fn serve_connections(
     listener: TcpListener,
     app: Router,
     limits: ConnLimits,
+    tls: Option<TlsAcceptor>,
     metrics: Arc<Metrics>,
     mut stopping: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -161,16 +166,15 @@ pub(crate) async fn serve_connections(
             continue;
         }
         let (id, close) = registry.register();
-        tasks.spawn(serve_one(
-            stream,
-            app.clone(),
+        let conn = Conn {
+            app: app.clone(),
             limits,
-            registry.clone(),
+            registry: registry.clone(),
             id,
             close,
-            stopping.clone(),
-            metrics.clone(),
-        ));
+            metrics: metrics.clone(),
+        };
+        tasks.spawn(serve_one(stream, tls.clone(), conn, stopping.clone()));
     }
     drop(listener);
     while tasks.join_next().await.is_some() {}
@@ -189,18 +193,36 @@ async fn refuse(mut stream: TcpStream) {
     let _ = stream.shutdown().await;
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn serve_one(
-    stream: TcpStream,
+/// What serving one accepted connection needs.
+struct Conn {
     app: Router,
     limits: ConnLimits,
     registry: Arc<Registry>,
     id: u64,
     close: Arc<Notify>,
-    mut stopping: watch::Receiver<bool>,
     metrics: Arc<Metrics>,
-) {
+}
+
+/// Serves one connection, after its TLS handshake when HTTPS is on.
+async fn serve_one(stream: TcpStream, tls: Option<TlsAcceptor>, conn: Conn, stopping: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
+    let Some(acceptor) = tls else {
+        return serve_io(TokioIo::new(stream), conn, stopping).await;
+    };
+    match tokio::time::timeout(conn.limits.header_read_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(tls_stream)) => serve_io(TokioIo::new(tls_stream), conn, stopping).await,
+        Ok(Err(_)) | Err(_) => {
+            conn.metrics.record_connection(ConnEvent::TlsHandshake);
+            conn.registry.remove(conn.id);
+        }
+    }
+}
+
+async fn serve_io<I>(io: I, conn: Conn, mut stopping: watch::Receiver<bool>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let Conn { app, limits, registry, id, close, metrics } = conn;
     let tower = TowerToHyperService::new(app);
     let reg = registry.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -215,7 +237,7 @@ async fn serve_one(
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout).keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(stream), service).with_upgrades();
+    let conn = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(conn);
     let mut asked = false;
     let result = loop {

@@ -21,6 +21,9 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
     #[error("checkpoint on shutdown failed: {0}")]
     Checkpoint(String),
+    /// HTTPS is on and its certificate or key cannot be used.
+    #[error("cannot serve HTTPS with {path}: {reason}")]
+    Tls { path: std::path::PathBuf, reason: String },
 }
 
 /// Which API's error shape a response uses.

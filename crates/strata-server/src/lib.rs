@@ -21,13 +21,14 @@ pub mod routes;
 pub mod row_limit;
 pub mod shutdown;
 mod state;
+mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use strata_engine::Tables;
 
-pub use config::ServerConfig;
+pub use config::{ServerConfig, TlsFiles};
 pub use errors::ServerError;
 pub use hooks::{EngineHooks, NoopHooks};
 
@@ -62,6 +63,7 @@ async fn serve_until(
         header_read_timeout: config.header_read_timeout,
         max_connections: config.max_connections,
     };
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let metrics = Arc::new(Metrics::new());
     let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: metrics.clone() });
     let app = routes::router(state);
@@ -70,7 +72,7 @@ async fn serve_until(
         shutdown.await;
         let _ = stopping_tx.send(true);
     });
-    let server = conn::serve_connections(listener, app, limits, metrics, stopping_rx.clone());
+    let server = conn::serve_connections(listener, app, limits, tls, metrics, stopping_rx.clone());
     let grace = async move {
         let _ = stopping_rx.wait_for(|stopping| *stopping).await;
         tokio::time::sleep(shutdown::SHUTDOWN_GRACE).await;
@@ -121,7 +123,8 @@ pub fn run_with(
         for companion in companions {
             tokio::spawn(companion);
         }
-        eprintln!("listening on http://{}", listener.local_addr()?);
+        let scheme = if config.tls.is_some() { "https" } else { "http" };
+        eprintln!("listening on {scheme}://{}", listener.local_addr()?);
         serve_until(listener, store, hooks, config, signals).await
     })
 }

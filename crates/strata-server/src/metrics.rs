@@ -181,14 +181,17 @@ pub enum ConnEvent {
     IdleClosedForRoom,
     /// No whole request head within `header_read_timeout` (idle or slow).
     HeaderReadTimeout,
+    /// HTTPS: the TLS handshake failed or took longer than `header_read_timeout`.
+    TlsHandshake,
 }
 
 impl ConnEvent {
-    pub const ALL: [ConnEvent; 4] = [
+    pub const ALL: [ConnEvent; 5] = [
         ConnEvent::AcceptError,
         ConnEvent::MaxConnections,
         ConnEvent::IdleClosedForRoom,
         ConnEvent::HeaderReadTimeout,
+        ConnEvent::TlsHandshake,
     ];
 
     fn label(self) -> &'static str {
@@ -197,6 +200,7 @@ impl ConnEvent {
             ConnEvent::MaxConnections => "max_connections",
             ConnEvent::IdleClosedForRoom => "idle_closed_for_room",
             ConnEvent::HeaderReadTimeout => "header_read_timeout",
+            ConnEvent::TlsHandshake => "tls_handshake",
         }
     }
 }
