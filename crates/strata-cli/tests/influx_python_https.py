@@ -3,7 +3,8 @@ Python client (the `influxdb` package on PyPI) as its users do:
 `InfluxDBClient(..., ssl=True, verify_ssl=False)` for a self-signed
 certificate. Run by influx_python_https.rs as
 `python3 influx_python_https.py PORT`: waits for the server, writes two
-points, queries them back and prints the points as JSON."""
+points, queries them back, plainly and chunked (one row per chunk), and
+prints both lists of points as JSON."""
 
 import json
 import sys
@@ -35,7 +36,11 @@ def main():
         time_precision="n",
     )
     result = client.query("SELECT v, host FROM cpu", epoch="ns")
-    print(json.dumps(list(result.get_points())))
+    # The same, as chunked JSON lines of one row each: the client yields a
+    # result set per line.
+    chunks = client.query("SELECT v, host FROM cpu", epoch="ns", chunked=True, chunk_size=1)
+    chunked = [point for chunk in chunks for point in chunk.get_points()]
+    print(json.dumps({"points": list(result.get_points()), "chunked": chunked}))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 //! HTTPS with InfluxDB's own Python client (`influxdb` on PyPI, `.ci/run`
 //! installs it): `strata serve` with `https_enabled` and a self-signed
-//! certificate; the client connects with `ssl=True`, writes and queries
-//! (docs/http-api.md, "HTTPS"). The script is `influx_python_https.py`
+//! certificate; the client connects with `ssl=True`, writes and queries,
+//! also with `chunked=True` (docs/http-api.md, "HTTPS" and `/query`). The script is `influx_python_https.py`
 //! beside this file.
 
 use std::process::{Command, Stdio};
@@ -56,11 +56,10 @@ fn the_python_influx_client_writes_and_queries_over_https() {
     );
     assert!(log.contains(&format!("listening on https://127.0.0.1:{port}")), "{log}");
     let points: serde_json::Value = serde_json::from_slice(&ran.stdout).expect("the script prints JSON");
-    assert_eq!(
-        points,
-        serde_json::json!([
-            {"time": 1_000_000_000, "v": 1.5, "host": "a"},
-            {"time": 2_000_000_000, "v": 2.5, "host": "b"}
-        ])
-    );
+    let expected = serde_json::json!([
+        {"time": 1_000_000_000, "v": 1.5, "host": "a"},
+        {"time": 2_000_000_000, "v": 2.5, "host": "b"}
+    ]);
+    assert_eq!(points["points"], expected);
+    assert_eq!(points["chunked"], expected, "chunked=true, one row per chunk, joined by the client");
 }

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod chunked;
 pub mod config;
 mod conn;
 pub mod errors;

@@ -1,6 +1,7 @@
-//! The `/query` limits of docs/http-api.md: InfluxDB's `max-row-limit`
+//! The `/query` limits and shapes of docs/http-api.md: InfluxDB's `max-row-limit`
 //! (rows returned, off by default; the cut series carries "partial") and
-//! the per-query memory bound (an error inside the statement's result).
+//! the per-query memory bound (an error inside the statement's result), and
+//! `chunked=true` (JSON lines of at most `chunk_size` rows).
 
 mod common;
 
@@ -55,4 +56,24 @@ fn a_select_over_the_memory_bound_fails_in_its_result_and_the_server_goes_on() {
     assert!(error.contains("max_query_memory_bytes") && error.contains("10 points read"), "{body}");
     let narrow = query(&server, "SELECT v FROM cpu WHERE time < 5");
     assert_eq!(narrow["results"][0]["series"][0]["values"].as_array().unwrap().len(), 5, "{narrow}");
+}
+
+#[test]
+fn chunked_responses_are_json_lines_of_at_most_chunk_size_rows() {
+    let server = TestServer::start(ServerConfig { max_row_limit: 2, ..Default::default() });
+    load(&server);
+    let q = encode("SELECT v FROM cpu");
+    let response = server.get(&format!("/query?db=db&epoch=ns&chunked=true&chunk_size=4&q={q}"), &[]);
+    assert_eq!(response.status, 200, "{}", response.text());
+    let lines: Vec<serde_json::Value> =
+        response.text().lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    let sizes: Vec<usize> =
+        lines.iter().map(|l| l["results"][0]["series"][0]["values"].as_array().unwrap().len()).collect();
+    assert_eq!(sizes, vec![4, 4, 2], "chunked responses are not cut by max_row_limit, as in InfluxDB");
+    let partial: Vec<bool> =
+        lines.iter().map(|l| l["results"][0]["series"][0]["partial"] == json!(true)).collect();
+    assert_eq!(partial, vec![true, true, false]);
+    let bad = server.get(&format!("/query?db=db&chunked=true&chunk_size=many&q={q}"), &[]);
+    assert_eq!(bad.status, 400);
+    assert!(bad.error().contains("chunk_size"), "{}", bad.error());
 }

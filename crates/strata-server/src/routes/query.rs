@@ -1,6 +1,7 @@
-//! `GET|POST /query?q=&db=&epoch=&pretty=`: InfluxQL through
+//! `GET|POST /query?q=&db=&epoch=&pretty=&chunked=&chunk_size=`: InfluxQL through
 //! `strata_influx::influxql::execute` (under the per-query memory bound),
-//! answered with its JSON cut to `max_row_limit` rows (200; errors of
+//! answered with its JSON cut to `max_row_limit` rows, or with `chunked=true`
+//! as InfluxDB's line-per-chunk JSON (`crate::chunked`) (200; errors of
 //! single statements stay inside the results, as InfluxDB does), 400 when
 //! the query does not parse, or 503 when it reads an event stream that
 //! failed to recover.
@@ -65,6 +66,16 @@ async fn run_query(
         max_memory_bytes: state.config.max_query_memory_bytes,
     };
     let pretty = params.flag("pretty");
+    let chunk_size = if params.flag("chunked") {
+        Some(match params.get_nonblank("chunk_size") {
+            None => crate::chunked::DEFAULT_CHUNK_SIZE,
+            Some(n) => n.parse::<usize>().map_err(|_| {
+                ApiError::bad_request(format!("invalid chunk_size {n:?}: expected a non-negative integer"))
+            })?,
+        })
+    } else {
+        None
+    };
 
     let task_state = Arc::clone(state);
     let started = Instant::now();
@@ -78,6 +89,13 @@ async fn run_query(
             return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("query task failed: {e}")))
         }
     };
+    if let Some(size) = chunk_size {
+        // InfluxDB applies max-row-limit to non-chunked responses only.
+        let mut response =
+            (StatusCode::OK, crate::chunked::chunk_lines(&value, size).concat()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return Ok(response);
+    }
     crate::row_limit::apply_row_limit(&mut value, state.config.max_row_limit);
     let text = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }
         .map_err(|e| {
