@@ -10,12 +10,12 @@ use std::path::Path;
 
 use anyhow::Context;
 use strata_declog::compress::{point_payload, points_payload, PointItem};
-use strata_declog::{PayloadForm, Recovered, RecoveredEntry};
+use strata_declog::{DecodeError, PayloadForm, Recovered, RecoveredEntry};
 use strata_log::LogRecord;
 use strata_pmem::{Region, RegionOffset};
 use strata_series::declog::entry_key::{decode_key, decode_op, EntryOp};
 use strata_series::wal::WalRecord;
-use strata_series::{FieldValue, TimestampNs};
+use strata_series::{FieldValue, FormatError, TimestampNs};
 
 /// Totals of one log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,22 +107,31 @@ struct DecodedEntry {
     points: Vec<(TimestampNs, Option<FieldValue>)>,
 }
 
-fn decode_entry(e: &RecoveredEntry) -> Result<DecodedEntry, String> {
+/// Why an entry's payload could not be shown.
+#[derive(Debug, thiserror::Error)]
+enum UndecodableEntry {
+    #[error("payload: {0}")]
+    Payload(#[from] DecodeError),
+    #[error("series key or value: {0}")]
+    Series(#[from] FormatError),
+}
+
+fn decode_entry(e: &RecoveredEntry) -> Result<DecodedEntry, UndecodableEntry> {
     let (key, items): (&[u8], Vec<PointItem<'_>>) = match e.form {
         PayloadForm::Single => {
-            let p = point_payload::decode(&e.payload).map_err(|why| why.to_string())?;
+            let p = point_payload::decode(&e.payload)?;
             (p.key, vec![PointItem { timestamp: p.timestamp, value_bits: p.value_bits, rest: p.rest }])
         }
         PayloadForm::PerKey => {
-            let p = points_payload::decode(&e.payload).map_err(|why| why.to_string())?;
+            let p = points_payload::decode(&e.payload)?;
             (p.key, p.points().collect())
         }
     };
-    let k = decode_key(key).map_err(|why| why.to_string())?;
+    let k = decode_key(key)?;
     let series = format!("db {:?} {} {}", k.db, k.key, k.field_type.influx_name());
     let mut points = Vec::with_capacity(items.len());
     for PointItem { timestamp: ts, value_bits, rest } in items {
-        let value = match decode_op(value_bits, rest, k.field_type).map_err(|why| why.to_string())? {
+        let value = match decode_op(value_bits, rest, k.field_type)? {
             EntryOp::Write(v) => Some(v),
             EntryOp::Delete => None,
         };
