@@ -46,7 +46,11 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_until(listener, store, hooks, config, shutdown).await.map_err(|e| match e {
+    let served = async {
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        serve_until(listener, store, hooks, config, tls, shutdown).await
+    };
+    served.await.map_err(|e| match e {
         ServerError::Io(io) => io,
         other => std::io::Error::other(other.to_string()),
     })
@@ -57,6 +61,7 @@ async fn serve_until(
     store: Arc<dyn Tables>,
     hooks: Arc<dyn EngineHooks>,
     config: ServerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     config.validate()?;
@@ -64,7 +69,6 @@ async fn serve_until(
         header_read_timeout: config.header_read_timeout,
         max_connections: config.max_connections,
     };
-    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let metrics = Arc::new(Metrics::new());
     let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: metrics.clone() });
     let app = routes::router(state);
@@ -111,6 +115,8 @@ pub fn run_with(
     companions: Vec<Companion>,
 ) -> Result<(), ServerError> {
     config.validate()?;
+    // Certificate problems stop the start before anything listens.
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("strata-http")
@@ -126,6 +132,6 @@ pub fn run_with(
         }
         let scheme = if config.tls.is_some() { "https" } else { "http" };
         eprintln!("listening on {scheme}://{}", listener.local_addr()?);
-        serve_until(listener, store, hooks, config, signals).await
+        serve_until(listener, store, hooks, config, tls, signals).await
     })
 }
