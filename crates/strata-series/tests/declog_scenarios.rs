@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{dump, point, Harness, LogKind};
-use strata_series::{FieldValue, TxnOp, ValueRef};
+use strata_series::{FieldValue, SeriesStore, TxnOp, ValueRef};
 
 fn f(x: f64) -> FieldValue {
     FieldValue::Float(x)
@@ -213,4 +213,48 @@ fn a_filling_log_asks_for_a_background_checkpoint_and_holds_writers_back_only_wi
     assert!(!e.checkpoint_wanted(), "the checkpoint answered the request");
     let d = dump(e.as_ref(), "db", "log");
     assert!(d.iter().all(|(_, pts)| pts.len() == ts as usize), "every acknowledged point is there");
+}
+
+/// Planning runs unserialized when every series of a request exists, and
+/// under the planning lock when one is new: writers racing to create the
+/// same series and then writing them again agree on one id per series,
+/// and every point is there, live and after a crash.
+#[test]
+fn concurrent_writers_creating_and_reusing_series_agree_on_their_ids() {
+    let mut h = Harness::new(LogKind::DeclogPmem);
+    let e = h.engine().clone();
+    let writers: Vec<_> = (0..4i64)
+        .map(|w| {
+            let e = Arc::clone(&e);
+            std::thread::spawn(move || {
+                for round in 0..30i64 {
+                    // Hosts h0..h{round}: each round names one host more, so
+                    // new series keep arriving while old ones are reused.
+                    let ts = round * 4 + w;
+                    let ops: Vec<TxnOp> =
+                        (0..=round).map(|h| write(&format!("h{h}"), ts, ts as f64)).collect();
+                    e.execute("db", &ops).unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    drop(e);
+    let check = |what: &str, engine: &dyn SeriesStore| {
+        let want: Vec<(String, Vec<(i64, FieldValue)>)> = (0..30i64)
+            .map(|n| {
+                let host = format!("{:?}#u", vec![("host".to_string(), format!("h{n}"))]);
+                (host, (n * 4..120).map(|ts| (ts, f(ts as f64))).collect())
+            })
+            .collect();
+        let mut got = dump(engine, "db", "cpu");
+        got.sort_by_key(|(host, _)| (host.len(), host.clone()));
+        assert_eq!(got.len(), 30, "{what}: one series per host, created once");
+        assert_eq!(got, want, "{what}");
+    };
+    check("live", h.engine().as_ref());
+    h.crash_restart();
+    check("after a crash", h.engine().as_ref());
 }

@@ -1,9 +1,9 @@
 //! The submission path of [`DecLog`] (declog.txt sections 4.2-4.4): input
 //! checks, key registration in the stream's key table, routing each entry
-//! to its stream by key hash (4.3.1), compression under the queue lock
-//! (4.4.1), queueing with back-pressure, and the flush hold that lets a
-//! producer queue several transactions before the logging threads close
-//! their open queues (group commit across transactions, 4.4.2).
+//! to its stream by key hash (4.3.1), compression under the stream's
+//! key-table lock (4.4.1), queueing with back-pressure, and the flush hold
+//! that lets a producer queue several transactions before the logging
+//! threads close their open queues (group commit across transactions, 4.4.2).
 
 use std::sync::Arc;
 use std::time::Duration;

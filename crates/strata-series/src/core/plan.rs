@@ -5,6 +5,9 @@
 //! build the WAL record of what commits. Reads the index only: the caller
 //! serializes planning (its order mutex) so the ids it hands out stay free
 //! until it publishes them ([`super::apply::publish_new_series`]).
+//! [`SeriesCore::plan_write_existing`] plans without that serialization a
+//! request whose every series exists already (the steady state of ingest):
+//! it hands out no ids, and an existing series' type cannot change under it.
 
 use std::collections::HashMap;
 
@@ -20,6 +23,26 @@ type NewSeriesRef<'a> = (&'a str, &'a [(String, String)], &'a str);
 impl SeriesCore {
     /// Type-checks a request and assigns ids to new series (index read only).
     pub fn plan_write(&self, db: &str, points: &[Point]) -> Result<(WalRecord, WriteOutcome), EngineError> {
+        self.plan(db, points, true).map(|planned| planned.expect("new series are allowed"))
+    }
+
+    /// [`Self::plan_write`] for a request that creates no series: `Ok(None)`
+    /// as soon as a point would create one. Needs no serialization with
+    /// other planners (its record has no new series to publish).
+    pub fn plan_write_existing(
+        &self,
+        db: &str,
+        points: &[Point],
+    ) -> Result<Option<(WalRecord, WriteOutcome)>, EngineError> {
+        self.plan(db, points, false)
+    }
+
+    fn plan(
+        &self,
+        db: &str,
+        points: &[Point],
+        allow_new: bool,
+    ) -> Result<Option<(WalRecord, WriteOutcome)>, EngineError> {
         let index = self.index().read();
         if !index.has_database(db) {
             return Err(EngineError::UnknownDatabase(db.to_string()));
@@ -54,6 +77,7 @@ impl SeriesCore {
             for (f, v) in &p.fields {
                 let id = match view.series(f) {
                     Some(id) => id,
+                    None if !allow_new => return Ok(None),
                     None => *new_ids.entry((&p.measurement, &p.tags, f)).or_insert_with(|| {
                         let id = SeriesId(next_id);
                         next_id += 1;
@@ -80,7 +104,7 @@ impl SeriesCore {
                 return Err(EngineError::SeriesLimit { db: db.to_string(), limit });
             }
         }
-        Ok((WalRecord::Write { db: db.to_string(), new_series, points: out_points }, outcome))
+        Ok(Some((WalRecord::Write { db: db.to_string(), new_series, points: out_points }, outcome)))
     }
 }
 

@@ -446,9 +446,19 @@ impl DeclogProtocol {
         others: &[TxnOp],
     ) -> Result<PlannedTxn<'_>, EngineError> {
         // Type checks and new series ids, serialized (two requests creating
-        // one series must agree on its id); the rest of the planning runs
-        // beside other transactions' until the classification.
-        let (rec, outcome) = {
+        // one series must agree on its id), unless every series the request
+        // writes exists already; the rest of the planning runs beside other
+        // transactions' until the classification.
+        let existing = match points.is_empty() {
+            true => None,
+            false => {
+                core.health().check()?;
+                core.plan_write_existing(db, points)?
+            }
+        };
+        let (rec, outcome) = if let Some((rec, outcome)) = existing {
+            (Some(rec), outcome)
+        } else {
             let _planning = self.touched.lock();
             core.health().check()?;
             if points.is_empty() {
