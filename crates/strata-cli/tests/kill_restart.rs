@@ -6,6 +6,12 @@
 //! log, so kills also interrupt checkpoints. 50 kills by default (half on
 //! serial-pmem, half on serial-ssd); `STRATA_KILL_ITERATIONS` sets the count
 //! and `STRATA_KILL_SEED` the seed.
+//!
+//! The big-write variant (issue 15, item 1) makes every third request of
+//! one writer 70,000 lines (140,000 values, several MB: more than one DecLog
+//! transaction's entries in one piece), which must be all there or not at
+//! all, and sends now and then a request whose only line is refused (a
+//! field type conflict), which must leave no series behind.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Child;
@@ -20,18 +26,46 @@ use common::{free_port, http, start};
 
 const WRITERS: u64 = 3;
 const LINES_PER_REQUEST: u64 = 4;
+/// Lines of a big request of the big-write variant.
+const BIG_LINES: u64 = 70_000;
+
+/// The requests writers send.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Every `big_every`-th request of writer 0 is `BIG_LINES` lines (0: never).
+    big_every: u64,
+    /// Writer 1 sends a refused one-line request before every
+    /// `refused_every`-th request (0: never).
+    refused_every: u64,
+    /// Range of the time from a restart to the next kill, ms.
+    kill_after_ms: (u64, u64),
+}
+
+const SMALL: Shape = Shape { big_every: 0, refused_every: 0, kill_after_ms: (5, 250) };
+const BIG: Shape = Shape { big_every: 3, refused_every: 4, kill_after_ms: (300, 3000) };
+
+impl Shape {
+    fn lines(&self, w: u64, seq: u64) -> u64 {
+        if w == 0 && self.big_every > 0 && seq % self.big_every == self.big_every - 1 {
+            BIG_LINES
+        } else {
+            LINES_PER_REQUEST
+        }
+    }
+}
 
 /// Small checkpoint thresholds, so kills also land in the middle of
 /// checkpoints (sealing, block file and manifest writes, log truncation).
 const CONFIG: &str = "[storage]\ncheckpoint_log_bytes = 32768\ncheckpoint_interval_s = 1\n";
 
-/// Request `seq` of writer `w`: LINES_PER_REQUEST points at distinct times,
-/// each with fields a and b derived from (w, seq, line).
-fn request_lines(w: u64, seq: u64) -> (String, Vec<(i64, f64, f64)>) {
+/// Request `seq` of writer `w`: `shape.lines` points at distinct times
+/// (each request its own second), each with fields a and b derived from
+/// (w, seq, line).
+fn request_lines(shape: Shape, w: u64, seq: u64) -> (String, Vec<(i64, f64, f64)>) {
     let mut body = String::new();
     let mut points = Vec::new();
-    for l in 0..LINES_PER_REQUEST {
-        let ts = (seq * LINES_PER_REQUEST + l) as i64 * 1000 + 1_600_000_000_000_000_000;
+    for l in 0..shape.lines(w, seq) {
+        let ts = (seq * 1_000_000 + l) as i64 * 1000 + 1_600_000_000_000_000_000;
         let (a, b) = ((seq * 10 + l) as f64 + 0.25, -((seq * 10 + l) as f64) - 0.5);
         body += &format!("k,w={w} a={a},b={b} {ts}\n");
         points.push((ts, a, b));
@@ -69,7 +103,14 @@ struct Ledger {
     unknown: BTreeSet<(u64, u64)>,
 }
 
+/// The refused request before request `seq` of writer `w`: a string where
+/// field a is a float, in a series of its own.
+fn refused_line(w: u64, seq: u64) -> String {
+    format!("k,w=refused{w}x{seq} a=\"text\" 1600000000000000000\n")
+}
+
 fn run_iteration(
+    shape: Shape,
     port: u16,
     ledger: &Arc<Mutex<Ledger>>,
     next_seq: &mut [u64],
@@ -83,7 +124,15 @@ fn run_iteration(
             let mut seq = next_seq[w as usize];
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let (body, _) = request_lines(w, seq);
+                    if w == 1 && shape.refused_every > 0 && seq % shape.refused_every == 0 {
+                        let line = refused_line(w, seq);
+                        match http(port, "POST", "/write?db=strata&precision=ns", line.as_bytes()) {
+                            Ok((400, _)) => {}
+                            Ok((status, body)) => panic!("a refused line answered {status}: {body}"),
+                            Err(_) => return seq + 1,
+                        }
+                    }
+                    let (body, _) = request_lines(shape, w, seq);
                     match http(port, "POST", "/write?db=strata&precision=ns", body.as_bytes()) {
                         Ok((204, _)) => ledger.lock().unwrap().acked.insert((w, seq)),
                         Ok((status, body)) => panic!("write answered {status}: {body}"),
@@ -108,14 +157,23 @@ fn run_iteration(
     }
 }
 
-fn verify(port: u16, ledger: &Ledger) -> usize {
+/// No series of a refused line exists.
+fn verify_no_refused_series(port: u16) {
+    let (status, body) =
+        http(port, "GET", "/query?db=strata&q=SHOW%20SERIES%20FROM%20k", b"").expect("query");
+    assert_eq!(status, 200, "SHOW SERIES failed: {body}");
+    assert!(!body.contains("refused"), "a refused line left a series behind: {body}");
+}
+
+fn verify(shape: Shape, port: u16, ledger: &Ledger) -> usize {
+    verify_no_refused_series(port);
     let mut checked = 0;
     // (kill_loop asserts the checkpoints really ran; see `block_files`.)
     for w in 0..WRITERS {
         let have = query_writer(port, w);
         let mut expected_ts = BTreeSet::new();
         for &(lw, seq) in ledger.acked.iter().filter(|(lw, _)| *lw == w) {
-            for (ts, a, b) in request_lines(lw, seq).1 {
+            for (ts, a, b) in request_lines(shape, lw, seq).1 {
                 assert_eq!(
                     have.get(&ts),
                     Some(&(Some(a), Some(b))),
@@ -126,7 +184,7 @@ fn verify(port: u16, ledger: &Ledger) -> usize {
             }
         }
         for &(lw, seq) in ledger.unknown.iter().filter(|(lw, _)| *lw == w) {
-            let points = request_lines(lw, seq).1;
+            let points = request_lines(shape, lw, seq).1;
             let present =
                 points.iter().filter(|(ts, a, b)| have.get(ts) == Some(&(Some(*a), Some(*b)))).count();
             assert!(
@@ -144,7 +202,7 @@ fn verify(port: u16, ledger: &Ledger) -> usize {
     checked
 }
 
-fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
+fn kill_loop(shape: Shape, protocol: &str, iterations: u64, seed: u64) -> KillSummary {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -154,17 +212,23 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
     for i in 0..iterations {
         let port = free_port();
         let mut child = start(&dir, CONFIG, protocol, port);
+        if i == 0 && shape.refused_every > 0 {
+            // Field a is a float from now on, so a string there is refused.
+            let first = b"k,w=setup a=0,b=0 1600000000000000000\n";
+            let (status, body) = http(port, "POST", "/write?db=strata&precision=ns", first).expect("setup");
+            assert_eq!(status, 204, "setup write: {body}");
+        }
         if i > 0 {
-            let checked = verify(port, &ledger.lock().unwrap());
+            let checked = verify(shape, port, &ledger.lock().unwrap());
             assert!(checked >= acked_total, "seed {seed}: iteration {i}");
         }
-        let kill_after = Duration::from_millis(rng.gen_range(5..250));
-        run_iteration(port, &ledger, &mut next_seq, kill_after, &mut child);
-        acked_total = ledger.lock().unwrap().acked.len() * LINES_PER_REQUEST as usize;
+        let kill_after = Duration::from_millis(rng.gen_range(shape.kill_after_ms.0..shape.kill_after_ms.1));
+        run_iteration(shape, port, &ledger, &mut next_seq, kill_after, &mut child);
+        acked_total = acked_points(shape, &ledger.lock().unwrap()) as usize;
     }
     let port = free_port();
     let mut child = start(&dir, CONFIG, protocol, port);
-    let checked = verify(port, &ledger.lock().unwrap());
+    let checked = verify(shape, port, &ledger.lock().unwrap());
     let block_files = std::fs::read_dir(dir.join("series"))
         .map(|d| {
             d.filter_map(Result::ok)
@@ -181,24 +245,35 @@ fn kill_loop(protocol: &str, iterations: u64, seed: u64) -> KillSummary {
         l.acked.len(),
         l.unknown.len()
     );
-    KillSummary { acked_requests: l.acked.len() as u64, points_verified: checked as u64, block_files }
+    let big_acked = l.acked.iter().filter(|(w, seq)| shape.lines(*w, *seq) == BIG_LINES).count() as u64;
+    KillSummary {
+        acked_requests: l.acked.len() as u64,
+        acked_points: acked_points(shape, &l),
+        big_acked,
+        points_verified: checked as u64,
+        block_files,
+    }
+}
+
+/// Points of the acknowledged requests.
+fn acked_points(shape: Shape, ledger: &Ledger) -> u64 {
+    ledger.acked.iter().map(|(w, seq)| shape.lines(*w, *seq)).sum()
 }
 
 /// What a kill loop saw (each restart already verified every acknowledged
 /// point and that no unacknowledged request was partly visible).
 struct KillSummary {
     acked_requests: u64,
+    acked_points: u64,
+    /// Acknowledged big requests (big-write variant).
+    big_acked: u64,
     points_verified: u64,
     block_files: usize,
 }
 
 fn check_summary(s: &KillSummary, iterations: u64, seed: u64) {
     assert!(s.acked_requests >= iterations, "seed {seed}: too few acknowledged requests to mean anything");
-    assert_eq!(
-        s.points_verified,
-        s.acked_requests * LINES_PER_REQUEST,
-        "seed {seed}: every acknowledged point read back"
-    );
+    assert_eq!(s.points_verified, s.acked_points, "seed {seed}: every acknowledged point read back");
     assert!(s.block_files > 0, "seed {seed}: no checkpoint ever completed, so none was interrupted either");
 }
 
@@ -214,7 +289,7 @@ fn seed() -> u64 {
 /// point present, no request half-visible); the summary, for the caller's
 /// own assertions.
 fn kill_test(protocol: &str, n: u64, seed: u64) -> KillSummary {
-    let summary = kill_loop(protocol, n, seed);
+    let summary = kill_loop(SMALL, protocol, n, seed);
     assert!(summary.acked_requests >= n && summary.block_files > 0, "seed {seed}");
     check_summary(&summary, n, seed);
     summary
@@ -242,4 +317,27 @@ fn sigkill_during_ingest_loses_no_acknowledged_point_declog_pmem() {
 fn sigkill_during_ingest_loses_no_acknowledged_point_declog_ssd() {
     let s = kill_test("declog-ssd", iterations().div_ceil(2), seed() ^ 3);
     assert_eq!(s.points_verified, s.acked_requests * LINES_PER_REQUEST, "every acknowledged point read back");
+}
+
+/// The big-write variant: `n` kills (at least 4) under `protocol`.
+fn big_write_kill_test(protocol: &str, n: u64, seed: u64) {
+    let n = n.max(4);
+    let s = kill_loop(BIG, protocol, n, seed);
+    check_summary(&s, n, seed);
+    assert!(s.big_acked > 0, "seed {seed}: no big request was acknowledged, so none was checked");
+}
+
+#[test]
+fn sigkill_during_big_writes_keeps_them_whole_declog_pmem() {
+    big_write_kill_test("declog-pmem", iterations() / 10, seed() ^ 4);
+}
+
+#[test]
+fn sigkill_during_big_writes_keeps_them_whole_declog_ssd() {
+    big_write_kill_test("declog-ssd", iterations() / 10, seed() ^ 5);
+}
+
+#[test]
+fn sigkill_during_big_writes_keeps_them_whole_serial_ssd() {
+    big_write_kill_test("serial-ssd", iterations() / 10, seed() ^ 6);
 }
