@@ -124,7 +124,7 @@ fn run_iteration(
             let mut seq = next_seq[w as usize];
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    if w == 1 && shape.refused_every > 0 && seq % shape.refused_every == 0 {
+                    if w == 1 && shape.refused_every > 0 && seq.is_multiple_of(shape.refused_every) {
                         let line = refused_line(w, seq);
                         match http(port, "POST", "/write?db=strata&precision=ns", line.as_bytes()) {
                             Ok((400, _)) => {}
