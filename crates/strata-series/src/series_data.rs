@@ -195,6 +195,12 @@ impl SeriesData {
         // large): an entry at `ts` is the later update; else the point goes
         // to the open block when it extends it, or into the patch here.
         let appendable = self.open.last_ts().is_none_or(|last| ts > last);
+        // The usual case, an append past everything in the patch, needs no
+        // descent.
+        if appendable && self.patch.last_key_value().is_none_or(|(last, _)| *last < ts) {
+            self.open.push(ts, &value).expect("field type checked before apply");
+            return;
+        }
         match self.patch.entry(ts) {
             std::collections::btree_map::Entry::Occupied(_) => {}
             std::collections::btree_map::Entry::Vacant(slot) if !appendable => {
