@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+mod batch_pool;
 pub mod chunked;
 pub mod config;
 mod conn;
@@ -70,7 +71,13 @@ async fn serve_until(
         max_connections: config.max_connections,
     };
     let metrics = Arc::new(Metrics::new());
-    let state = Arc::new(AppState { store, hooks: Arc::clone(&hooks), config, metrics: metrics.clone() });
+    let state = Arc::new(AppState {
+        store,
+        hooks: Arc::clone(&hooks),
+        config,
+        metrics: metrics.clone(),
+        batches: Default::default(),
+    });
     let app = routes::router(state);
     let (stopping_tx, mut stopping_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {

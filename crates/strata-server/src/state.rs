@@ -1,10 +1,11 @@
-//! What every handler shares: the table catalog, the engine hooks, the configuration
-//! and the metrics.
+//! What every handler shares: the table catalog, the engine hooks, the configuration,
+//! the metrics and the parsed-request vectors kept between writes.
 
 use std::sync::Arc;
 
 use strata_engine::Tables;
 
+use crate::batch_pool::BatchPool;
 use crate::config::ServerConfig;
 use crate::hooks::EngineHooks;
 use crate::metrics::Metrics;
@@ -15,4 +16,5 @@ pub struct AppState {
     pub hooks: Arc<dyn EngineHooks>,
     pub config: ServerConfig,
     pub metrics: Arc<Metrics>,
+    pub batches: BatchPool,
 }

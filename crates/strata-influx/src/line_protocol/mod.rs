@@ -102,15 +102,29 @@ pub fn parse_lines(
     default_time_ns: i64,
     limits: &LineLimits,
 ) -> ParsedBatch {
+    let mut batch = ParsedBatch::default();
+    parse_lines_into(body, precision, default_time_ns, limits, &mut batch);
+    batch
+}
+
+/// [`parse_lines`] into `batch` (emptied first), so a server can keep the
+/// vectors of one request for the next: a request's vector of points is
+/// megabytes, and a fresh one faults in fresh pages.
+pub fn parse_lines_into(
+    body: &[u8],
+    precision: Precision,
+    default_time_ns: i64,
+    limits: &LineLimits,
+    batch: &mut ParsedBatch,
+) {
     let ctx = LineContext { precision, default_time_ns, max_fields_per_line: limits.max_fields_per_line };
-    // Sized once for every line: a request's vector of points grown by
-    // doubling faults in fresh pages at each step (it is megabytes).
+    batch.points.clear();
+    batch.line_numbers.clear();
+    batch.errors.clear();
+    // Sized once for every line (grown by doubling, each step a copy).
     let lines = body.iter().filter(|&&b| b == b'\n').count() + 1;
-    let mut batch = ParsedBatch {
-        points: Vec::with_capacity(lines),
-        line_numbers: Vec::with_capacity(lines),
-        ..Default::default()
-    };
+    batch.points.reserve(lines);
+    batch.line_numbers.reserve(lines);
     let mut rest = body;
     let mut line_number = 0;
     while !rest.is_empty() {
@@ -135,7 +149,6 @@ pub fn parse_lines(
             }
         }
     }
-    batch
 }
 
 fn parse_one(line: &[u8], start: usize, ctx: &LineContext, limits: &LineLimits) -> Result<Point, Reason> {

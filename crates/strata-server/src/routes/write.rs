@@ -9,7 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use strata_influx::line_protocol::{parse_lines, Precision};
+use strata_influx::line_protocol::{parse_lines_into, Precision};
 use strata_series::EngineError;
 
 use crate::errors::{ApiError, ApiFlavor};
@@ -139,7 +139,8 @@ fn parse_and_commit(
 ) -> Result<(), ApiError> {
     let config = &state.config;
     let body = limits::decode_body(raw, encoding, config.max_body_bytes)?;
-    let batch = parse_lines(&body, precision, now_ns(), &limits::line_limits(config));
+    let mut batch = state.batches.lend();
+    parse_lines_into(&body, precision, now_ns(), &limits::line_limits(config), &mut batch);
     drop(body);
     let mut report = WriteReport {
         reached_store: !batch.points.is_empty(),
