@@ -2,7 +2,8 @@
 //! item 7: no fresh megabyte allocations on the HTTP path). A request of
 //! 5,000 lines parses into vectors of hundreds of KB; allocated afresh for
 //! every request, their pages are faulted in (and zeroed by the kernel)
-//! every time. A few are kept, emptied, for the next requests.
+//! every time, and every point allocates its line's names. A few batches
+//! are kept, their points too, for the next requests to parse into.
 
 use parking_lot::Mutex;
 use strata_influx::line_protocol::ParsedBatch;
@@ -11,7 +12,7 @@ use strata_influx::line_protocol::ParsedBatch;
 const KEPT_BATCHES: usize = 8;
 /// A batch with room for more lines than this is dropped, not kept (one
 /// huge request does not pin its memory for good).
-const KEPT_MAX_LINES: usize = 100_000;
+const KEPT_MAX_LINES: usize = 20_000;
 
 #[derive(Default)]
 pub struct BatchPool {
@@ -59,12 +60,10 @@ impl BatchPool {
     /// Keeps `batch` (emptied) for a later request, unless enough are kept
     /// or it is too large to keep.
     pub fn give_back(&self, mut batch: ParsedBatch) {
-        if batch.points.capacity() > KEPT_MAX_LINES {
+        if batch.points.capacity().max(batch.spare_points()) > KEPT_MAX_LINES {
             return;
         }
-        batch.points.clear();
-        batch.line_numbers.clear();
-        batch.errors.clear();
+        batch.recycle();
         let mut kept = self.kept.lock();
         if kept.len() < KEPT_BATCHES {
             kept.push(batch);

@@ -87,9 +87,10 @@ pub(crate) fn scan_name(line: &[u8], start: usize, kind: NameKind) -> Result<Sca
     }
 }
 
-/// The value of a scanned name `raw` (its escape pairs removed).
-pub(crate) fn unescape_name(raw: &str, kind: NameKind, escaped: bool) -> String {
-    unescape(raw, escaped, |b| kind.is_special(b))
+/// The value of a scanned name `raw` (its escape pairs removed) into `out`
+/// (emptied first), reusing its room.
+pub(crate) fn unescape_name_into(raw: &str, kind: NameKind, escaped: bool, out: &mut String) {
+    unescape_into(raw, escaped, |b| kind.is_special(b), out)
 }
 
 /// Appends `name` escaped as a name of kind `kind`.
@@ -142,11 +143,19 @@ pub(crate) fn escape_string(value: &str, out: &mut String) {
 /// a byte `is_escapable` accepts (always ASCII). `escaped` false says the
 /// scan found no pair, so `raw` is copied as is.
 fn unescape(raw: &str, escaped: bool, is_escapable: impl Fn(u8) -> bool) -> String {
+    let mut out = String::with_capacity(raw.len());
+    unescape_into(raw, escaped, is_escapable, &mut out);
+    out
+}
+
+/// [`unescape`] into `out` (emptied first).
+fn unescape_into(raw: &str, escaped: bool, is_escapable: impl Fn(u8) -> bool, out: &mut String) {
+    out.clear();
     if !escaped {
-        return raw.to_owned();
+        out.push_str(raw);
+        return;
     }
     let bytes = raw.as_bytes();
-    let mut out = String::with_capacity(raw.len());
     let mut from = 0;
     let mut i = 0;
     while i + 1 < bytes.len() {
@@ -160,7 +169,6 @@ fn unescape(raw: &str, escaped: bool, is_escapable: impl Fn(u8) -> bool) -> Stri
         }
     }
     out.push_str(&raw[from..]);
-    out
 }
 
 /// Appends `text` with a backslash before each byte `needs_escape` accepts
@@ -183,7 +191,9 @@ mod tests {
 
     fn name(raw: &str, kind: NameKind) -> (String, usize) {
         let scanned = scan_name(raw.as_bytes(), 0, kind).unwrap();
-        (unescape_name(&raw[..scanned.end], kind, scanned.escaped), scanned.end)
+        let mut out = String::from("stale");
+        unescape_name_into(&raw[..scanned.end], kind, scanned.escaped, &mut out);
+        (out, scanned.end)
     }
 
     #[test]

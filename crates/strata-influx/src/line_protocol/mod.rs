@@ -52,7 +52,7 @@ pub use writer::{check_writable, write_point};
 
 use strata_series::Point;
 
-use parser::{parse_line, LineContext, Reason};
+use parser::{parse_line_into, LineContext, Reason};
 
 /// Bounds on one line, so a hostile body cannot make one point huge.
 #[derive(Clone, Debug)]
@@ -89,6 +89,25 @@ pub struct ParsedBatch {
     /// 1-based line number of each point, parallel to `points`.
     pub line_numbers: Vec<usize>,
     pub errors: Vec<LineError>,
+    /// Points of an earlier parse, whose strings and vectors the next
+    /// parse reuses ([`ParsedBatch::recycle`]).
+    spare: Vec<Point>,
+}
+
+impl ParsedBatch {
+    /// Empties the batch, keeping its points to be parsed into again: a
+    /// server parsing request after request then allocates nearly nothing
+    /// per line (the same few names, the same room).
+    pub fn recycle(&mut self) {
+        self.spare.append(&mut self.points);
+        self.line_numbers.clear();
+        self.errors.clear();
+    }
+
+    /// Points kept for reuse.
+    pub fn spare_points(&self) -> usize {
+        self.spare.len()
+    }
 }
 
 /// Characters of the offending line quoted in an error message.
@@ -107,9 +126,10 @@ pub fn parse_lines(
     batch
 }
 
-/// [`parse_lines`] into `batch` (emptied first), so a server can keep the
-/// vectors of one request for the next: a request's vector of points is
-/// megabytes, and a fresh one faults in fresh pages.
+/// [`parse_lines`] into `batch` (recycled first), so a server can keep the
+/// vectors and points of one request for the next: a request's vector of
+/// points is megabytes, a fresh one faults in fresh pages, and each fresh
+/// point allocates every name of its line.
 pub fn parse_lines_into(
     body: &[u8],
     precision: Precision,
@@ -118,9 +138,7 @@ pub fn parse_lines_into(
     batch: &mut ParsedBatch,
 ) {
     let ctx = LineContext { precision, default_time_ns, max_fields_per_line: limits.max_fields_per_line };
-    batch.points.clear();
-    batch.line_numbers.clear();
-    batch.errors.clear();
+    batch.recycle();
     // Sized once for every line (grown by doubling, each step a copy).
     let lines = body.iter().filter(|&&b| b == b'\n').count() + 1;
     batch.points.reserve(lines);
@@ -139,24 +157,36 @@ pub fn parse_lines_into(
         if start == line.len() || line[start] == b'#' {
             continue;
         }
-        match parse_one(line, start, &ctx, limits) {
-            Ok(point) => {
+        let mut point = batch.spare.pop().unwrap_or_else(empty_point);
+        match parse_one(line, start, &ctx, limits, &mut point) {
+            Ok(()) => {
                 batch.points.push(point);
                 batch.line_numbers.push(line_number);
             }
             Err(reason) => {
+                batch.spare.push(point);
                 batch.errors.push(LineError { line: line_number, message: message(line, &reason) })
             }
         }
     }
 }
 
-fn parse_one(line: &[u8], start: usize, ctx: &LineContext, limits: &LineLimits) -> Result<Point, Reason> {
+fn empty_point() -> Point {
+    Point { measurement: String::new(), tags: Vec::new(), fields: Vec::new(), timestamp_ns: 0 }
+}
+
+fn parse_one(
+    line: &[u8],
+    start: usize,
+    ctx: &LineContext,
+    limits: &LineLimits,
+    point: &mut Point,
+) -> Result<(), Reason> {
     if line.len() > limits.max_line_bytes {
         return Err(format!("line too long ({} bytes, at most {})", line.len(), limits.max_line_bytes).into());
     }
     let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))?;
-    parse_line(text, start, ctx)
+    parse_line_into(text, start, ctx, point)
 }
 
 /// InfluxDB's error text, quoting at most the first 100 characters of the

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use strata_series::{FieldValue, Point};
 
-use super::escapes::{scan_name, scan_string, unescape_name, unescape_string, NameKind};
+use super::escapes::{scan_name, scan_string, unescape_name_into, unescape_string, NameKind};
 use super::Precision;
 
 /// Why a line was rejected (the text after `unable to parse '...': `).
@@ -23,15 +23,38 @@ pub(crate) struct LineContext {
 
 /// Parses `line`, whose measurement starts at byte `start` (leading
 /// whitespace already skipped).
+#[cfg(test)]
 pub(crate) fn parse_line(line: &str, start: usize, ctx: &LineContext) -> Result<Point, Reason> {
+    let mut point =
+        Point { measurement: String::new(), tags: Vec::new(), fields: Vec::new(), timestamp_ns: 0 };
+    parse_line_into(line, start, ctx, &mut point)?;
+    Ok(point)
+}
+
+/// [`parse_line`] into `point`, reusing the room of its strings and
+/// vectors (a server parses millions of lines of the same few names).
+/// Every part of `point` is overwritten on success; on an error it holds
+/// a mix of the line's and its earlier contents, to be parsed into again.
+pub(crate) fn parse_line_into(
+    line: &str,
+    start: usize,
+    ctx: &LineContext,
+    point: &mut Point,
+) -> Result<(), Reason> {
     let b = line.as_bytes();
 
-    let (measurement, mut pos) =
-        scan_nonempty_name(line, start, NameKind::Measurement, "missing measurement")?;
+    let mut pos = scan_nonempty_name_into(
+        line,
+        start,
+        NameKind::Measurement,
+        "missing measurement",
+        &mut point.measurement,
+    )?;
 
-    let mut tags = Vec::new();
     if b.get(pos) == Some(&b',') {
-        pos = parse_tags(line, pos + 1, &mut tags)?;
+        pos = parse_tags(line, pos + 1, &mut point.tags)?;
+    } else {
+        point.tags.clear();
     }
     // Here `pos` is at a space or the end of the line.
     pos = skip_spaces(b, pos);
@@ -39,29 +62,38 @@ pub(crate) fn parse_line(line: &str, start: usize, ctx: &LineContext) -> Result<
         return Err("missing fields".into());
     }
 
-    let mut fields = Vec::new();
-    pos = parse_fields(line, pos, ctx.max_fields_per_line, &mut fields)?;
-    let timestamp_ns = parse_timestamp(b, pos, ctx)?;
+    pos = parse_fields(line, pos, ctx.max_fields_per_line, &mut point.fields)?;
+    point.timestamp_ns = parse_timestamp(b, pos, ctx)?;
 
-    sort_tags(&mut tags)?;
-    dedup_fields_last_wins(&mut fields);
-    reject_time_keys(&measurement, &tags, &fields)?;
-    Ok(Point { measurement, tags, fields, timestamp_ns })
+    sort_tags(&mut point.tags)?;
+    dedup_fields_last_wins(&mut point.fields);
+    reject_time_keys(&point.measurement, &point.tags, &point.fields)
 }
 
-/// Scans the name of kind `kind` that starts at `start`: its value and
-/// end, or `missing` when it is empty.
-fn scan_nonempty_name(
+/// Scans the name of kind `kind` that starts at `start` into `out`
+/// (emptied first); returns its end, or `missing` when it is empty.
+fn scan_nonempty_name_into(
     line: &str,
     start: usize,
     kind: NameKind,
     missing: &'static str,
-) -> Result<(String, usize), Reason> {
+    out: &mut String,
+) -> Result<usize, Reason> {
     let scanned = scan_name(line.as_bytes(), start, kind)?;
     if scanned.end == start {
         return Err(missing.into());
     }
-    Ok((unescape_name(&line[start..scanned.end], kind, scanned.escaped), scanned.end))
+    unescape_name_into(&line[start..scanned.end], kind, scanned.escaped, out);
+    Ok(scanned.end)
+}
+
+/// The slot for the `n`-th entry of `items`, reusing one left by an
+/// earlier line (its strings keep their room) or adding one.
+fn slot<T>(items: &mut Vec<T>, n: usize, empty: impl FnOnce() -> T) -> &mut T {
+    if n == items.len() {
+        items.push(empty());
+    }
+    &mut items[n]
 }
 
 fn skip_spaces(b: &[u8], mut pos: usize) -> usize {
@@ -72,30 +104,36 @@ fn skip_spaces(b: &[u8], mut pos: usize) -> usize {
 }
 
 /// Parses `key=value[,key=value...]` starting at `pos` (just after the comma
-/// that follows the measurement); returns the position of the space after it.
+/// that follows the measurement) into `tags` (reusing its entries, the
+/// extra ones dropped); returns the position of the space after it.
 fn parse_tags(line: &str, mut pos: usize, tags: &mut Vec<(String, String)>) -> Result<usize, Reason> {
     let b = line.as_bytes();
+    let mut n = 0;
     loop {
-        let (key, key_end) = scan_nonempty_name(line, pos, NameKind::Key, "missing tag key")?;
+        let (key, value) = slot(tags, n, Default::default);
+        let key_end = scan_nonempty_name_into(line, pos, NameKind::Key, "missing tag key", key)?;
         if b.get(key_end) != Some(&b'=') {
             return Err("missing tag value".into());
         }
-        let (value, value_end) = scan_nonempty_name(line, key_end + 1, NameKind::Key, "missing tag value")?;
+        let value_end =
+            scan_nonempty_name_into(line, key_end + 1, NameKind::Key, "missing tag value", value)?;
         match b.get(value_end) {
             Some(b'=') => return Err("invalid tag format".into()),
             None => return Err("missing fields".into()),
             _ => {}
         }
-        tags.push((key, value));
+        n += 1;
         pos = value_end;
         if b[pos] == b' ' {
+            tags.truncate(n);
             return Ok(pos);
         }
         pos += 1; // the comma before the next tag
     }
 }
 
-/// Parses the field set starting at `pos`; returns the position after it
+/// Parses the field set starting at `pos` into `fields` (reusing its
+/// entries' names, the extra ones dropped); returns the position after it
 /// (a space or the end of the line).
 fn parse_fields(
     line: &str,
@@ -104,18 +142,30 @@ fn parse_fields(
     fields: &mut Vec<(String, FieldValue)>,
 ) -> Result<usize, Reason> {
     let b = line.as_bytes();
+    let mut n = 0;
     loop {
-        let (name, key_end) = scan_nonempty_name(line, pos, NameKind::Key, "missing field key")?;
+        if n == max_fields {
+            // One more name follows: over the limit if it is a field at all.
+            let mut name = String::new();
+            let key_end = scan_nonempty_name_into(line, pos, NameKind::Key, "missing field key", &mut name)?;
+            if b.get(key_end) != Some(&b'=') {
+                return Err("missing field value".into());
+            }
+            return Err(format!("too many fields (more than {max_fields})").into());
+        }
+        let (name, value) = slot(fields, n, || (String::new(), FieldValue::Boolean(false)));
+        let key_end = scan_nonempty_name_into(line, pos, NameKind::Key, "missing field key", name)?;
         if b.get(key_end) != Some(&b'=') {
             return Err("missing field value".into());
         }
-        if fields.len() == max_fields {
-            return Err(format!("too many fields (more than {max_fields})").into());
-        }
-        let (value, end) = parse_field_value(line, key_end + 1)?;
-        fields.push((name, value));
+        let end;
+        (*value, end) = parse_field_value(line, key_end + 1)?;
+        n += 1;
         match b.get(end) {
-            None | Some(b' ') => return Ok(end),
+            None | Some(b' ') => {
+                fields.truncate(n);
+                return Ok(end);
+            }
             Some(b',') => pos = end + 1,
             Some(_) => return Err("invalid field format".into()),
         }

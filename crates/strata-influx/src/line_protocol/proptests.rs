@@ -1,8 +1,9 @@
 //! Property tests: any writable point (names with spaces, commas, equals
 //! signs, quotes, backslashes, tabs, unicode; integer and unsigned extremes;
 //! floats including -0.0 and subnormals) written with `write_point` parses
-//! back to itself in every precision, and arbitrary bytes never break the
-//! fuzz entry's invariants. Deterministic: a fixed proptest seed (`SEED`,
+//! back to itself in every precision, arbitrary bytes never break the
+//! fuzz entry's invariants, and a batch parsed into again and again (its
+//! points reused) gives what a fresh one gives. Deterministic: a fixed proptest seed (`SEED`,
 //! printed in every assertion message) and no failure persistence.
 
 use proptest::prelude::*;
@@ -143,5 +144,35 @@ proptest! {
         let batch = parse_lines(&bytes, Precision::Nanoseconds, 0, &LineLimits::default());
         let lines = bytes.split(|&b| b == b'\n').count();
         prop_assert!(batch.points.len() + batch.errors.len() <= lines, "seed {:#x}", SEED);
+    }
+
+    #[test]
+    fn a_recycled_batch_parses_like_a_fresh_one(
+        bodies in prop::collection::vec(
+            prop::collection::vec(
+                prop_oneof![
+                    3 => point().prop_map(|p| {
+                        let mut line = String::new();
+                        write_point(&p, Precision::Nanoseconds, &mut line);
+                        line
+                    }),
+                    1 => text(20),
+                ],
+                0..6,
+            ),
+            1..5,
+        ),
+    ) {
+        // Bodies of valid and broken lines, one after the other into one
+        // batch: no name, tag or field of an earlier line may survive.
+        let mut reused = ParsedBatch::default();
+        for lines in &bodies {
+            let body = lines.join("\n");
+            parse_lines_into(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default(), &mut reused);
+            let fresh = parse_lines(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default());
+            prop_assert_eq!(&reused.points, &fresh.points, "seed {:#x}: {:?}", SEED, body);
+            prop_assert_eq!(&reused.line_numbers, &fresh.line_numbers, "seed {:#x}", SEED);
+            prop_assert_eq!(&reused.errors, &fresh.errors, "seed {:#x}", SEED);
+        }
     }
 }
