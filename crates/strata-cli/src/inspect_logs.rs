@@ -234,6 +234,8 @@ pub fn describe_wal_record(r: &LogRecord) -> String {
         Ok(WalRecord::DropMeasurement { db, measurement }) => {
             format!("DROP MEASUREMENT db={db} {measurement}")
         }
+        Ok(WalRecord::DropDatabase { db }) => format!("DROP DATABASE {db}"),
+        Ok(WalRecord::DropSeries { db, series }) => format!("DROP SERIES db={db} series={}", series.len()),
         Err(e) => format!("undecodable payload: {e}"),
     };
     format!("  LSN {:>12} {} {} bytes: {body}", r.lsn.0, r.txn, r.payload.len())

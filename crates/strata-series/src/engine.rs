@@ -275,4 +275,27 @@ impl SeriesStore for SeriesEngine {
             measurement: measurement.to_string(),
         })
     }
+
+    fn drop_database(&self, db: &str) -> Result<(), EngineError> {
+        if !self.core.index().read().has_database(db) {
+            return Ok(());
+        }
+        self.commit_barrier(WalRecord::DropDatabase { db: db.to_string() })
+    }
+
+    fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError> {
+        let series: Vec<SeriesId> = {
+            let index = self.core.index().read();
+            if !index.has_database(db) {
+                return Err(EngineError::UnknownDatabase(db.to_string()));
+            }
+            ids.iter().copied().filter(|id| index.entry(*id).is_some_and(|e| e.db == db)).collect()
+        };
+        if series.is_empty() {
+            return Ok(0);
+        }
+        let n = series.len() as u64;
+        self.commit_barrier(WalRecord::DropSeries { db: db.to_string(), series })?;
+        Ok(n)
+    }
 }

@@ -197,6 +197,39 @@ impl SeriesIndex {
         ids
     }
 
+    /// Removes a database with its series; returns their ids (empty when
+    /// the database does not exist).
+    pub fn drop_database(&mut self, db: &str) -> Vec<SeriesId> {
+        let Some(d) = self.databases.remove(db) else { return Vec::new() };
+        self.generation += 1;
+        let ids: Vec<SeriesId> = d
+            .measurements
+            .values()
+            .flat_map(|m| m.tagsets.values().flat_map(|f| f.values().copied()))
+            .collect();
+        for id in &ids {
+            self.series.remove(id);
+        }
+        ids
+    }
+
+    /// Removes these series of `db` (ids of other databases or unknown ones
+    /// are ignored); a measurement left without series goes too, as in
+    /// InfluxDB. Returns the ids removed.
+    pub fn drop_series(&mut self, db: &str, ids: &[SeriesId]) -> Vec<SeriesId> {
+        let mut removed = Vec::with_capacity(ids.len());
+        for id in ids {
+            if self.series.get(id).is_some_and(|e| e.db == db) {
+                self.remove(*id);
+                removed.push(*id);
+            }
+        }
+        if let Some(d) = self.databases.get_mut(db) {
+            d.measurements.retain(|_, m| !m.tagsets.is_empty());
+        }
+        removed
+    }
+
     /// Changes whenever a series of the measurement is added or removed,
     /// and never comes back to an earlier value (a measurement dropped and
     /// written again gets a new one); `None` if it does not exist.
@@ -285,6 +318,26 @@ mod tests {
         let c = ix.allocate_id();
         ix.insert("db", c, key("cpu", "a", "u"), FieldType::Float);
         assert!(ix.measurement_version("db", "cpu").unwrap() > v2, "written again: a new version");
+    }
+
+    #[test]
+    fn drop_database_and_drop_series_forget_their_series() {
+        let mut ix = SeriesIndex::new(0);
+        let a = ix.allocate_id();
+        ix.insert("db", a, key("cpu", "a", "u"), FieldType::Float);
+        let b = ix.allocate_id();
+        ix.insert("db", b, key("cpu", "b", "u"), FieldType::Float);
+        let c = ix.allocate_id();
+        ix.insert("other", c, key("cpu", "a", "u"), FieldType::Float);
+        assert_eq!(ix.drop_series("db", &[a, c]), vec![a], "an id of another database stays");
+        assert_eq!(ix.lookup("db", &key("cpu", "a", "u")), None);
+        assert_eq!(ix.measurements("db").unwrap(), vec!["cpu".to_string()]);
+        assert_eq!(ix.drop_series("db", &[b]), vec![b]);
+        assert!(ix.measurements("db").unwrap().is_empty(), "a measurement without series goes");
+        assert_eq!(ix.drop_database("other"), vec![c]);
+        assert!(!ix.has_database("other") && ix.entry(c).is_none());
+        assert_eq!(ix.drop_database("other"), Vec::<SeriesId>::new());
+        assert_eq!(ix.databases(), vec!["db".to_string()]);
     }
 
     #[test]

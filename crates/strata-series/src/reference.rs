@@ -16,6 +16,9 @@
 //! - writing an existing (series, timestamp) replaces the value;
 //! - `delete` removes the points in range and keeps the series in the index;
 //!   it returns how many distinct ids of `ids` name an existing series;
+//! - `drop_series` removes series with their points (a measurement left
+//!   without series forgets its field types); `drop_database` of a name
+//!   that does not exist succeeds;
 //! - `read` returns an empty list for an id the database does not know;
 //! - with a series limit, a request that would make the database hold more
 //!   series than the limit is rejected whole with [`EngineError::SeriesLimit`].
@@ -262,6 +265,28 @@ impl SeriesStore for MemStore {
         }
         database.field_types.retain(|(m, _), _| m != measurement);
         Ok(())
+    }
+
+    fn drop_database(&self, db: &str) -> Result<(), EngineError> {
+        self.state.lock().databases.remove(db);
+        Ok(())
+    }
+
+    fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError> {
+        let mut state = self.state.lock();
+        let database = state.databases.get_mut(db).ok_or_else(|| unknown(db))?;
+        let mut removed = 0;
+        for id in ids.iter().collect::<BTreeSet<_>>() {
+            if let Some(info) = database.info_by_id.remove(id) {
+                let key = SeriesKey { measurement: info.measurement, tags: info.tags, field: info.field };
+                database.ids_by_key.remove(&key);
+                database.points_by_id.remove(id);
+                removed += 1;
+            }
+        }
+        let live: BTreeSet<&str> = database.ids_by_key.keys().map(|k| k.measurement.as_str()).collect();
+        database.field_types.retain(|(m, _), _| live.contains(m.as_str()));
+        Ok(removed)
     }
 }
 

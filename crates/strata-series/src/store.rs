@@ -131,6 +131,13 @@ pub trait SeriesStore: Send + Sync {
     fn delete(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<u64, EngineError>;
     /// Removes a measurement, its series and their data (one transaction).
     fn drop_measurement(&self, db: &str, measurement: &str) -> Result<(), EngineError>;
+    /// Removes a database, its series and their data (one transaction); a
+    /// database that does not exist is no error (InfluxDB 1.x).
+    fn drop_database(&self, db: &str) -> Result<(), EngineError>;
+    /// Removes the series `ids` of `db` from the index with their data (one
+    /// transaction); a measurement left without series goes too. Returns
+    /// how many series it removed.
+    fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError>;
 }
 
 /// The range spanned by `timestamps`, `None` when there are none.

@@ -11,11 +11,29 @@ use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader};
 use crate::error::FormatError;
 use crate::model::{FieldType, FieldValue, SeriesId, SeriesKey, TimeRange, TimestampNs};
 
-pub const WAL_FORMAT_VERSION: u8 = 1;
+/// The newest record version; a record's version byte is the version that
+/// introduced its kind, so logs written before version 2 (kinds 1-4, all
+/// version 1) read unchanged and an older binary meeting a version-2 kind
+/// reports an unsupported version instead of misreading it.
+pub const WAL_FORMAT_VERSION: u8 = 2;
+/// The version of kinds 1-4 (the first format).
+pub const WAL_FORMAT_VERSION_V1: u8 = 1;
 pub const KIND_CREATE_DATABASE: u8 = 1;
 pub const KIND_WRITE: u8 = 2;
 pub const KIND_DELETE: u8 = 3;
 pub const KIND_DROP_MEASUREMENT: u8 = 4;
+/// Version 2: `DROP DATABASE`.
+pub const KIND_DROP_DATABASE: u8 = 5;
+/// Version 2: `DROP SERIES`.
+pub const KIND_DROP_SERIES: u8 = 6;
+
+/// The version byte records of `kind` carry.
+fn version_of_kind(kind: u8) -> u8 {
+    match kind {
+        KIND_DROP_DATABASE | KIND_DROP_SERIES => WAL_FORMAT_VERSION,
+        _ => WAL_FORMAT_VERSION_V1,
+    }
+}
 
 /// A series defined by the transaction that first wrote it.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,10 +46,32 @@ pub struct NewSeries {
 /// One redo record.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WalRecord {
-    CreateDatabase { db: String },
-    Write { db: String, new_series: Vec<NewSeries>, points: Vec<(SeriesId, TimestampNs, FieldValue)> },
-    Delete { db: String, series: Vec<SeriesId>, range: TimeRange },
-    DropMeasurement { db: String, measurement: String },
+    CreateDatabase {
+        db: String,
+    },
+    Write {
+        db: String,
+        new_series: Vec<NewSeries>,
+        points: Vec<(SeriesId, TimestampNs, FieldValue)>,
+    },
+    Delete {
+        db: String,
+        series: Vec<SeriesId>,
+        range: TimeRange,
+    },
+    DropMeasurement {
+        db: String,
+        measurement: String,
+    },
+    /// Removes the database, its series and their data.
+    DropDatabase {
+        db: String,
+    },
+    /// Removes these series from the index, with their data.
+    DropSeries {
+        db: String,
+        series: Vec<SeriesId>,
+    },
 }
 
 fn put_value(out: &mut Vec<u8>, v: &FieldValue) {
@@ -48,14 +88,13 @@ fn put_value(out: &mut Vec<u8>, v: &FieldValue) {
 impl WalRecord {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64);
-        out.push(WAL_FORMAT_VERSION);
+        out.push(version_of_kind(self.kind()));
+        out.push(self.kind());
         match self {
             WalRecord::CreateDatabase { db } => {
-                out.push(KIND_CREATE_DATABASE);
                 put_str(&mut out, db);
             }
             WalRecord::Write { db, new_series, points } => {
-                out.push(KIND_WRITE);
                 put_str(&mut out, db);
                 put_u32(&mut out, new_series.len() as u32);
                 for s in new_series {
@@ -71,31 +110,46 @@ impl WalRecord {
                 }
             }
             WalRecord::Delete { db, series, range } => {
-                out.push(KIND_DELETE);
                 put_str(&mut out, db);
                 put_u64(&mut out, range.min_ns as u64);
                 put_u64(&mut out, range.max_ns as u64);
-                put_u32(&mut out, series.len() as u32);
-                for id in series {
-                    put_u64(&mut out, id.0);
-                }
+                put_ids(&mut out, series);
             }
             WalRecord::DropMeasurement { db, measurement } => {
-                out.push(KIND_DROP_MEASUREMENT);
                 put_str(&mut out, db);
                 put_str(&mut out, measurement);
+            }
+            WalRecord::DropDatabase { db } => put_str(&mut out, db),
+            WalRecord::DropSeries { db, series } => {
+                put_str(&mut out, db);
+                put_ids(&mut out, series);
             }
         }
         out
     }
 
+    /// The record's kind code.
+    pub fn kind(&self) -> u8 {
+        match self {
+            WalRecord::CreateDatabase { .. } => KIND_CREATE_DATABASE,
+            WalRecord::Write { .. } => KIND_WRITE,
+            WalRecord::Delete { .. } => KIND_DELETE,
+            WalRecord::DropMeasurement { .. } => KIND_DROP_MEASUREMENT,
+            WalRecord::DropDatabase { .. } => KIND_DROP_DATABASE,
+            WalRecord::DropSeries { .. } => KIND_DROP_SERIES,
+        }
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<WalRecord, FormatError> {
         let mut r = ByteReader::new(bytes, "record offset");
         let version = r.u8()?;
-        if version != WAL_FORMAT_VERSION {
+        if version != WAL_FORMAT_VERSION_V1 && version != WAL_FORMAT_VERSION {
             return Err(FormatError::UnsupportedVersion { what: "series WAL", version: version.into() });
         }
         let kind = r.u8()?;
+        if version_of_kind(kind) != version {
+            return Err(FormatError::UnknownCode { what: "series WAL record kind", code: kind.into() });
+        }
         let rec = match kind {
             KIND_CREATE_DATABASE => WalRecord::CreateDatabase { db: r.string("database name")? },
             KIND_WRITE => {
@@ -119,17 +173,17 @@ impl WalRecord {
             KIND_DELETE => {
                 let db = r.string("database name")?;
                 let range = TimeRange { min_ns: r.u64()? as i64, max_ns: r.u64()? as i64 };
-                let n = r.count("series", 8)?;
-                let mut series = Vec::with_capacity(n);
-                for _ in 0..n {
-                    series.push(SeriesId(r.u64()?));
-                }
-                WalRecord::Delete { db, series, range }
+                WalRecord::Delete { db, series: read_ids(&mut r)?, range }
             }
             KIND_DROP_MEASUREMENT => WalRecord::DropMeasurement {
                 db: r.string("database name")?,
                 measurement: r.string("measurement")?,
             },
+            KIND_DROP_DATABASE => WalRecord::DropDatabase { db: r.string("database name")? },
+            KIND_DROP_SERIES => {
+                let db = r.string("database name")?;
+                WalRecord::DropSeries { db, series: read_ids(&mut r)? }
+            }
             other => {
                 return Err(FormatError::UnknownCode { what: "series WAL record kind", code: other.into() })
             }
@@ -137,6 +191,22 @@ impl WalRecord {
         r.finish("record")?;
         Ok(rec)
     }
+}
+
+fn put_ids(out: &mut Vec<u8>, ids: &[SeriesId]) {
+    put_u32(out, ids.len() as u32);
+    for id in ids {
+        put_u64(out, id.0);
+    }
+}
+
+fn read_ids(r: &mut ByteReader<'_>) -> Result<Vec<SeriesId>, FormatError> {
+    let n = r.count("series", 8)?;
+    let mut series = Vec::with_capacity(n);
+    for _ in 0..n {
+        series.push(SeriesId(r.u64()?));
+    }
+    Ok(series)
 }
 
 fn read_field_type(r: &mut ByteReader<'_>) -> Result<FieldType, FormatError> {
@@ -196,6 +266,8 @@ mod tests {
                 range: TimeRange { min_ns: -1, max_ns: 10 },
             },
             WalRecord::DropMeasurement { db: "db0".into(), measurement: "cpu".into() },
+            WalRecord::DropDatabase { db: "db0".into() },
+            WalRecord::DropSeries { db: "db0".into(), series: vec![SeriesId(2), SeriesId(8)] },
         ]
     }
 
@@ -209,6 +281,30 @@ mod tests {
                 assert!(a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1 == y.1 && x.2.same_bits(&y.2)));
             }
         }
+    }
+
+    /// Version-1 records as the first format wrote them (bytes fixed here,
+    /// not produced by the encoder) still decode, and re-encode unchanged.
+    #[test]
+    fn version_1_records_still_decode() {
+        let create = [1u8, 1, 3, 0, 0, 0, b'd', b'b', b'0'];
+        assert_eq!(WalRecord::decode(&create).unwrap(), WalRecord::CreateDatabase { db: "db0".into() });
+        assert_eq!(WalRecord::CreateDatabase { db: "db0".into() }.encode(), create);
+        let drop_m = [1u8, 4, 1, 0, 0, 0, b'd', 1, 0, 0, 0, b'm'];
+        let rec = WalRecord::decode(&drop_m).unwrap();
+        assert_eq!(rec, WalRecord::DropMeasurement { db: "d".into(), measurement: "m".into() });
+        assert_eq!(rec.encode(), drop_m);
+    }
+
+    #[test]
+    fn a_kind_under_the_wrong_version_is_rejected() {
+        let v2_kind_as_v1 = [1u8, KIND_DROP_DATABASE, 1, 0, 0, 0, b'd'];
+        assert!(WalRecord::decode(&v2_kind_as_v1).is_err());
+        let v1_kind_as_v2 = [2u8, KIND_CREATE_DATABASE, 1, 0, 0, 0, b'd'];
+        assert!(WalRecord::decode(&v1_kind_as_v2).is_err());
+        let ok = [2u8, KIND_DROP_DATABASE, 1, 0, 0, 0, b'd'];
+        assert_eq!(WalRecord::decode(&ok).unwrap(), WalRecord::DropDatabase { db: "d".into() });
+        assert!(WalRecord::decode(&[3u8, KIND_DROP_DATABASE, 0, 0, 0, 0]).is_err());
     }
 
     #[test]
@@ -254,6 +350,9 @@ mod format_doc {
         let doc = include_str!("../../../docs/format/series-wal.md");
         for (name, value) in [
             ("WAL_FORMAT_VERSION", WAL_FORMAT_VERSION),
+            ("WAL_FORMAT_VERSION_V1", WAL_FORMAT_VERSION_V1),
+            ("KIND_DROP_DATABASE", KIND_DROP_DATABASE),
+            ("KIND_DROP_SERIES", KIND_DROP_SERIES),
             ("KIND_CREATE_DATABASE", KIND_CREATE_DATABASE),
             ("KIND_WRITE", KIND_WRITE),
             ("KIND_DELETE", KIND_DELETE),

@@ -466,3 +466,30 @@ fn integer_aggregates_beyond_2_pow_53_are_an_overflow_error_not_a_rounded_answer
     };
     assert_eq!(rows[0].values, vec![Some(FieldValue::Integer(big))], "max is within range");
 }
+
+#[test]
+fn drop_database_drops_its_streams_and_series_across_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "ssd");
+    let store = db.tables();
+    store.create_stream("mydb", "ticks", &attrs()).unwrap();
+    let p = Point {
+        measurement: "cpu".into(),
+        tags: vec![],
+        fields: vec![("u".into(), FieldValue::Float(1.0))],
+        timestamp_ns: 1,
+    };
+    store.write_request("mydb", &[p]).unwrap();
+    store.remove_database("mydb").unwrap();
+    store.remove_database("never-was").unwrap();
+    assert!(!store.list_databases().contains(&"mydb".to_string()));
+    assert!(store.list_streams(Some("mydb")).is_empty(), "the stream went with its database");
+    drop(db);
+    let db = Db::open(&config(dir.path(), "ssd"), &|_, _, _| {}).expect("reopen");
+    let store = db.tables();
+    assert!(!store.list_databases().contains(&"mydb".to_string()), "the drop is durable");
+    assert!(store.list_streams(None).is_empty() && store.failed_streams().is_empty());
+    store.add_database("mydb").unwrap();
+    assert!(store.tables("mydb").unwrap().is_empty(), "recreated empty");
+    store.create_stream("mydb", "ticks", &attrs()).unwrap();
+}

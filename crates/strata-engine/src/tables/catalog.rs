@@ -141,6 +141,18 @@ impl Tables for TableCatalog {
         series.then_some(TableKind::Series)
     }
 
+    /// The database's event streams first (each drop is durable on its
+    /// own), then its series in one durable record: a crash between leaves
+    /// the database with fewer streams, and the drop can be run again.
+    fn remove_database(&self, name: &str) -> Result<(), EngineError> {
+        let mut streams = self.streams.names(name);
+        streams.extend(self.streams.failed().into_iter().filter(|f| f.db == name).map(|f| f.name));
+        for stream in streams {
+            self.streams.drop_stream(name, &stream).map_err(stream_error)?;
+        }
+        self.engine.drop_database(name)
+    }
+
     fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError> {
         let mut out: BTreeMap<String, TableKind> =
             self.engine.measurements(db)?.into_iter().map(|m| (m, TableKind::Series)).collect();

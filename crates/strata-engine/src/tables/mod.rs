@@ -66,6 +66,12 @@ pub trait Tables: Send + Sync {
         self.series_store().create_database(name)
     }
 
+    /// Drops a database with every table in it; a name that does not exist
+    /// is no error (InfluxDB 1.x's `DROP DATABASE`).
+    fn remove_database(&self, name: &str) -> Result<(), EngineError> {
+        self.series_store().drop_database(name)
+    }
+
     /// Every table of `db` with its kind, sorted by name.
     fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError>;
 

@@ -36,6 +36,13 @@ pub enum Statement {
     DropMeasurement {
         name: String,
     },
+    /// `DROP DATABASE name`.
+    DropDatabase {
+        name: String,
+    },
+    /// `DROP SERIES [FROM m] [WHERE tag predicates]`: the series leave the
+    /// index with their data (no time conditions, as in InfluxDB).
+    DropSeries(DeleteStatement),
     Delete(DeleteStatement),
 }
 
@@ -45,7 +52,11 @@ impl Statement {
     pub fn is_read_only(&self) -> bool {
         !matches!(
             self,
-            Statement::CreateDatabase { .. } | Statement::DropMeasurement { .. } | Statement::Delete(_)
+            Statement::CreateDatabase { .. }
+                | Statement::DropMeasurement { .. }
+                | Statement::DropDatabase { .. }
+                | Statement::DropSeries(_)
+                | Statement::Delete(_)
         )
     }
 }
@@ -562,6 +573,7 @@ impl fmt::Display for Statement {
             Statement::Select(s) => return write!(f, "{s}"),
             Statement::CreateDatabase { name } => return write!(f, "CREATE DATABASE {}", Ident(name)),
             Statement::DropMeasurement { name } => return write!(f, "DROP MEASUREMENT {}", Ident(name)),
+            Statement::DropDatabase { name } => return write!(f, "DROP DATABASE {}", Ident(name)),
             Statement::ShowCardinality { of, exact, inner } => {
                 let (plain, counted) = of.keywords();
                 let inner = inner.to_string();
@@ -607,6 +619,10 @@ impl fmt::Display for Statement {
             Statement::ShowRetentionPolicies { on } => {
                 ("SHOW RETENTION POLICIES", Clauses { on: on.as_deref(), ..Clauses::default() })
             }
+            Statement::DropSeries(d) => (
+                "DROP SERIES",
+                Clauses { from: d.from.as_ref(), condition: d.condition.as_ref(), ..Clauses::default() },
+            ),
             Statement::Delete(d) => (
                 "DELETE",
                 Clauses { from: d.from.as_ref(), condition: d.condition.as_ref(), ..Clauses::default() },

@@ -396,6 +396,50 @@ fn drop_measurement_and_create_database() {
 }
 
 #[test]
+fn drop_series_removes_matching_series_and_their_points() {
+    let s = store();
+    assert_eq!(
+        run_on(&s, "DROP SERIES FROM cpu WHERE host = 'a'"),
+        json!({"results": [{"statement_id": 0}]})
+    );
+    assert_eq!(
+        run_on(&s, "SHOW SERIES FROM cpu")["results"][0]["series"][0]["values"],
+        json!([["cpu,host=b,region=us"]])
+    );
+    assert_eq!(
+        run_on(&s, "SELECT usage FROM cpu")["results"][0]["series"][0]["values"],
+        json!([["2020-01-01T00:00:00Z", 3.0], ["2020-01-01T00:00:20Z", 5.0]]),
+        "host b's points stay, host a's are gone"
+    );
+    assert_eq!(
+        run_on(&s, "DROP SERIES WHERE time > 0")["results"][0]["error"],
+        json!("DROP SERIES doesn't support time in WHERE clause")
+    );
+    run_on(&s, "DROP SERIES WHERE host = 'a'");
+    assert_eq!(
+        run_on(&s, "SHOW MEASUREMENTS")["results"][0]["series"][0]["values"],
+        json!([["cpu"], ["events"]])
+    );
+    run_on(&s, "DROP SERIES FROM cpu");
+    assert_eq!(run_on(&s, "SHOW MEASUREMENTS")["results"][0]["series"][0]["values"], json!([["events"]]));
+}
+
+#[test]
+fn drop_database_removes_it_and_a_missing_one_is_no_error() {
+    let s = store();
+    assert_eq!(
+        run_on(&s, "DROP DATABASE db; DROP DATABASE nope"),
+        json!({"results": [{"statement_id": 0}, {"statement_id": 1}]})
+    );
+    assert_eq!(
+        run_on(&s, "SHOW DATABASES")["results"][0]["series"][0],
+        json!({"name": "databases", "columns": ["name"]})
+    );
+    run_on(&s, "CREATE DATABASE db");
+    assert_eq!(run_on(&s, "SHOW MEASUREMENTS"), json!({"results": [{"statement_id": 0}]}));
+}
+
+#[test]
 fn statement_errors_stop_the_query() {
     assert_eq!(
         run("SHOW MEASUREMENTS ON db LIMIT 1; SELECT v FROM nope..m; SHOW DATABASES"),
@@ -526,6 +570,16 @@ impl SeriesStore for RacingStore {
     }
     fn drop_measurement(&self, db: &str, m: &str) -> Result<(), strata_series::EngineError> {
         self.inner.drop_measurement(db, m)
+    }
+    fn drop_database(&self, db: &str) -> Result<(), strata_series::EngineError> {
+        self.inner.drop_database(db)
+    }
+    fn drop_series(
+        &self,
+        db: &str,
+        ids: &[strata_series::SeriesId],
+    ) -> Result<u64, strata_series::EngineError> {
+        self.inner.drop_series(db, ids)
     }
 }
 

@@ -168,10 +168,7 @@ impl Parser {
                 self.expect_keyword("DATABASE")?;
                 Ok(Statement::CreateDatabase { name: self.ident()? })
             }
-            Token::Keyword("DROP") => {
-                self.expect_keyword("MEASUREMENT")?;
-                Ok(Statement::DropMeasurement { name: self.ident()? })
-            }
+            Token::Keyword("DROP") => self.drop(),
             Token::Keyword("DELETE") => self.delete(),
             _ => {
                 Err(ParseError::expected(&t.found(), &["SELECT", "DELETE", "SHOW", "CREATE", "DROP"], t.pos))
@@ -378,13 +375,29 @@ impl Parser {
     }
 
     fn delete(&mut self) -> Result<Statement, ParseError> {
+        Ok(Statement::Delete(self.optional_from_and_where()?))
+    }
+
+    /// `[FROM m] [WHERE cond]`, at least one of them (DELETE, DROP SERIES).
+    fn optional_from_and_where(&mut self) -> Result<DeleteStatement, ParseError> {
         let from = self.optional_from()?;
         let condition = self.where_clause()?;
         if from.is_none() && condition.is_none() {
             let t = self.peek()?;
             return Err(ParseError::expected(&t.found(), &["FROM", "WHERE"], t.pos));
         }
-        Ok(Statement::Delete(DeleteStatement { from, condition }))
+        Ok(DeleteStatement { from, condition })
+    }
+
+    /// `DROP MEASUREMENT m`, `DROP DATABASE db`, `DROP SERIES ...`.
+    fn drop(&mut self) -> Result<Statement, ParseError> {
+        let t = self.next()?;
+        match t.token {
+            Token::Keyword("MEASUREMENT") => Ok(Statement::DropMeasurement { name: self.ident()? }),
+            Token::Keyword("DATABASE") => Ok(Statement::DropDatabase { name: self.ident()? }),
+            Token::Keyword("SERIES") => Ok(Statement::DropSeries(self.optional_from_and_where()?)),
+            _ => Err(ParseError::expected(&t.found(), &["DATABASE", "MEASUREMENT", "SERIES"], t.pos)),
+        }
     }
 
     fn select(&mut self) -> Result<SelectStatement, ParseError> {

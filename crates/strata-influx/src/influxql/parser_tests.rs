@@ -204,6 +204,27 @@ fn ddl_and_delete_statements() {
 }
 
 #[test]
+fn drop_database_and_drop_series() {
+    assert_eq!(one("DROP DATABASE \"my-db\""), Statement::DropDatabase { name: "my-db".to_string() });
+    assert_eq!(one("drop database db").to_string(), "DROP DATABASE db");
+    let Statement::DropSeries(d) = one("DROP SERIES FROM cpu WHERE host = 'a'") else { panic!() };
+    assert_eq!(d.from, Some(m("cpu")));
+    assert!(d.condition.is_some());
+    assert_eq!(
+        one("DROP SERIES FROM cpu WHERE host = 'a'").to_string(),
+        "DROP SERIES FROM cpu WHERE host = 'a'"
+    );
+    let Statement::DropSeries(d) = one("DROP SERIES WHERE host = 'a'") else { panic!() };
+    assert!(d.from.is_none());
+    let Statement::DropSeries(d) = one("DROP SERIES FROM cpu") else { panic!() };
+    assert!(d.condition.is_none());
+    assert!(!one("DROP SERIES FROM cpu").is_read_only());
+    assert!(!one("DROP DATABASE db").is_read_only());
+    assert!(error("DROP SERIES").contains("expected FROM, WHERE"), "{}", error("DROP SERIES"));
+    assert!(error("DROP TABLE x").contains("DATABASE, MEASUREMENT, SERIES"), "{}", error("DROP TABLE x"));
+}
+
+#[test]
 fn several_statements_and_empty_ones() {
     let statements = parse_query("SHOW DATABASES; ;SELECT v FROM m;").unwrap();
     assert_eq!(statements.len(), 2);

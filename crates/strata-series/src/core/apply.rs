@@ -2,7 +2,7 @@
 //! declog.txt section 3.1) to the index and the series data:
 //! live, once the record is durable, and by replay. Used by the protocols
 //! that log WAL records (`crate::protocol::wal`) and by every protocol for
-//! the rare whole-database operations (create, range delete, drop).
+//! the rare whole-database operations (create, range delete, drops).
 
 use super::data::PointChange;
 use super::SeriesCore;
@@ -59,6 +59,16 @@ impl SeriesCore {
             }
             WalRecord::DropMeasurement { db, measurement } => {
                 let ids = self.index().write().drop_measurement(db, measurement);
+                self.data().batch().remove(&ids);
+                0
+            }
+            WalRecord::DropDatabase { db } => {
+                let ids = self.index().write().drop_database(db);
+                self.data().batch().remove(&ids);
+                0
+            }
+            WalRecord::DropSeries { db, series } => {
+                let ids = self.index().write().drop_series(db, series);
                 self.data().batch().remove(&ids);
                 0
             }

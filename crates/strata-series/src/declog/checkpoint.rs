@@ -21,7 +21,8 @@
 //! that still holds everything since it; a crash after it leaves entries
 //! before the cut, which recovery skips (`super::replay`).
 //!
-//! The barrier: `CREATE DATABASE`, `DELETE` and `DROP MEASUREMENT` are not
+//! The barrier: `CREATE DATABASE`, `DELETE` and the drops (`DROP MEASUREMENT`,
+//! `DROP SERIES`, `DROP DATABASE`) are not
 //! DecLog operations (they are not per point). They run with the cut lock
 //! held exclusively for a whole checkpoint: the change is applied to the
 //! state and made durable by the manifest, and no transaction runs until

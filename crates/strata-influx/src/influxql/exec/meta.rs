@@ -319,6 +319,46 @@ pub fn delete(
     d: &DeleteStatement,
     params: &QueryParams,
 ) -> Result<Vec<SeriesOut>, StatementError> {
+    let (db, ids, range) = matching_series(tables, d, params, "DELETE")?;
+    if !ids.is_empty() && !range.is_empty() {
+        tables.series_store().delete(&db, &ids, range)?;
+    }
+    Ok(Vec::new())
+}
+
+/// `DROP SERIES [FROM m] [WHERE tag predicates]`: removes every matching
+/// series from the index with its data. As in InfluxDB 1.8, the WHERE
+/// clause may not name time.
+pub fn drop_series(
+    tables: &dyn Tables,
+    d: &DeleteStatement,
+    params: &QueryParams,
+) -> Result<Vec<SeriesOut>, StatementError> {
+    if d.condition.as_ref().is_some_and(mentions_time) {
+        return Err(StatementError::Unsupported("DROP SERIES doesn't support time in WHERE clause".into()));
+    }
+    let (db, ids, _) = matching_series(tables, d, params, "DROP SERIES")?;
+    if !ids.is_empty() {
+        tables.series_store().drop_series(&db, &ids)?;
+    }
+    Ok(Vec::new())
+}
+
+/// `DROP DATABASE name`: a name that does not exist is no error.
+pub fn drop_database(tables: &dyn Tables, name: &str) -> Result<Vec<SeriesOut>, StatementError> {
+    tables.remove_database(name)?;
+    Ok(Vec::new())
+}
+
+/// The database, the series ids matching `[FROM m] [WHERE tags]` and the
+/// time range of the WHERE clause (all time without one), for `statement`
+/// (DELETE or DROP SERIES: event streams support neither).
+fn matching_series(
+    tables: &dyn Tables,
+    d: &DeleteStatement,
+    params: &QueryParams,
+    statement: &str,
+) -> Result<(String, Vec<SeriesId>, strata_series::TimeRange), StatementError> {
     let db = resolve_db(d.from.as_ref().and_then(|m| m.database.as_deref()), params)?;
     let (rest, bounds) = match &d.condition {
         Some(c) => split_time(c, params.now_ns)?,
@@ -338,9 +378,9 @@ pub fn delete(
     };
     if let Some(m) = &d.from {
         if tables.kind_of(&db, &m.name) == Some(TableKind::EventStream) {
-            return Err(StatementError::Unsupported(
-                "event streams do not support DELETE: drop the whole stream (DROP MEASUREMENT)".to_string(),
-            ));
+            return Err(StatementError::Unsupported(format!(
+                "event streams do not support {statement}: drop the whole stream (DROP MEASUREMENT)"
+            )));
         }
     }
     let mut ids = Vec::new();
@@ -362,10 +402,7 @@ pub fn delete(
         }
         ids.extend(series.iter().filter(|s| passes(&condition, &s.tags)).filter_map(|s| s.id));
     }
-    if !ids.is_empty() && !range.is_empty() {
-        tables.series_store().delete(&db, &ids, range)?;
-    }
-    Ok(Vec::new())
+    Ok((db, ids, range))
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@
 //!   `ConditionExpr` does; `time != x` is an error;
 //! - a name in WHERE is a field if the measurement has such a field, else
 //!   a tag (`::field` / `::tag` force it); a missing tag reads as `""`;
-//! - DELETE removes points; series stay listed until DROP MEASUREMENT
-//!   (InfluxDB also drops series left without data);
+//! - DELETE removes points; series stay listed until DROP SERIES or DROP
+//!   MEASUREMENT (InfluxDB also drops series left without data);
 //! - one implicit retention policy, `autogen`; `db.rp.m` ignores `rp`;
 //! - windows filled with nulls are capped at [`aggregate::MAX_SELECT_BUCKETS`]
 //!   per series (InfluxDB's `max-select-buckets`, unlimited there).
@@ -76,6 +76,8 @@ pub fn execute_statement(
             cardinality::show_cardinality(tables, *of, *exact, inner, params)
         }
         Statement::DropMeasurement { name } => meta::drop_measurement(tables, name, params),
+        Statement::DropDatabase { name } => meta::drop_database(tables, name),
+        Statement::DropSeries(d) => meta::drop_series(tables, d, params),
         Statement::Delete(d) => meta::delete(tables, d, params),
     }
 }
