@@ -3,7 +3,7 @@
 //! InfluxDB 1.x-shaped JSON ([`response`]).
 //!
 //! Supported (docs/influxql.md): `SELECT` (raw fields, `*`,
-//! count/sum/mean/median/stddev/spread/min/max/first/last/percentile incl.
+//! count/sum/mean/median/stddev/spread/min/max/first/last/percentile/top/bottom incl.
 //! `f(*)`, transformations of windowed aggregates (derivative,
 //! non_negative_derivative, difference, non_negative_difference,
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
@@ -28,6 +28,8 @@ pub mod time;
 
 #[cfg(test)]
 mod exec_function_tests;
+#[cfg(test)]
+mod exec_selector_tests;
 #[cfg(test)]
 mod exec_test_support;
 #[cfg(test)]

@@ -254,6 +254,25 @@ fn error_messages_name_what_was_found_and_expected() {
 }
 
 #[test]
+fn top_and_bottom_calls_keep_their_tag_and_count_arguments() {
+    let s = select("SELECT top(usage, host, 3) AS t, bottom(\"usage\", 2) FROM cpu");
+    assert_eq!(
+        s.fields[0],
+        Field {
+            expr: Expr::Call {
+                name: "top".into(),
+                args: vec![Expr::var("usage"), Expr::var("host"), Expr::Integer(3)]
+            },
+            alias: Some("t".into()),
+        }
+    );
+    assert_eq!(
+        s.fields[1].expr,
+        Expr::Call { name: "bottom".into(), args: vec![Expr::var("usage"), Expr::Integer(2)] }
+    );
+}
+
+#[test]
 fn hostile_nesting_is_rejected_not_overflowed() {
     let deep = format!("SELECT v FROM m WHERE {}a{}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(error(&deep).contains("nested too deeply"));

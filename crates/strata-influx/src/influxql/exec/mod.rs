@@ -35,6 +35,7 @@ pub mod row;
 pub mod select;
 pub mod stream;
 pub mod target;
+pub mod top;
 pub mod transform;
 
 use serde_json::Value;

@@ -34,6 +34,12 @@ pub enum AggFunc {
     /// `integral(field[, unit])`: the area under the points (trapezoids),
     /// per `unit` nanoseconds (default 1s).
     Integral(i64),
+    /// `top(field[, tag...], n)` / `bottom(...)`: the `n` largest (smallest)
+    /// values, each with its point's time (see [`super::top`]).
+    Top {
+        n: u64,
+        bottom: bool,
+    },
     /// Not callable: the first point added (the input of a transformation
     /// of raw values, which keeps the first of several points at one time,
     /// in series order, as InfluxDB's derivative does).
@@ -69,6 +75,11 @@ impl AggFunc {
                 Err(StatementError::ArgumentCount { func: name.to_string(), expected, got: args.len() })
             }
         };
+        if name == "top" || name == "bottom" {
+            return Err(StatementError::Unsupported(format!(
+                "{name}() is supported only directly in the SELECT list, alone"
+            )));
+        }
         if name == "integral" {
             if !(1..=2).contains(&args.len()) {
                 return Err(StatementError::ArgumentCount {
@@ -126,6 +137,8 @@ impl AggFunc {
             AggFunc::Percentile(_) => "percentile",
             AggFunc::Point => "point",
             AggFunc::Integral(_) => "integral",
+            AggFunc::Top { bottom: false, .. } => "top",
+            AggFunc::Top { bottom: true, .. } => "bottom",
         }
     }
 
@@ -139,6 +152,7 @@ impl AggFunc {
                 | AggFunc::Last
                 | AggFunc::Percentile(_)
                 | AggFunc::Point
+                | AggFunc::Top { .. }
         )
     }
 
@@ -235,6 +249,9 @@ pub struct SelectPlan {
     pub soffset: Option<u64>,
     /// Tag keys of GROUP BY, sorted.
     pub group_keys: Vec<String>,
+    /// The tag keys of a `top`/`bottom` call (`top(f, host, 3)`), output
+    /// as columns after its value.
+    pub selector_tags: Vec<String>,
     /// Field name of each slot.
     pub slots: Vec<String>,
     /// What remains of WHERE once time is removed.
@@ -347,8 +364,38 @@ pub fn plan_select(
     let mut time_name = "time".to_string();
     let mut items: Vec<Item> = Vec::new();
     let mut names: Vec<(String, Option<String>)> = Vec::new();
+    let mut selector_tags: Vec<String> = Vec::new();
     for field in &stmt.fields {
         match &field.expr {
+            Expr::Call { name, args } if name == "top" || name == "bottom" => {
+                let Some(super::top::TopCall { func, field: arg, tags }) =
+                    super::top::parse_top_call(name, args)?
+                else {
+                    unreachable!("top and bottom parse")
+                };
+                let field_name = match arg {
+                    Expr::VarRef { name: arg, kind } if !arg.eq_ignore_ascii_case("time") => {
+                        match schema.raw_ref(arg, *kind) {
+                            RawRef::Field(f) if !func.accepts(schema.field_types[&f]) => {
+                                return Err(StatementError::TypeMismatch {
+                                    func: func.name(),
+                                    field_type: schema.field_types[&f].influx_name(),
+                                    field: f,
+                                })
+                            }
+                            RawRef::Field(f) => Some(f),
+                            _ => None,
+                        }
+                    }
+                    _ => return Err(StatementError::ExpectedField(name.clone())),
+                };
+                items.push(Item::Agg(func, field_name, None));
+                names.push((func.name().to_string(), field.alias.clone()));
+                for tag in &tags {
+                    names.push((tag.clone(), None));
+                }
+                selector_tags = tags;
+            }
             e if e.is_time_ref() => {
                 if let Some(alias) = &field.alias {
                     time_name = alias.clone();
@@ -437,6 +484,22 @@ pub fn plan_select(
     let has_raw = stmt.fields.iter().any(|f| !f.expr.is_time_ref() && !matches!(f.expr, Expr::Call { .. }));
     if has_raw && has_agg {
         return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
+    }
+    if let Some(Item::Agg(top @ AggFunc::Top { n, .. }, _, _)) =
+        items.iter().find(|i| matches!(i, Item::Agg(AggFunc::Top { .. }, _, _)))
+    {
+        if items.len() > 1 {
+            return Err(StatementError::BadArgument(format!(
+                "selector function {}() cannot be combined with other functions",
+                top.name()
+            )));
+        }
+        if let Some(limit) = stmt.limit.filter(|l| *l > 0 && l < n) {
+            return Err(StatementError::BadArgument(format!(
+                "limit ({n}) in {} function can not be larger than the LIMIT ({limit}) in the select statement",
+                top.name()
+            )));
+        }
     }
     let transforms = items.iter().filter(|i| matches!(i, Item::Agg(_, _, Some(_)))).count();
     let raw_transform = raw_transforms > 0;
@@ -557,6 +620,7 @@ pub fn plan_select(
         slimit: stmt.slimit,
         soffset: stmt.soffset,
         group_keys: group_keys.into_iter().collect(),
+        selector_tags,
         slots,
         condition,
         tagsets,

@@ -50,7 +50,8 @@ fn event_agg(func: AggFunc) -> Option<EventAgg> {
         | AggFunc::Spread
         | AggFunc::Percentile(_)
         | AggFunc::Point
-        | AggFunc::Integral(_) => return None,
+        | AggFunc::Integral(_)
+        | AggFunc::Top { .. } => return None,
     })
 }
 
@@ -289,6 +290,7 @@ pub fn run_stream_select(
         slimit: stmt.slimit,
         soffset: stmt.soffset,
         group_keys: Vec::new(),
+        selector_tags: Vec::new(),
         slots,
         condition: None,
         tagsets: Vec::new(),
