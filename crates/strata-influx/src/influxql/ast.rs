@@ -95,6 +95,9 @@ pub struct SelectStatement {
     pub slimit: Option<u64>,
     /// `SOFFSET n`: skip the first n series.
     pub soffset: Option<u64>,
+    /// `tz('Area/City')`: GROUP BY time windows aligned in this zone and
+    /// RFC3339 times printed with its offset.
+    pub tz: Option<chrono_tz::Tz>,
 }
 
 /// One item of the SELECT list.
@@ -551,6 +554,9 @@ impl fmt::Display for SelectStatement {
         }
         if let Some(n) = self.soffset {
             write!(f, " SOFFSET {n}")?;
+        }
+        if let Some(tz) = self.tz {
+            write!(f, " tz({})", Expr::Str(tz.name().to_string()))?;
         }
         Ok(())
     }

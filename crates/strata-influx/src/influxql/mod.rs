@@ -8,7 +8,7 @@
 //! non_negative_derivative, difference, non_negative_difference,
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
-//! fill(none|null|previous|linear|n),
+//! fill(none|null|previous|linear|n), tz('Area/City'),
 //! ORDER BY time, LIMIT, OFFSET, SLIMIT, SOFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`, the
 //! `... [EXACT] CARDINALITY` forms,
@@ -25,7 +25,10 @@ pub mod lexer;
 pub mod parser;
 pub mod response;
 pub mod time;
+pub mod zone;
 
+#[cfg(test)]
+mod exec_clause_tests;
 #[cfg(test)]
 mod exec_function_tests;
 #[cfg(test)]

@@ -423,6 +423,7 @@ impl Parser {
         let (limit, offset) = self.limit_offset()?;
         let slimit = self.after_keyword("SLIMIT", Parser::unsigned)?;
         let soffset = self.after_keyword("SOFFSET", Parser::unsigned)?;
+        let tz = self.tz()?;
         Ok(SelectStatement {
             fields,
             from,
@@ -434,7 +435,27 @@ impl Parser {
             offset,
             slimit,
             soffset,
+            tz,
         })
+    }
+
+    /// `tz('Area/City')`, the last clause of a SELECT.
+    fn tz(&mut self) -> Result<Option<chrono_tz::Tz>, ParseError> {
+        let t = self.peek()?;
+        if !matches!(&t.token, Token::Ident(name) if name.eq_ignore_ascii_case("tz")) {
+            return Ok(None);
+        }
+        self.next()?;
+        self.expect(Token::LParen, "(")?;
+        let t = self.next()?;
+        let Token::Str(name) = &t.token else {
+            return Err(ParseError::expected(&t.found(), &["string"], t.pos));
+        };
+        let zone = name
+            .parse::<chrono_tz::Tz>()
+            .map_err(|_| ParseError::new(format!("unable to find time zone {name}"), t.pos))?;
+        self.expect(Token::RParen, ")")?;
+        Ok(Some(zone))
     }
 
     fn field(&mut self) -> Result<Field, ParseError> {

@@ -273,6 +273,20 @@ fn top_and_bottom_calls_keep_their_tag_and_count_arguments() {
 }
 
 #[test]
+fn tz_is_the_last_clause_of_a_select() {
+    let s = select("SELECT mean(v) FROM m GROUP BY time(1d) fill(none) LIMIT 3 SLIMIT 1 tz('Europe/Paris')");
+    assert_eq!(s.tz, Some(chrono_tz::Europe::Paris));
+    assert_eq!(s.slimit, Some(1));
+    assert_eq!(
+        s.to_string(),
+        "SELECT mean(v) FROM m GROUP BY time(1d) fill(none) LIMIT 3 SLIMIT 1 tz('Europe/Paris')"
+    );
+    assert_eq!(select("SELECT v FROM m").tz, None);
+    assert!(error("SELECT v FROM m tz('Mars/Olympus')").starts_with("unable to find time zone Mars/Olympus"));
+    assert!(error("SELECT v FROM m tz(3)").starts_with("found 3, expected string"));
+}
+
+#[test]
 fn hostile_nesting_is_rejected_not_overflowed() {
     let deep = format!("SELECT v FROM m WHERE {}a{}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(error(&deep).contains("nested too deeply"));

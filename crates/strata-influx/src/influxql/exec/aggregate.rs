@@ -451,7 +451,13 @@ fn filled_rows(
         if count > MAX_SELECT_BUCKETS {
             return Err(StatementError::TooManyBuckets { count, max: MAX_SELECT_BUCKETS });
         }
-        (0..count.max(0)).map(|i| from + i * interval).collect()
+        let mut starts = Vec::with_capacity(count.max(0) as usize);
+        let mut start = from;
+        while start <= to {
+            starts.push(start);
+            start = window.next_start(start);
+        }
+        starts
     };
     if descending {
         starts.reverse();

@@ -61,7 +61,13 @@ pub fn execute_statement(
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, StatementError> {
     match statement {
-        Statement::Select(s) => select::run_select(tables, s, params, epoch),
+        Statement::Select(s) => {
+            let epoch = match (epoch, s.tz) {
+                (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
+                (epoch, _) => epoch,
+            };
+            select::run_select(tables, s, params, epoch)
+        }
         Statement::ShowDatabases => Ok(meta::show_databases(tables)),
         Statement::CreateDatabase { name } => {
             tables.add_database(name)?;

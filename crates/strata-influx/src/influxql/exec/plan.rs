@@ -180,13 +180,37 @@ impl AggFunc {
 pub struct Window {
     pub interval_ns: i64,
     pub offset_ns: i64,
+    /// `tz(...)`: windows aligned in this zone's local time.
+    pub zone: Option<chrono_tz::Tz>,
 }
 
 impl Window {
     /// Start of the window holding `t` (i128: may precede i64::MIN).
     pub fn start(&self, t: i64) -> i128 {
+        if let Some(zone) = self.zone {
+            return crate::influxql::zone::window_start(zone, self.interval_ns, self.offset_ns, t);
+        }
         let t = i128::from(t);
         t - (t - i128::from(self.offset_ns)).rem_euclid(i128::from(self.interval_ns))
+    }
+
+    /// The start of the window after the one starting at `start` (windows
+    /// in a zone are not all `interval_ns` long across a DST change).
+    pub fn next_start(&self, start: i128) -> i128 {
+        let interval = i128::from(self.interval_ns);
+        if self.zone.is_none() {
+            return start + interval;
+        }
+        let step = (interval / 8).max(1);
+        let mut t = start + interval;
+        loop {
+            let clamped = t.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            let next = self.start(clamped);
+            if next > start || i128::from(clamped) != t {
+                return next.max(start + 1);
+            }
+            t += step;
+        }
     }
 }
 
@@ -350,8 +374,11 @@ pub fn plan_select(
     for dimension in &stmt.dimensions {
         match dimension {
             Dimension::Time { interval_ns, offset_ns } => {
-                window =
-                    Some(Window { interval_ns: *interval_ns, offset_ns: offset_ns.rem_euclid(*interval_ns) })
+                window = Some(Window {
+                    interval_ns: *interval_ns,
+                    offset_ns: offset_ns.rem_euclid(*interval_ns),
+                    zone: stmt.tz,
+                })
             }
             Dimension::Tag(tag) => {
                 group_keys.insert(tag.clone());
@@ -588,7 +615,7 @@ pub fn plan_select(
     let range = bounds.range(default_max_ns);
     let fill = if raw_transform { Fill::None } else { stmt.fill.clone() };
     if raw_transform {
-        window = Some(Window { interval_ns: 1, offset_ns: 0 });
+        window = Some(Window { interval_ns: 1, offset_ns: 0, zone: None });
     }
 
     // Tag sets that can match, and their series per slot.
@@ -651,12 +678,12 @@ mod tests {
 
     #[test]
     fn windows_start_at_multiples_of_the_interval_plus_offset() {
-        let w = Window { interval_ns: 10, offset_ns: 3 };
+        let w = Window { interval_ns: 10, offset_ns: 3, zone: None };
         assert_eq!(w.start(3), 3);
         assert_eq!(w.start(12), 3);
         assert_eq!(w.start(13), 13);
         assert_eq!(w.start(2), -7);
-        assert_eq!(Window { interval_ns: 10, offset_ns: 0 }.start(-1), -10);
+        assert_eq!(Window { interval_ns: 10, offset_ns: 0, zone: None }.start(-1), -10);
     }
 
     #[test]

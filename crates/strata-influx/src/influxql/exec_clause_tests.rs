@@ -1,0 +1,134 @@
+//! Executor tests of SELECT clauses beyond the basics (issue 15 item 3):
+//! `tz('Area/City')`. Each expected answer is Debian's InfluxDB 1.6.7's on
+//! the same points (and agrees with InfluxDB 1.8's documented rules: windows
+//! aligned in local time, times printed with the zone's offset).
+
+use serde_json::{json, Value};
+use strata_series::reference::MemStore;
+use strata_series::{FieldValue, Point, SeriesStore};
+
+use super::exec_test_support::params;
+use super::time::NS_PER_S;
+use super::{execute, QueryParams};
+
+/// Float `v` of measurement `m` at each (Unix seconds, value).
+fn zone_store(points: &[(&str, i64, f64)]) -> MemStore {
+    let store = MemStore::new();
+    store.create_database("db").unwrap();
+    let points: Vec<Point> = points
+        .iter()
+        .map(|(m, s, v)| Point {
+            measurement: m.to_string(),
+            tags: vec![("host".to_string(), "a".to_string())],
+            fields: vec![("v".to_string(), FieldValue::Float(*v))],
+            timestamp_ns: s * NS_PER_S,
+        })
+        .collect();
+    assert!(store.write("db", &points).unwrap().rejected.is_empty());
+    store
+}
+
+/// Paris around 2021-03-28 (01:00Z: +01:00 to +02:00) as `w`, and around
+/// 2021-10-31 (01:00Z: +02:00 to +01:00) as `f`.
+fn paris_store() -> MemStore {
+    zone_store(&[
+        ("w", 1_616_886_000, 1.0),
+        ("w", 1_616_889_600, 2.0),
+        ("w", 1_616_893_200, 3.0),
+        ("w", 1_616_896_800, 4.0),
+        ("w", 1_616_972_400, 5.0),
+        ("w", 1_616_976_000, 6.0),
+        ("f", 1_635_640_200, 1.0), // 2021-10-31T00:30Z
+        ("f", 1_635_719_400, 2.0), // 2021-10-31T22:30Z
+        ("f", 1_635_723_000, 4.0), // 2021-10-31T23:30Z
+    ])
+}
+
+fn values_with(store: &MemStore, q: &str, params: &QueryParams) -> Value {
+    let body = execute(store, q, params).unwrap_or_else(|e| panic!("{q}: {e}"));
+    assert!(body["results"][0].get("error").is_none(), "{q}: {body}");
+    body["results"][0]["series"][0]["values"].clone()
+}
+
+fn values(q: &str) -> Value {
+    values_with(&paris_store(), q, &params(0))
+}
+
+#[test]
+fn tz_aligns_day_windows_at_local_midnight_and_prints_the_offset() {
+    let q = "SELECT sum(v) FROM w WHERE time >= '2021-03-27T00:00:00Z' AND time < '2021-03-30T00:00:00Z' \
+             GROUP BY time(1d) tz('Europe/Paris')";
+    assert_eq!(
+        values(q),
+        json!([
+            ["2021-03-27T00:00:00+01:00", null],
+            ["2021-03-28T00:00:00+01:00", 10.0],
+            ["2021-03-29T00:00:00+02:00", 11.0],
+            ["2021-03-30T00:00:00+02:00", null]
+        ])
+    );
+    let q = "SELECT sum(v) FROM f WHERE time >= '2021-10-31T00:00:00Z' AND time < '2021-11-02T00:00:00Z' \
+             GROUP BY time(1d) tz('Europe/Paris')";
+    assert_eq!(
+        values(q),
+        json!([
+            ["2021-10-31T00:00:00+02:00", 3.0],
+            ["2021-11-01T00:00:00+01:00", 4.0],
+            ["2021-11-02T00:00:00+01:00", null]
+        ]),
+        "the 25-hour day"
+    );
+    let q = "SELECT sum(v) FROM f WHERE time >= '2021-10-31T00:00:00Z' AND time < '2021-11-02T00:00:00Z' \
+             GROUP BY time(1d) tz('America/Chicago')";
+    assert_eq!(
+        values(q),
+        json!([
+            ["2021-10-30T00:00:00-05:00", 1.0],
+            ["2021-10-31T00:00:00-05:00", 6.0],
+            ["2021-11-01T00:00:00-05:00", null]
+        ])
+    );
+    let q = "SELECT sum(v) FROM w WHERE time >= '2021-03-28T00:00:00Z' AND time < '2021-03-28T04:00:00Z' \
+             GROUP BY time(1h) tz('Europe/Paris')";
+    assert_eq!(
+        values(q),
+        json!([
+            ["2021-03-28T01:00:00+01:00", 2.0],
+            ["2021-03-28T03:00:00+02:00", 3.0],
+            ["2021-03-28T04:00:00+02:00", 4.0],
+            ["2021-03-28T05:00:00+02:00", null]
+        ]),
+        "hour windows stay on UTC hours"
+    );
+}
+
+#[test]
+fn tz_prints_raw_and_selector_times_in_the_zone_unless_epoch_is_given() {
+    assert_eq!(
+        values("SELECT v FROM w tz('Europe/Paris')"),
+        json!([
+            ["2021-03-28T00:00:00+01:00", 1.0],
+            ["2021-03-28T01:00:00+01:00", 2.0],
+            ["2021-03-28T03:00:00+02:00", 3.0],
+            ["2021-03-28T04:00:00+02:00", 4.0],
+            ["2021-03-29T01:00:00+02:00", 5.0],
+            ["2021-03-29T02:00:00+02:00", 6.0]
+        ])
+    );
+    assert_eq!(
+        values("SELECT max(v) FROM w tz('Europe/Paris')"),
+        json!([["2021-03-29T02:00:00+02:00", 6.0]])
+    );
+    assert_eq!(values("SELECT v FROM w LIMIT 1 tz('UTC')"), json!([["2021-03-27T23:00:00Z", 1.0]]));
+    let epoch_s = QueryParams { epoch: Some("s".into()), ..params(0) };
+    assert_eq!(
+        values_with(&paris_store(), "SELECT v FROM w LIMIT 2 tz('Europe/Paris')", &epoch_s),
+        json!([[1_616_886_000i64, 1.0], [1_616_889_600i64, 2.0]])
+    );
+}
+
+#[test]
+fn an_unknown_zone_is_a_parse_error() {
+    let err = execute(&paris_store(), "SELECT v FROM w tz('Nowhere/Land')", &params(0)).unwrap_err();
+    assert!(err.to_string().contains("unable to find time zone Nowhere/Land"), "{err}");
+}
