@@ -81,10 +81,23 @@ pub struct MeasurementRef {
     pub name: String,
 }
 
+/// One source of `FROM a, /re/`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FromSource {
+    Measurement(MeasurementRef),
+    /// `/re/`: every measurement of the database whose name matches.
+    Regex(String),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectStatement {
     pub fields: Vec<Field>,
+    /// The measurement read. With `from_sources` it is only the first
+    /// source's name (empty for a regex) and the executor reads each source.
     pub from: MeasurementRef,
+    /// `FROM a, b` or `FROM /re/`: every source, when there is more than
+    /// one or a regex; empty for the plain `FROM m`.
+    pub from_sources: Vec<FromSource>,
     pub condition: Option<Expr>,
     pub dimensions: Vec<Dimension>,
     pub fill: Fill,
@@ -516,8 +529,15 @@ impl fmt::Display for SelectStatement {
                 write!(f, " AS {}", Ident(alias))?;
             }
         }
-        let from =
-            Clauses { from: Some(&self.from), condition: self.condition.as_ref(), ..Clauses::default() };
+        for (i, source) in self.from_sources.iter().enumerate() {
+            f.write_str(if i == 0 { " FROM " } else { ", " })?;
+            match source {
+                FromSource::Measurement(m) => write!(f, "{m}")?,
+                FromSource::Regex(pattern) => write_regex(f, pattern)?,
+            }
+        }
+        let from = if self.from_sources.is_empty() { Some(&self.from) } else { None };
+        let from = Clauses { from, condition: self.condition.as_ref(), ..Clauses::default() };
         write!(f, "{from}")?;
         if !self.dimensions.is_empty() {
             f.write_str(" GROUP BY ")?;

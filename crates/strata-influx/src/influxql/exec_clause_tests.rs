@@ -132,3 +132,57 @@ fn an_unknown_zone_is_a_parse_error() {
     let err = execute(&paris_store(), "SELECT v FROM w tz('Nowhere/Land')", &params(0)).unwrap_err();
     assert!(err.to_string().contains("unable to find time zone Nowhere/Land"), "{err}");
 }
+
+/// cpu (host a, b) and mem (host a, b), for FROM with several sources.
+fn two_measurement_store() -> MemStore {
+    let store = zone_store(&[("cpu", 0, 5.0), ("cpu", 10, 9.0), ("mem", 0, 100.0), ("memory", 5, 7.0)]);
+    let b = Point {
+        measurement: "cpu".into(),
+        tags: vec![("host".into(), "b".into())],
+        fields: vec![("v".into(), FieldValue::Float(2.0))],
+        timestamp_ns: 20 * NS_PER_S,
+    };
+    assert!(store.write("db", &[b]).unwrap().rejected.is_empty());
+    store
+}
+
+fn names_and_values(q: &str) -> Vec<(Value, Value, Value)> {
+    let body = execute(&two_measurement_store(), q, &QueryParams { epoch: Some("s".into()), ..params(0) })
+        .unwrap_or_else(|e| panic!("{q}: {e}"));
+    assert!(body["results"][0].get("error").is_none(), "{q}: {body}");
+    let series = body["results"][0]["series"].as_array().cloned().unwrap_or_default();
+    series.iter().map(|s| (s["name"].clone(), s["tags"].clone(), s["values"].clone())).collect()
+}
+
+/// A series per measurement, in name order, each once; a missing one adds
+/// nothing; SLIMIT counts per measurement (InfluxDB 1.6.7 gave these shapes
+/// on the same kind of data: `FROM mem, cpu` answers cpu first,
+/// `FROM nosuch, cpu` only cpu, `SLIMIT 1 SOFFSET 1` one series of each).
+#[test]
+fn from_several_measurements_and_a_regex_answer_a_series_per_measurement() {
+    assert_eq!(
+        names_and_values("SELECT max(v) FROM mem, cpu, cpu"),
+        vec![
+            (json!("cpu"), Value::Null, json!([[10, 9.0]])),
+            (json!("mem"), Value::Null, json!([[0, 100.0]]))
+        ]
+    );
+    assert_eq!(
+        names_and_values("SELECT v FROM /^mem/"),
+        vec![
+            (json!("mem"), Value::Null, json!([[0, 100.0]])),
+            (json!("memory"), Value::Null, json!([[5, 7.0]]))
+        ]
+    );
+    assert_eq!(
+        names_and_values("SELECT v FROM nosuch, /^c/ WHERE time < 15s"),
+        vec![(json!("cpu"), Value::Null, json!([[0, 5.0], [10, 9.0]]))]
+    );
+    assert_eq!(
+        names_and_values("SELECT count(v) FROM cpu, mem GROUP BY host SLIMIT 1 SOFFSET 1"),
+        vec![(json!("cpu"), json!({"host": "b"}), json!([[0, 1]]))],
+        "mem has one series only: SOFFSET 1 leaves none of it"
+    );
+    let body = execute(&two_measurement_store(), "SELECT * FROM cpu, mem", &params(0)).unwrap();
+    assert!(body["results"][0]["error"].as_str().unwrap().contains("not supported yet"), "{body}");
+}

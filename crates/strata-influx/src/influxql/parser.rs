@@ -6,8 +6,9 @@
 use regex::RegexBuilder;
 
 use super::ast::{
-    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch,
-    RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
+    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, FromSource, MeasurementRef,
+    NameMatch, RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues,
+    Statement,
 };
 pub use super::error::{ParseError, RegexError};
 use super::lexer::{Lexer, Pos, Spanned, Token};
@@ -377,6 +378,29 @@ impl Parser {
         Ok(MeasurementRef { database, retention_policy, name })
     }
 
+    /// SELECT's FROM: `m`, or several sources (`a, b`, `/re/`): then the
+    /// first name (empty for a regex) and every source.
+    fn select_sources(&mut self) -> Result<(MeasurementRef, Vec<FromSource>), ParseError> {
+        let mut sources = Vec::new();
+        loop {
+            if self.peek()?.token == Token::Div {
+                sources.push(FromSource::Regex(self.regex()?));
+            } else {
+                sources.push(FromSource::Measurement(self.measurement()?));
+            }
+            if !self.accept(&Token::Comma)? {
+                break;
+            }
+        }
+        match sources.as_slice() {
+            [FromSource::Measurement(m)] => Ok((m.clone(), Vec::new())),
+            [FromSource::Measurement(m), ..] => Ok((m.clone(), sources)),
+            _ => {
+                Ok((MeasurementRef { database: None, retention_policy: None, name: String::new() }, sources))
+            }
+        }
+    }
+
     fn delete(&mut self) -> Result<Statement, ParseError> {
         let from = self.optional_from()?;
         let condition = self.where_clause()?;
@@ -393,11 +417,7 @@ impl Parser {
             fields.push(self.field()?);
         }
         self.expect_keyword("FROM")?;
-        let from = self.measurement()?;
-        if self.peek()?.token == Token::Comma {
-            let t = self.peek()?;
-            return Err(ParseError::new("selecting from more than one measurement is not supported", t.pos));
-        }
+        let (from, from_sources) = self.select_sources()?;
         let condition = self.where_clause()?;
         let dimensions = if self.accept_keyword("GROUP")? {
             self.expect_keyword("BY")?;
@@ -427,6 +447,7 @@ impl Parser {
         Ok(SelectStatement {
             fields,
             from,
+            from_sources,
             condition,
             dimensions,
             fill,

@@ -246,7 +246,6 @@ fn error_messages_name_what_was_found_and_expected() {
         assert_eq!(error(query), message, "{query:?}");
     }
     assert!(error("SELECT v FROM m WHERE h =~ /(/").starts_with("invalid regex /(/"));
-    assert!(error("SELECT v FROM a, b").contains("more than one measurement"));
     assert_eq!(
         QueryError::Parse(ParseError::expected("EOF", &["FROM"], Pos { line: 0, col: 8 })).to_string(),
         "error parsing query: found EOF, expected FROM at line 1, char 9"
@@ -270,6 +269,28 @@ fn top_and_bottom_calls_keep_their_tag_and_count_arguments() {
         s.fields[1].expr,
         Expr::Call { name: "bottom".into(), args: vec![Expr::var("usage"), Expr::Integer(2)] }
     );
+}
+
+#[test]
+fn select_from_several_measurements_and_regexes() {
+    let s = select("SELECT v FROM a, db.rp.b, /^c.*/ WHERE x = 1");
+    assert_eq!(s.from, m("a"));
+    assert_eq!(
+        s.from_sources,
+        vec![
+            FromSource::Measurement(m("a")),
+            FromSource::Measurement(MeasurementRef {
+                database: Some("db".into()),
+                retention_policy: Some("rp".into()),
+                name: "b".into()
+            }),
+            FromSource::Regex("^c.*".into()),
+        ]
+    );
+    let s = select("SELECT v FROM /a\\/b/");
+    assert_eq!((s.from.name.as_str(), s.from_sources), ("", vec![FromSource::Regex("a/b".into())]));
+    assert!(select("SELECT v FROM a").from_sources.is_empty());
+    assert!(error("SELECT v FROM /(/").starts_with("invalid regex /(/"));
 }
 
 #[test]

@@ -33,6 +33,7 @@ pub mod plan;
 pub mod raw;
 pub mod row;
 pub mod select;
+pub mod sources;
 pub mod stream;
 pub mod target;
 pub mod top;
@@ -66,7 +67,7 @@ pub fn execute_statement(
                 (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
                 (epoch, _) => epoch,
             };
-            select::run_select(tables, s, params, epoch)
+            sources::run_select_sources(tables, s, params, epoch)
         }
         Statement::ShowDatabases => Ok(meta::show_databases(tables)),
         Statement::CreateDatabase { name } => {
