@@ -87,6 +87,8 @@ pub enum FromSource {
     Measurement(MeasurementRef),
     /// `/re/`: every measurement of the database whose name matches.
     Regex(String),
+    /// `(SELECT ...)`: the inner statement's series, read as measurements.
+    Subquery(Box<SelectStatement>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -534,6 +536,7 @@ impl fmt::Display for SelectStatement {
             match source {
                 FromSource::Measurement(m) => write!(f, "{m}")?,
                 FromSource::Regex(pattern) => write_regex(f, pattern)?,
+                FromSource::Subquery(inner) => write!(f, "({inner})")?,
             }
         }
         let from = if self.from_sources.is_empty() { Some(&self.from) } else { None };

@@ -5,32 +5,17 @@
 //! at 0s..80s instead of T0 + 0s..80s; the answers differ only by T0).
 
 use serde_json::{json, Value};
-use strata_series::reference::MemStore;
-use strata_series::{FieldValue, SeriesStore};
 
 use super::exec_test_support::*;
 
-/// cpu usage: host a 5@0s 9@10s 3@20s 7@70s; host b 9@5s 1@15s 8@65s 2@80s.
-fn top_store() -> MemStore {
-    let store = MemStore::new();
-    store.create_database("db").unwrap();
-    let points: Vec<_> = [("a", 5.0, 0), ("a", 9.0, 10), ("a", 3.0, 20), ("a", 7.0, 70)]
-        .into_iter()
-        .chain([("b", 9.0, 5), ("b", 1.0, 15), ("b", 8.0, 65), ("b", 2.0, 80)])
-        .map(|(host, usage, s)| point("cpu", &[("host", host)], vec![("usage", FieldValue::Float(usage))], s))
-        .collect();
-    assert!(store.write("db", &points).unwrap().rejected.is_empty());
-    store
-}
-
 fn top_series(q: &str) -> Value {
-    let body = run_on(&top_store(), q);
+    let body = run_on(&cpu_two_hosts_store(), q);
     assert!(body["results"][0].get("error").is_none(), "{q}: {body}");
     body["results"][0].get("series").cloned().unwrap_or(Value::Null)
 }
 
 fn top_error(q: &str) -> String {
-    let body = run_on(&top_store(), q);
+    let body = run_on(&cpu_two_hosts_store(), q);
     body["results"][0]["error"].as_str().unwrap_or_else(|| panic!("{q}: no error in {body}")).to_string()
 }
 

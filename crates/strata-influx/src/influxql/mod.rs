@@ -8,7 +8,8 @@
 //! non_negative_derivative, difference, non_negative_difference,
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
-//! fill(none|null|previous|linear|n), tz('Area/City'),
+//! fill(none|null|previous|linear|n), tz('Area/City'), FROM several
+//! measurements, `/regex/` or a subquery,
 //! ORDER BY time, LIMIT, OFFSET, SLIMIT, SOFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`, the
 //! `... [EXACT] CARDINALITY` forms,
@@ -33,6 +34,8 @@ mod exec_clause_tests;
 mod exec_function_tests;
 #[cfg(test)]
 mod exec_selector_tests;
+#[cfg(test)]
+mod exec_subquery_tests;
 #[cfg(test)]
 mod exec_test_support;
 #[cfg(test)]

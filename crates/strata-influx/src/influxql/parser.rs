@@ -383,7 +383,11 @@ impl Parser {
     fn select_sources(&mut self) -> Result<(MeasurementRef, Vec<FromSource>), ParseError> {
         let mut sources = Vec::new();
         loop {
-            if self.peek()?.token == Token::Div {
+            if self.accept(&Token::LParen)? {
+                self.expect_keyword("SELECT")?;
+                sources.push(FromSource::Subquery(Box::new(self.select()?)));
+                self.expect(Token::RParen, ")")?;
+            } else if self.peek()?.token == Token::Div {
                 sources.push(FromSource::Regex(self.regex()?));
             } else {
                 sources.push(FromSource::Measurement(self.measurement()?));

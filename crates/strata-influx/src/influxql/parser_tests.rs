@@ -294,6 +294,22 @@ fn select_from_several_measurements_and_regexes() {
 }
 
 #[test]
+fn select_from_a_subquery() {
+    let s = select(
+        "SELECT mean(max) FROM (SELECT max(usage) FROM cpu GROUP BY time(1m), host) GROUP BY time(5m)",
+    );
+    let [FromSource::Subquery(inner)] = s.from_sources.as_slice() else { panic!("{s:?}") };
+    assert_eq!(inner.from, m("cpu"));
+    assert_eq!(
+        inner.dimensions,
+        vec![Dimension::Time { interval_ns: NS_PER_M, offset_ns: 0 }, Dimension::Tag("host".into())]
+    );
+    assert_eq!(s.dimensions, vec![Dimension::Time { interval_ns: 5 * NS_PER_M, offset_ns: 0 }]);
+    assert!(error("SELECT v FROM (SHOW DATABASES)").starts_with("found SHOW, expected SELECT"));
+    assert!(error("SELECT v FROM (SELECT v FROM m").starts_with("found EOF, expected )"));
+}
+
+#[test]
 fn tz_is_the_last_clause_of_a_select() {
     let s = select("SELECT mean(v) FROM m GROUP BY time(1d) fill(none) LIMIT 3 SLIMIT 1 tz('Europe/Paris')");
     assert_eq!(s.tz, Some(chrono_tz::Europe::Paris));

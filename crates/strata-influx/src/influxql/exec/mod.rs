@@ -3,7 +3,8 @@
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
 //! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
-//! [`stream`] (SELECT on an event stream). It asks the engine facade's
+//! [`stream`] (SELECT on an event stream), [`top`] (top/bottom),
+//! [`sources`] (several measurements, regexes in FROM), [`subquery`]. It asks the engine facade's
 //! table catalog ([`strata_engine::Tables`]): series through
 //! `Tables::series_store`, event streams through `Tables::stream_tables`.
 //!
@@ -35,6 +36,7 @@ pub mod row;
 pub mod select;
 pub mod sources;
 pub mod stream;
+pub mod subquery;
 pub mod target;
 pub mod top;
 pub mod transform;

@@ -28,6 +28,10 @@ pub fn run_select_sources(
     if stmt.from_sources.is_empty() {
         return run_select(tables, stmt, params, epoch);
     }
+    if let [FromSource::Subquery(inner)] = stmt.from_sources.as_slice() {
+        let mut outer = SelectStatement { from_sources: Vec::new(), ..stmt.clone() };
+        return super::subquery::run_over_subquery(tables, inner, &mut outer, params, epoch);
+    }
     let wildcard = |e: &Expr| match e {
         Expr::Wildcard => true,
         Expr::Call { args, .. } => args.iter().any(|a| matches!(a, Expr::Wildcard)),
@@ -46,6 +50,11 @@ pub fn run_select_sources(
                 let db = resolve_db(m.database.as_deref(), params)?;
                 let key = (m.name.clone(), db.clone());
                 measurements.insert(key, MeasurementRef { database: Some(db), ..m.clone() });
+            }
+            FromSource::Subquery(_) => {
+                return Err(StatementError::Unsupported(
+                    "a subquery beside other sources in FROM is not supported yet".into(),
+                ))
             }
             FromSource::Regex(pattern) => {
                 let db = resolve_db(None, params)?;
