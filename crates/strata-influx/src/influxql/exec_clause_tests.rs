@@ -56,50 +56,66 @@ fn values(q: &str) -> Value {
 
 #[test]
 fn tz_aligns_day_windows_at_local_midnight_and_prints_the_offset() {
-    let q = "SELECT sum(v) FROM w WHERE time >= '2021-03-27T00:00:00Z' AND time < '2021-03-30T00:00:00Z' \
-             GROUP BY time(1d) tz('Europe/Paris')";
-    assert_eq!(
-        values(q),
-        json!([
-            ["2021-03-27T00:00:00+01:00", null],
-            ["2021-03-28T00:00:00+01:00", 10.0],
-            ["2021-03-29T00:00:00+02:00", 11.0],
-            ["2021-03-30T00:00:00+02:00", null]
-        ])
-    );
-    let q = "SELECT sum(v) FROM f WHERE time >= '2021-10-31T00:00:00Z' AND time < '2021-11-02T00:00:00Z' \
-             GROUP BY time(1d) tz('Europe/Paris')";
-    assert_eq!(
-        values(q),
-        json!([
-            ["2021-10-31T00:00:00+02:00", 3.0],
-            ["2021-11-01T00:00:00+01:00", 4.0],
-            ["2021-11-02T00:00:00+01:00", null]
-        ]),
-        "the 25-hour day"
-    );
-    let q = "SELECT sum(v) FROM f WHERE time >= '2021-10-31T00:00:00Z' AND time < '2021-11-02T00:00:00Z' \
-             GROUP BY time(1d) tz('America/Chicago')";
-    assert_eq!(
-        values(q),
-        json!([
-            ["2021-10-30T00:00:00-05:00", 1.0],
-            ["2021-10-31T00:00:00-05:00", 6.0],
-            ["2021-11-01T00:00:00-05:00", null]
-        ])
-    );
-    let q = "SELECT sum(v) FROM w WHERE time >= '2021-03-28T00:00:00Z' AND time < '2021-03-28T04:00:00Z' \
-             GROUP BY time(1h) tz('Europe/Paris')";
-    assert_eq!(
-        values(q),
-        json!([
-            ["2021-03-28T01:00:00+01:00", 2.0],
-            ["2021-03-28T03:00:00+02:00", 3.0],
-            ["2021-03-28T04:00:00+02:00", 4.0],
-            ["2021-03-28T05:00:00+02:00", null]
-        ]),
-        "hour windows stay on UTC hours"
-    );
+    let cases = [
+        (
+            "w",
+            "2021-03-27T00:00:00Z",
+            "2021-03-30T00:00:00Z",
+            "1d",
+            "Europe/Paris",
+            json!([
+                ["2021-03-27T00:00:00+01:00", null],
+                ["2021-03-28T00:00:00+01:00", 10.0],
+                ["2021-03-29T00:00:00+02:00", 11.0],
+                ["2021-03-30T00:00:00+02:00", null]
+            ]),
+        ),
+        // The 25-hour day.
+        (
+            "f",
+            "2021-10-31T00:00:00Z",
+            "2021-11-02T00:00:00Z",
+            "1d",
+            "Europe/Paris",
+            json!([
+                ["2021-10-31T00:00:00+02:00", 3.0],
+                ["2021-11-01T00:00:00+01:00", 4.0],
+                ["2021-11-02T00:00:00+01:00", null]
+            ]),
+        ),
+        (
+            "f",
+            "2021-10-31T00:00:00Z",
+            "2021-11-02T00:00:00Z",
+            "1d",
+            "America/Chicago",
+            json!([
+                ["2021-10-30T00:00:00-05:00", 1.0],
+                ["2021-10-31T00:00:00-05:00", 6.0],
+                ["2021-11-01T00:00:00-05:00", null]
+            ]),
+        ),
+        // Hour windows stay on UTC hours.
+        (
+            "w",
+            "2021-03-28T00:00:00Z",
+            "2021-03-28T04:00:00Z",
+            "1h",
+            "Europe/Paris",
+            json!([
+                ["2021-03-28T01:00:00+01:00", 2.0],
+                ["2021-03-28T03:00:00+02:00", 3.0],
+                ["2021-03-28T04:00:00+02:00", 4.0],
+                ["2021-03-28T05:00:00+02:00", null]
+            ]),
+        ),
+    ];
+    for (m, from, to, interval, zone, expected) in cases {
+        let q = format!(
+            "SELECT sum(v) FROM {m} WHERE time >= '{from}' AND time < '{to}' GROUP BY time({interval}) tz('{zone}')"
+        );
+        assert_eq!(values(&q), expected, "{q}");
+    }
 }
 
 #[test]
