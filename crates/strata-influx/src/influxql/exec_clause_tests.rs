@@ -1,5 +1,5 @@
 //! Executor tests of SELECT clauses beyond the basics (issue 15 item 3):
-//! `tz('Area/City')`. Each expected answer is Debian's InfluxDB 1.6.7's on
+//! `tz('Area/City')`, several measurements and regexes in FROM. Each expected answer is Debian's InfluxDB 1.6.7's on
 //! the same points (and agrees with InfluxDB 1.8's documented rules: windows
 //! aligned in local time, times printed with the zone's offset).
 
@@ -158,7 +158,13 @@ fn two_measurement_store() -> MemStore {
         fields: vec![("v".into(), FieldValue::Float(2.0))],
         timestamp_ns: 20 * NS_PER_S,
     };
-    assert!(store.write("db", &[b]).unwrap().rejected.is_empty());
+    let free = Point {
+        measurement: "mem".into(),
+        tags: vec![("host".into(), "b".into())],
+        fields: vec![("free".into(), FieldValue::Integer(50))],
+        timestamp_ns: 10 * NS_PER_S,
+    };
+    assert!(store.write("db", &[b, free]).unwrap().rejected.is_empty());
     store
 }
 
@@ -199,6 +205,34 @@ fn from_several_measurements_and_a_regex_answer_a_series_per_measurement() {
         vec![(json!("cpu"), json!({"host": "b"}), json!([[0, 1]]))],
         "mem has one series only: SOFFSET 1 leaves none of it"
     );
-    let body = execute(&two_measurement_store(), "SELECT * FROM cpu, mem", &params(0)).unwrap();
-    assert!(body["results"][0]["error"].as_str().unwrap().contains("not supported yet"), "{body}");
+}
+
+/// `*` and `f(*)` over several measurements expand to the union of their
+/// fields (and tags), null where a measurement lacks one: the shape
+/// InfluxDB 1.6.7 answered for `SELECT * FROM cpu, mem` and
+/// `SELECT count(*) FROM /^(cpu|mem)$/` on the same kind of data.
+#[test]
+fn wildcards_over_several_measurements_expand_to_the_union_of_fields() {
+    let run = |q: &str| {
+        let params = QueryParams { epoch: Some("s".into()), ..params(0) };
+        let body = execute(&two_measurement_store(), q, &params).unwrap();
+        assert!(body["results"][0].get("error").is_none(), "{q}: {body}");
+        body["results"][0]["series"].clone()
+    };
+    assert_eq!(
+        run("SELECT * FROM cpu, mem WHERE time < 15s"),
+        json!([
+            {"name": "cpu", "columns": ["time", "free", "host", "v"],
+             "values": [[0, null, "a", 5.0], [10, null, "a", 9.0]]},
+            {"name": "mem", "columns": ["time", "free", "host", "v"],
+             "values": [[0, null, "a", 100.0], [10, 50, "b", null]]}
+        ])
+    );
+    assert_eq!(
+        run("SELECT count(*) FROM /^(cpu|mem)$/"),
+        json!([
+            {"name": "cpu", "columns": ["time", "count_free", "count_v"], "values": [[0, null, 3]]},
+            {"name": "mem", "columns": ["time", "count_free", "count_v"], "values": [[0, 1, 1]]}
+        ])
+    );
 }
