@@ -46,6 +46,11 @@ fn an_aggregate_over_a_subquerys_windows() {
         );
         assert_eq!(rows_of(&q), Ok(json!([[0, 9.0], [60, 7.5]])), "{q}");
     }
+    // Unbounded, the inner 10µs windows from the first point to now would be
+    // 9 million (above max-select-buckets); the outer range narrows them.
+    let q = "SELECT max(max) FROM (SELECT max(usage) FROM cpu GROUP BY time(10u)) \
+             WHERE time >= '2020-01-01T00:00:05Z' AND time < '2020-01-01T00:00:06Z'";
+    assert_eq!(rows_of(q), Ok(json!([[5, 9.0]])), "the outer time range reaches the inner statement");
     assert_eq!(
         rows_of("SELECT sum(max) FROM (SELECT max(usage) FROM cpu GROUP BY host)"),
         Ok(json!([[-T0 / NS_PER_S, 18.0]])),
