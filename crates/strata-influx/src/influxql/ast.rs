@@ -92,10 +92,25 @@ pub struct MeasurementRef {
     pub name: String,
 }
 
+/// One source of `FROM a, /re/`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FromSource {
+    Measurement(MeasurementRef),
+    /// `/re/`: every measurement of the database whose name matches.
+    Regex(String),
+    /// `(SELECT ...)`: the inner statement's series, read as measurements.
+    Subquery(Box<SelectStatement>),
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectStatement {
     pub fields: Vec<Field>,
+    /// The measurement read. With `from_sources` it is only the first
+    /// source's name (empty for a regex) and the executor reads each source.
     pub from: MeasurementRef,
+    /// `FROM a, b` or `FROM /re/`: every source, when there is more than
+    /// one or a regex; empty for the plain `FROM m`.
+    pub from_sources: Vec<FromSource>,
     pub condition: Option<Expr>,
     pub dimensions: Vec<Dimension>,
     pub fill: Fill,
@@ -106,6 +121,9 @@ pub struct SelectStatement {
     pub slimit: Option<u64>,
     /// `SOFFSET n`: skip the first n series.
     pub soffset: Option<u64>,
+    /// `tz('Area/City')`: GROUP BY time windows aligned in this zone and
+    /// RFC3339 times printed with its offset.
+    pub tz: Option<chrono_tz::Tz>,
 }
 
 /// One item of the SELECT list.
@@ -524,8 +542,16 @@ impl fmt::Display for SelectStatement {
                 write!(f, " AS {}", Ident(alias))?;
             }
         }
-        let from =
-            Clauses { from: Some(&self.from), condition: self.condition.as_ref(), ..Clauses::default() };
+        for (i, source) in self.from_sources.iter().enumerate() {
+            f.write_str(if i == 0 { " FROM " } else { ", " })?;
+            match source {
+                FromSource::Measurement(m) => write!(f, "{m}")?,
+                FromSource::Regex(pattern) => write_regex(f, pattern)?,
+                FromSource::Subquery(inner) => write!(f, "({inner})")?,
+            }
+        }
+        let from = if self.from_sources.is_empty() { Some(&self.from) } else { None };
+        let from = Clauses { from, condition: self.condition.as_ref(), ..Clauses::default() };
         write!(f, "{from}")?;
         if !self.dimensions.is_empty() {
             f.write_str(" GROUP BY ")?;
@@ -562,6 +588,9 @@ impl fmt::Display for SelectStatement {
         }
         if let Some(n) = self.soffset {
             write!(f, " SOFFSET {n}")?;
+        }
+        if let Some(tz) = self.tz {
+            write!(f, " tz({})", Expr::Str(tz.name().to_string()))?;
         }
         Ok(())
     }

@@ -77,3 +77,16 @@ pub(super) fn error_of(q: &str) -> String {
     let body = run(q);
     body["results"][0]["error"].as_str().unwrap_or_else(|| panic!("{q}: no error in {body}")).to_string()
 }
+
+/// cpu usage: host a 5@0s 9@10s 3@20s 7@70s; host b 9@5s 1@15s 8@65s 2@80s.
+pub(super) fn cpu_two_hosts_store() -> MemStore {
+    let store = MemStore::new();
+    store.create_database("db").unwrap();
+    let points: Vec<_> = [("a", 5.0, 0), ("a", 9.0, 10), ("a", 3.0, 20), ("a", 7.0, 70)]
+        .into_iter()
+        .chain([("b", 9.0, 5), ("b", 1.0, 15), ("b", 8.0, 65), ("b", 2.0, 80)])
+        .map(|(host, usage, s)| point("cpu", &[("host", host)], vec![("usage", FieldValue::Float(usage))], s))
+        .collect();
+    assert!(store.write("db", &points).unwrap().rejected.is_empty());
+    store
+}

@@ -3,12 +3,13 @@
 //! InfluxDB 1.x-shaped JSON ([`response`]).
 //!
 //! Supported (docs/influxql.md): `SELECT` (raw fields, `*`,
-//! count/sum/mean/median/stddev/spread/min/max/first/last/percentile incl.
+//! count/sum/mean/median/stddev/spread/min/max/first/last/percentile/top/bottom incl.
 //! `f(*)`, transformations of windowed aggregates (derivative,
 //! non_negative_derivative, difference, non_negative_difference,
 //! moving_average, cumulative_sum), aliases, WHERE on time, tags and fields, GROUP BY
 //! time(interval[, offset]) and tags (`"host"::tag` too) or `*`,
-//! fill(none|null|previous|linear|n),
+//! fill(none|null|previous|linear|n), tz('Area/City'), FROM several
+//! measurements, `/regex/` or a subquery,
 //! ORDER BY time, LIMIT, OFFSET, SLIMIT, SOFFSET), `SHOW DATABASES | MEASUREMENTS |
 //! TAG KEYS | TAG VALUES | FIELD KEYS | SERIES | RETENTION POLICIES`, the
 //! `... [EXACT] CARDINALITY` forms,
@@ -25,9 +26,16 @@ pub mod lexer;
 pub mod parser;
 pub mod response;
 pub mod time;
+pub mod zone;
 
 #[cfg(test)]
+mod exec_clause_tests;
+#[cfg(test)]
 mod exec_function_tests;
+#[cfg(test)]
+mod exec_selector_tests;
+#[cfg(test)]
+mod exec_subquery_tests;
 #[cfg(test)]
 mod exec_test_support;
 #[cfg(test)]

@@ -6,8 +6,9 @@
 use regex::RegexBuilder;
 
 use super::ast::{
-    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, MeasurementRef, NameMatch,
-    RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues, Statement,
+    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, FromSource, MeasurementRef,
+    NameMatch, RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues,
+    Statement,
 };
 pub use super::error::{ParseError, RegexError};
 use super::lexer::{Lexer, Pos, Spanned, Token};
@@ -374,6 +375,33 @@ impl Parser {
         Ok(MeasurementRef { database, retention_policy, name })
     }
 
+    /// SELECT's FROM: `m`, or several sources (`a, b`, `/re/`): then the
+    /// first name (empty for a regex) and every source.
+    fn select_sources(&mut self) -> Result<(MeasurementRef, Vec<FromSource>), ParseError> {
+        let mut sources = Vec::new();
+        loop {
+            if self.accept(&Token::LParen)? {
+                self.expect_keyword("SELECT")?;
+                sources.push(FromSource::Subquery(Box::new(self.select()?)));
+                self.expect(Token::RParen, ")")?;
+            } else if self.peek()?.token == Token::Div {
+                sources.push(FromSource::Regex(self.regex()?));
+            } else {
+                sources.push(FromSource::Measurement(self.measurement()?));
+            }
+            if !self.accept(&Token::Comma)? {
+                break;
+            }
+        }
+        match sources.as_slice() {
+            [FromSource::Measurement(m)] => Ok((m.clone(), Vec::new())),
+            [FromSource::Measurement(m), ..] => Ok((m.clone(), sources)),
+            _ => {
+                Ok((MeasurementRef { database: None, retention_policy: None, name: String::new() }, sources))
+            }
+        }
+    }
+
     fn delete(&mut self) -> Result<Statement, ParseError> {
         Ok(Statement::Delete(self.optional_from_and_where()?))
     }
@@ -406,11 +434,7 @@ impl Parser {
             fields.push(self.field()?);
         }
         self.expect_keyword("FROM")?;
-        let from = self.measurement()?;
-        if self.peek()?.token == Token::Comma {
-            let t = self.peek()?;
-            return Err(ParseError::new("selecting from more than one measurement is not supported", t.pos));
-        }
+        let (from, from_sources) = self.select_sources()?;
         let condition = self.where_clause()?;
         let dimensions = if self.accept_keyword("GROUP")? {
             self.expect_keyword("BY")?;
@@ -436,9 +460,11 @@ impl Parser {
         let (limit, offset) = self.limit_offset()?;
         let slimit = self.after_keyword("SLIMIT", Parser::unsigned)?;
         let soffset = self.after_keyword("SOFFSET", Parser::unsigned)?;
+        let tz = self.tz()?;
         Ok(SelectStatement {
             fields,
             from,
+            from_sources,
             condition,
             dimensions,
             fill,
@@ -447,7 +473,27 @@ impl Parser {
             offset,
             slimit,
             soffset,
+            tz,
         })
+    }
+
+    /// `tz('Area/City')`, the last clause of a SELECT.
+    fn tz(&mut self) -> Result<Option<chrono_tz::Tz>, ParseError> {
+        let t = self.peek()?;
+        if !matches!(&t.token, Token::Ident(name) if name.eq_ignore_ascii_case("tz")) {
+            return Ok(None);
+        }
+        self.next()?;
+        self.expect(Token::LParen, "(")?;
+        let t = self.next()?;
+        let Token::Str(name) = &t.token else {
+            return Err(ParseError::expected(&t.found(), &["string"], t.pos));
+        };
+        let zone = name
+            .parse::<chrono_tz::Tz>()
+            .map_err(|_| ParseError::new(format!("unable to find time zone {name}"), t.pos))?;
+        self.expect(Token::RParen, ")")?;
+        Ok(Some(zone))
     }
 
     fn field(&mut self) -> Result<Field, ParseError> {

@@ -267,11 +267,81 @@ fn error_messages_name_what_was_found_and_expected() {
         assert_eq!(error(query), message, "{query:?}");
     }
     assert!(error("SELECT v FROM m WHERE h =~ /(/").starts_with("invalid regex /(/"));
-    assert!(error("SELECT v FROM a, b").contains("more than one measurement"));
     assert_eq!(
         QueryError::Parse(ParseError::expected("EOF", &["FROM"], Pos { line: 0, col: 8 })).to_string(),
         "error parsing query: found EOF, expected FROM at line 1, char 9"
     );
+}
+
+#[test]
+fn top_and_bottom_calls_keep_their_tag_and_count_arguments() {
+    let s = select("SELECT top(usage, host, 3) AS t, bottom(\"usage\", 2) FROM cpu");
+    assert_eq!(
+        s.fields[0],
+        Field {
+            expr: Expr::Call {
+                name: "top".into(),
+                args: vec![Expr::var("usage"), Expr::var("host"), Expr::Integer(3)]
+            },
+            alias: Some("t".into()),
+        }
+    );
+    assert_eq!(
+        s.fields[1].expr,
+        Expr::Call { name: "bottom".into(), args: vec![Expr::var("usage"), Expr::Integer(2)] }
+    );
+}
+
+#[test]
+fn select_from_several_measurements_and_regexes() {
+    let s = select("SELECT v FROM a, db.rp.b, /^c.*/ WHERE x = 1");
+    assert_eq!(s.from, m("a"));
+    assert_eq!(
+        s.from_sources,
+        vec![
+            FromSource::Measurement(m("a")),
+            FromSource::Measurement(MeasurementRef {
+                database: Some("db".into()),
+                retention_policy: Some("rp".into()),
+                name: "b".into()
+            }),
+            FromSource::Regex("^c.*".into()),
+        ]
+    );
+    let s = select("SELECT v FROM /a\\/b/");
+    assert_eq!((s.from.name.as_str(), s.from_sources), ("", vec![FromSource::Regex("a/b".into())]));
+    assert!(select("SELECT v FROM a").from_sources.is_empty());
+    assert!(error("SELECT v FROM /(/").starts_with("invalid regex /(/"));
+}
+
+#[test]
+fn select_from_a_subquery() {
+    let s = select(
+        "SELECT mean(max) FROM (SELECT max(usage) FROM cpu GROUP BY time(1m), host) GROUP BY time(5m)",
+    );
+    let [FromSource::Subquery(inner)] = s.from_sources.as_slice() else { panic!("{s:?}") };
+    assert_eq!(inner.from, m("cpu"));
+    assert_eq!(
+        inner.dimensions,
+        vec![Dimension::Time { interval_ns: NS_PER_M, offset_ns: 0 }, Dimension::Tag("host".into())]
+    );
+    assert_eq!(s.dimensions, vec![Dimension::Time { interval_ns: 5 * NS_PER_M, offset_ns: 0 }]);
+    assert!(error("SELECT v FROM (SHOW DATABASES)").starts_with("found SHOW, expected SELECT"));
+    assert!(error("SELECT v FROM (SELECT v FROM m").starts_with("found EOF, expected )"));
+}
+
+#[test]
+fn tz_is_the_last_clause_of_a_select() {
+    let s = select("SELECT mean(v) FROM m GROUP BY time(1d) fill(none) LIMIT 3 SLIMIT 1 tz('Europe/Paris')");
+    assert_eq!(s.tz, Some(chrono_tz::Europe::Paris));
+    assert_eq!(s.slimit, Some(1));
+    assert_eq!(
+        s.to_string(),
+        "SELECT mean(v) FROM m GROUP BY time(1d) fill(none) LIMIT 3 SLIMIT 1 tz('Europe/Paris')"
+    );
+    assert_eq!(select("SELECT v FROM m").tz, None);
+    assert!(error("SELECT v FROM m tz('Mars/Olympus')").starts_with("unable to find time zone Mars/Olympus"));
+    assert!(error("SELECT v FROM m tz(3)").starts_with("found 3, expected string"));
 }
 
 #[test]

@@ -17,6 +17,8 @@ use super::QueryError;
 pub enum Epoch {
     /// RFC3339 strings with trimmed nanoseconds (no `epoch` parameter).
     Rfc3339,
+    /// RFC3339 strings with the offset of a `tz(...)` zone.
+    Rfc3339In(chrono_tz::Tz),
     /// Integers: nanoseconds divided by this (truncated toward zero, as Go does).
     Integer { ns_per_unit: i64 },
 }
@@ -45,6 +47,7 @@ impl Epoch {
     pub fn time(self, ns: i64) -> Value {
         match self {
             Epoch::Rfc3339 => Value::String(format_rfc3339(ns)),
+            Epoch::Rfc3339In(zone) => Value::String(super::zone::format_rfc3339_in(zone, ns)),
             Epoch::Integer { ns_per_unit } => Value::from(ns / ns_per_unit),
         }
     }

@@ -35,7 +35,7 @@ pub type WindowRow = (i128, Vec<Option<FieldValue>>);
 pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
 
 /// Orders two values of one field type (NaN compares equal to everything).
-fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
+pub(crate) fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
     match (a, b) {
         (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
         (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
@@ -149,7 +149,7 @@ impl Acc {
             AggFunc::Mean => Acc::Mean { sum: 0.0, n: 0 },
             AggFunc::Stddev => Acc::Moments { n: 0, mean: 0.0, m2: 0.0 },
             AggFunc::Spread => Acc::Range(None),
-            AggFunc::Median | AggFunc::Percentile(_) | AggFunc::Integral(_) => {
+            AggFunc::Median | AggFunc::Percentile(_) | AggFunc::Integral(_) | AggFunc::Top { .. } => {
                 Acc::All { func, values: Vec::new() }
             }
             AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Point => {
@@ -323,6 +323,9 @@ pub fn aggregate_rows(
     rows: &[Row<'_>],
     epoch: Epoch,
 ) -> Result<Vec<Vec<Value>>, StatementError> {
+    if let [column @ AggColumn { func: AggFunc::Top { .. }, .. }] = columns {
+        return Ok(super::top::top_rows(plan, column, rows, epoch));
+    }
     let fresh = || columns.iter().map(|c| Acc::new(c.func)).collect::<Vec<Acc>>();
     let out = match plan.window {
         None => {
@@ -448,7 +451,13 @@ fn filled_rows(
         if count > MAX_SELECT_BUCKETS {
             return Err(StatementError::TooManyBuckets { count, max: MAX_SELECT_BUCKETS });
         }
-        (0..count.max(0)).map(|i| from + i * interval).collect()
+        let mut starts = Vec::with_capacity(count.max(0) as usize);
+        let mut start = from;
+        while start <= to {
+            starts.push(start);
+            start = window.next_start(start);
+        }
+        starts
     };
     if descending {
         starts.reverse();

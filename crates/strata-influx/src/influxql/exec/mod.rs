@@ -3,7 +3,8 @@
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
 //! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
-//! [`stream`] (SELECT on an event stream). It asks the engine facade's
+//! [`stream`] (SELECT on an event stream), [`top`] (top/bottom),
+//! [`sources`] (several measurements, regexes in FROM), [`subquery`]. It asks the engine facade's
 //! table catalog ([`strata_engine::Tables`]): series through
 //! `Tables::series_store`, event streams through `Tables::stream_tables`.
 //!
@@ -33,8 +34,11 @@ pub mod plan;
 pub mod raw;
 pub mod row;
 pub mod select;
+pub mod sources;
 pub mod stream;
+pub mod subquery;
 pub mod target;
+pub mod top;
 pub mod transform;
 
 use serde_json::Value;
@@ -60,7 +64,13 @@ pub fn execute_statement(
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, StatementError> {
     match statement {
-        Statement::Select(s) => select::run_select(tables, s, params, epoch),
+        Statement::Select(s) => {
+            let epoch = match (epoch, s.tz) {
+                (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
+                (epoch, _) => epoch,
+            };
+            sources::run_select_sources(tables, s, params, epoch)
+        }
         Statement::ShowDatabases => Ok(meta::show_databases(tables)),
         Statement::CreateDatabase { name } => {
             tables.add_database(name)?;

@@ -34,6 +34,12 @@ pub enum AggFunc {
     /// `integral(field[, unit])`: the area under the points (trapezoids),
     /// per `unit` nanoseconds (default 1s).
     Integral(i64),
+    /// `top(field[, tag...], n)` / `bottom(...)`: the `n` largest (smallest)
+    /// values, each with its point's time (see [`super::top`]).
+    Top {
+        n: u64,
+        bottom: bool,
+    },
     /// Not callable: the first point added (the input of a transformation
     /// of raw values, which keeps the first of several points at one time,
     /// in series order, as InfluxDB's derivative does).
@@ -69,6 +75,11 @@ impl AggFunc {
                 Err(StatementError::ArgumentCount { func: name.to_string(), expected, got: args.len() })
             }
         };
+        if name == "top" || name == "bottom" {
+            return Err(StatementError::Unsupported(format!(
+                "{name}() is supported only directly in the SELECT list, alone"
+            )));
+        }
         if name == "integral" {
             if !(1..=2).contains(&args.len()) {
                 return Err(StatementError::ArgumentCount {
@@ -126,6 +137,8 @@ impl AggFunc {
             AggFunc::Percentile(_) => "percentile",
             AggFunc::Point => "point",
             AggFunc::Integral(_) => "integral",
+            AggFunc::Top { bottom: false, .. } => "top",
+            AggFunc::Top { bottom: true, .. } => "bottom",
         }
     }
 
@@ -139,6 +152,7 @@ impl AggFunc {
                 | AggFunc::Last
                 | AggFunc::Percentile(_)
                 | AggFunc::Point
+                | AggFunc::Top { .. }
         )
     }
 
@@ -166,13 +180,37 @@ impl AggFunc {
 pub struct Window {
     pub interval_ns: i64,
     pub offset_ns: i64,
+    /// `tz(...)`: windows aligned in this zone's local time.
+    pub zone: Option<chrono_tz::Tz>,
 }
 
 impl Window {
     /// Start of the window holding `t` (i128: may precede i64::MIN).
     pub fn start(&self, t: i64) -> i128 {
+        if let Some(zone) = self.zone {
+            return crate::influxql::zone::window_start(zone, self.interval_ns, self.offset_ns, t);
+        }
         let t = i128::from(t);
         t - (t - i128::from(self.offset_ns)).rem_euclid(i128::from(self.interval_ns))
+    }
+
+    /// The start of the window after the one starting at `start` (windows
+    /// in a zone are not all `interval_ns` long across a DST change).
+    pub fn next_start(&self, start: i128) -> i128 {
+        let interval = i128::from(self.interval_ns);
+        if self.zone.is_none() {
+            return start + interval;
+        }
+        let step = (interval / 8).max(1);
+        let mut t = start + interval;
+        loop {
+            let clamped = t.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            let next = self.start(clamped);
+            if next > start || i128::from(clamped) != t {
+                return next.max(start + 1);
+            }
+            t += step;
+        }
     }
 }
 
@@ -235,6 +273,9 @@ pub struct SelectPlan {
     pub soffset: Option<u64>,
     /// Tag keys of GROUP BY, sorted.
     pub group_keys: Vec<String>,
+    /// The tag keys of a `top`/`bottom` call (`top(f, host, 3)`), output
+    /// as columns after its value.
+    pub selector_tags: Vec<String>,
     /// Field name of each slot.
     pub slots: Vec<String>,
     /// What remains of WHERE once time is removed.
@@ -333,8 +374,11 @@ pub fn plan_select(
     for dimension in &stmt.dimensions {
         match dimension {
             Dimension::Time { interval_ns, offset_ns } => {
-                window =
-                    Some(Window { interval_ns: *interval_ns, offset_ns: offset_ns.rem_euclid(*interval_ns) })
+                window = Some(Window {
+                    interval_ns: *interval_ns,
+                    offset_ns: offset_ns.rem_euclid(*interval_ns),
+                    zone: stmt.tz,
+                })
             }
             Dimension::Tag(tag) => {
                 group_keys.insert(tag.clone());
@@ -347,8 +391,38 @@ pub fn plan_select(
     let mut time_name = "time".to_string();
     let mut items: Vec<Item> = Vec::new();
     let mut names: Vec<(String, Option<String>)> = Vec::new();
+    let mut selector_tags: Vec<String> = Vec::new();
     for field in &stmt.fields {
         match &field.expr {
+            Expr::Call { name, args } if name == "top" || name == "bottom" => {
+                let Some(super::top::TopCall { func, field: arg, tags }) =
+                    super::top::parse_top_call(name, args)?
+                else {
+                    unreachable!("top and bottom parse")
+                };
+                let field_name = match arg {
+                    Expr::VarRef { name: arg, kind } if !arg.eq_ignore_ascii_case("time") => {
+                        match schema.raw_ref(arg, *kind) {
+                            RawRef::Field(f) if !func.accepts(schema.field_types[&f]) => {
+                                return Err(StatementError::TypeMismatch {
+                                    func: func.name(),
+                                    field_type: schema.field_types[&f].influx_name(),
+                                    field: f,
+                                })
+                            }
+                            RawRef::Field(f) => Some(f),
+                            _ => None,
+                        }
+                    }
+                    _ => return Err(StatementError::ExpectedField(name.clone())),
+                };
+                items.push(Item::Agg(func, field_name, None));
+                names.push((func.name().to_string(), field.alias.clone()));
+                for tag in &tags {
+                    names.push((tag.clone(), None));
+                }
+                selector_tags = tags;
+            }
             e if e.is_time_ref() => {
                 if let Some(alias) = &field.alias {
                     time_name = alias.clone();
@@ -438,6 +512,22 @@ pub fn plan_select(
     if has_raw && has_agg {
         return Err(StatementError::Invalid("mixing aggregate and non-aggregate queries is not supported"));
     }
+    if let Some(Item::Agg(top @ AggFunc::Top { n, .. }, _, _)) =
+        items.iter().find(|i| matches!(i, Item::Agg(AggFunc::Top { .. }, _, _)))
+    {
+        if items.len() > 1 {
+            return Err(StatementError::BadArgument(format!(
+                "selector function {}() cannot be combined with other functions",
+                top.name()
+            )));
+        }
+        if let Some(limit) = stmt.limit.filter(|l| *l > 0 && l < n) {
+            return Err(StatementError::BadArgument(format!(
+                "limit ({n}) in {} function can not be larger than the LIMIT ({limit}) in the select statement",
+                top.name()
+            )));
+        }
+    }
     let transforms = items.iter().filter(|i| matches!(i, Item::Agg(_, _, Some(_)))).count();
     let raw_transform = raw_transforms > 0;
     if raw_transform && (raw_transforms != items.len() || window.is_some()) {
@@ -525,7 +615,7 @@ pub fn plan_select(
     let range = bounds.range(default_max_ns);
     let fill = if raw_transform { Fill::None } else { stmt.fill.clone() };
     if raw_transform {
-        window = Some(Window { interval_ns: 1, offset_ns: 0 });
+        window = Some(Window { interval_ns: 1, offset_ns: 0, zone: None });
     }
 
     // Tag sets that can match, and their series per slot.
@@ -557,6 +647,7 @@ pub fn plan_select(
         slimit: stmt.slimit,
         soffset: stmt.soffset,
         group_keys: group_keys.into_iter().collect(),
+        selector_tags,
         slots,
         condition,
         tagsets,
@@ -587,12 +678,12 @@ mod tests {
 
     #[test]
     fn windows_start_at_multiples_of_the_interval_plus_offset() {
-        let w = Window { interval_ns: 10, offset_ns: 3 };
+        let w = Window { interval_ns: 10, offset_ns: 3, zone: None };
         assert_eq!(w.start(3), 3);
         assert_eq!(w.start(12), 3);
         assert_eq!(w.start(13), 13);
         assert_eq!(w.start(2), -7);
-        assert_eq!(Window { interval_ns: 10, offset_ns: 0 }.start(-1), -10);
+        assert_eq!(Window { interval_ns: 10, offset_ns: 0, zone: None }.start(-1), -10);
     }
 
     #[test]

@@ -50,7 +50,8 @@ fn event_agg(func: AggFunc) -> Option<EventAgg> {
         | AggFunc::Spread
         | AggFunc::Percentile(_)
         | AggFunc::Point
-        | AggFunc::Integral(_) => return None,
+        | AggFunc::Integral(_)
+        | AggFunc::Top { .. } => return None,
     })
 }
 
@@ -157,8 +158,11 @@ pub fn run_stream_select(
     for dimension in &stmt.dimensions {
         match dimension {
             Dimension::Time { interval_ns, offset_ns } => {
-                window =
-                    Some(Window { interval_ns: *interval_ns, offset_ns: offset_ns.rem_euclid(*interval_ns) })
+                window = Some(Window {
+                    interval_ns: *interval_ns,
+                    offset_ns: offset_ns.rem_euclid(*interval_ns),
+                    zone: None,
+                })
             }
             Dimension::Tag(_) | Dimension::AllTags => {
                 return Err(ctx.err("GROUP BY tags is not supported (event streams have no tags)"))
@@ -166,6 +170,9 @@ pub fn run_stream_select(
         }
     }
 
+    if window.is_some() && stmt.tz.is_some() {
+        return Err(ctx.err("GROUP BY time with tz() is not supported"));
+    }
     let mut time_name = "time".to_string();
     let mut items: Vec<Item> = Vec::new();
     let mut names: Vec<(String, Option<String>)> = Vec::new();
@@ -289,6 +296,7 @@ pub fn run_stream_select(
         slimit: stmt.slimit,
         soffset: stmt.soffset,
         group_keys: Vec::new(),
+        selector_tags: Vec::new(),
         slots,
         condition: None,
         tagsets: Vec::new(),
