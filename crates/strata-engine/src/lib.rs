@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod backup;
 pub mod db;
 pub mod medium;
 pub mod pool;
