@@ -29,6 +29,8 @@ use format::{decode_backup_manifest, encode_backup_manifest};
 
 /// The series directory's name inside a data directory and a backup.
 const SERIES_DIR: &str = "series";
+/// The data directory's lock file ([`Db::lock_data_dir`]), kept by restore.
+const LOCK_FILE: &str = "LOCK";
 /// How many times a backup starts again after a checkpoint removed a file
 /// it was copying before it gives up.
 const COPY_ATTEMPTS: usize = 8;
@@ -180,12 +182,19 @@ pub fn verify_backup(backup_dir: &Path) -> Result<BackupManifest, BackupError> {
 }
 
 /// Restores `backup_dir` into `data_dir` (of a stopped server): verifies
-/// the backup, then copies its files in, synced. A non-empty `data_dir` is
-/// refused unless `force`, which first empties it.
+/// the backup, then copies its files in, synced. A non-empty `data_dir`
+/// (its `LOCK` file aside, which the caller may hold) is refused unless
+/// `force`, which first empties it.
 pub fn restore_backup(backup_dir: &Path, data_dir: &Path, force: bool) -> Result<BackupManifest, BackupError> {
     let manifest = verify_backup(backup_dir)?;
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    let entries: Vec<_> = std::fs::read_dir(data_dir).map_err(io(data_dir))?.collect::<Result<_, _>>().map_err(io(data_dir))?;
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(data_dir).map_err(io(data_dir))? {
+        let e = e.map_err(io(data_dir))?;
+        if e.file_name() != LOCK_FILE {
+            entries.push(e);
+        }
+    }
     if !entries.is_empty() {
         if !force {
             return Err(BackupError::TargetNotEmpty(data_dir.to_path_buf()));
