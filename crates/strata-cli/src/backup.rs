@@ -47,7 +47,12 @@ pub fn run_backup(args: BackupArgs) -> anyhow::Result<()> {
     match open_db(&config) {
         Ok(db) => {
             let m = db.backup(&dir)?;
-            println!("backup of checkpoint {} ({} files) written to {}", m.checkpoint_seq, m.files.len(), dir.display());
+            println!(
+                "backup of checkpoint {} ({} files) written to {}",
+                m.checkpoint_seq,
+                m.files.len(),
+                dir.display()
+            );
             Ok(())
         }
         Err(e) if matches!(e.downcast_ref::<DbError>(), Some(DbError::Locked { .. })) => {
@@ -83,7 +88,9 @@ fn ask_server(server: &str, token: Option<&str>, dir: &Path) -> anyhow::Result<(
 fn url_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

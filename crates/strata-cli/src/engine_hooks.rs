@@ -6,10 +6,10 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
+use strata_engine::backup::BackupError;
 use strata_engine::Db;
 use strata_series::EngineError;
 use strata_server::prometheus::{header, metric};
-use strata_engine::backup::BackupError;
 use strata_server::{BackupHookError, EngineHooks};
 
 pub struct DbHooks(pub Arc<Db>);

@@ -23,7 +23,8 @@ fn an_online_backup_restores_into_a_new_data_directory() {
     let write = format!("/write?db=strata&u=x&p=s3cret");
     assert_eq!(http(port, "POST", &write, lines.as_bytes()).unwrap().0, 204);
     let backup_dir = tmp.path().join("backup");
-    let (status, _) = http(port, "POST", &format!("/debug/backup?dir={}", backup_dir.display()), b"").unwrap();
+    let (status, _) =
+        http(port, "POST", &format!("/debug/backup?dir={}", backup_dir.display()), b"").unwrap();
     assert_eq!(status, 401, "the backup route is behind the auth layer");
 
     let out = strata(&[

@@ -7,8 +7,8 @@
 
 #![forbid(unsafe_code)]
 
-pub mod config;
 pub mod backup;
+pub mod config;
 pub mod db;
 pub mod medium;
 pub mod pool;

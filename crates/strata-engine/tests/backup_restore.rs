@@ -41,7 +41,8 @@ fn points(db: &Db) -> std::collections::BTreeMap<i64, FieldValue> {
 
 #[test]
 fn a_backup_taken_during_writes_restores_every_point_acknowledged_before_it() {
-    let (data, backup, restored) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (data, backup, restored) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let db = Arc::new(open(data.path()));
     for ts in 0..500 {
         db.engine().write("strata", &[point(ts)]).unwrap();
@@ -80,7 +81,11 @@ fn a_backup_taken_during_writes_restores_every_point_acknowledged_before_it() {
     let copy = open(restored.path());
     let found = points(&copy);
     for ts in 0..acked_before_backup {
-        assert_eq!(found.get(&ts), Some(&FieldValue::Integer(ts * 10)), "point {ts} (acked before the backup)");
+        assert_eq!(
+            found.get(&ts),
+            Some(&FieldValue::Integer(ts * 10)),
+            "point {ts} (acked before the backup)"
+        );
     }
     assert!(
         found.keys().all(|&ts| ts < acked_after_backup),

@@ -24,8 +24,8 @@ use strata_series::{EngineError, FormatError};
 use thiserror::Error;
 
 use crate::db::Db;
-pub use format::{BackupFile, BackupFormatError, BackupManifest, BACKUP_FILE};
 use format::{decode_backup_manifest, encode_backup_manifest};
+pub use format::{BackupFile, BackupFormatError, BackupManifest, BACKUP_FILE};
 
 /// The series directory's name inside a data directory and a backup.
 const SERIES_DIR: &str = "series";
@@ -185,7 +185,11 @@ pub fn verify_backup(backup_dir: &Path) -> Result<BackupManifest, BackupError> {
 /// the backup, then copies its files in, synced. A non-empty `data_dir`
 /// (its `LOCK` file aside, which the caller may hold) is refused unless
 /// `force`, which first empties it.
-pub fn restore_backup(backup_dir: &Path, data_dir: &Path, force: bool) -> Result<BackupManifest, BackupError> {
+pub fn restore_backup(
+    backup_dir: &Path,
+    data_dir: &Path,
+    force: bool,
+) -> Result<BackupManifest, BackupError> {
     let manifest = verify_backup(backup_dir)?;
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
     let mut entries = Vec::new();

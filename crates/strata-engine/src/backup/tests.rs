@@ -12,7 +12,11 @@ fn example() -> BackupManifest {
         checkpoint_seq: 3,
         checkpoint_lsn: 4096,
         created_unix_ns: 7,
-        files: vec![BackupFile { path: "series/MANIFEST".into(), len_bytes: 5, crc32c: crc32c::crc32c(b"hello") }],
+        files: vec![BackupFile {
+            path: "series/MANIFEST".into(),
+            len_bytes: 5,
+            crc32c: crc32c::crc32c(b"hello"),
+        }],
     }
 }
 
@@ -35,10 +39,16 @@ fn field_tables_agree_with_the_encoder() {
     check_fields(
         DOC,
         "### Body",
-        &[("checkpoint_seq", 0, 8), ("checkpoint_lsn", 8, 8), ("created_unix_ns", 16, 8), ("file_count", 24, 4)],
+        &[
+            ("checkpoint_seq", 0, 8),
+            ("checkpoint_lsn", 8, 8),
+            ("created_unix_ns", 16, 8),
+            ("file_count", 24, 4),
+        ],
         28,
     );
-    let names: Vec<String> = markdown_table(DOC, "### File entry")[1..].iter().map(|r| r[3].clone()).collect();
+    let names: Vec<String> =
+        markdown_table(DOC, "### File entry")[1..].iter().map(|r| r[3].clone()).collect();
     assert_eq!(names, ["path_len", "path", "len_bytes", "crc32c"]);
 }
 
@@ -84,7 +94,10 @@ fn restore_refuses_a_damaged_file_and_a_non_empty_target_without_force() {
     std::fs::write(backup.path().join(BACKUP_FILE), encode_backup_manifest(&example())).unwrap();
     let target = tempfile::tempdir().unwrap();
     std::fs::write(target.path().join("stale"), b"x").unwrap();
-    assert!(matches!(restore_backup(backup.path(), target.path(), false), Err(BackupError::TargetNotEmpty(_))));
+    assert!(matches!(
+        restore_backup(backup.path(), target.path(), false),
+        Err(BackupError::TargetNotEmpty(_))
+    ));
     restore_backup(backup.path(), target.path(), true).unwrap();
     assert!(!target.path().join("stale").exists());
     assert_eq!(std::fs::read(target.path().join("series/MANIFEST")).unwrap(), b"hello");
