@@ -20,8 +20,8 @@ fn an_online_backup_restores_into_a_new_data_directory() {
     let port = free_port();
     let mut server = start(&data, "[server]\nauth_token = \"s3cret\"\n", "", port);
     let lines: String = (0..200).map(|i| format!("cpu,host=h{} v={i}i {}\n", i % 4, 1_000 + i)).collect();
-    let write = format!("/write?db=strata&u=x&p=s3cret");
-    assert_eq!(http(port, "POST", &write, lines.as_bytes()).unwrap().0, 204);
+    let write = "/write?db=strata&u=x&p=s3cret";
+    assert_eq!(http(port, "POST", write, lines.as_bytes()).unwrap().0, 204);
     let backup_dir = tmp.path().join("backup");
     let (status, _) =
         http(port, "POST", &format!("/debug/backup?dir={}", backup_dir.display()), b"").unwrap();
@@ -42,7 +42,7 @@ fn an_online_backup_restores_into_a_new_data_directory() {
     assert!(said.contains("asking the server"), "{said}");
     assert!(backup_dir.join("BACKUP").exists(), "{said}");
     // Writes after the backup are not in it.
-    assert_eq!(http(port, "POST", &write, b"cpu,host=late v=1i 5000\n").unwrap().0, 204);
+    assert_eq!(http(port, "POST", write, b"cpu,host=late v=1i 5000\n").unwrap().0, 204);
     server.kill().unwrap();
     server.wait().unwrap();
 
