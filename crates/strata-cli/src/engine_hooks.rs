@@ -6,10 +6,11 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
+use strata_engine::backup::BackupError;
 use strata_engine::Db;
 use strata_series::EngineError;
 use strata_server::prometheus::{header, metric};
-use strata_server::EngineHooks;
+use strata_server::{BackupHookError, EngineHooks};
 
 pub struct DbHooks(pub Arc<Db>);
 
@@ -19,6 +20,21 @@ impl EngineHooks for DbHooks {
         let report = self.0.engine().checkpoint()?.to_string();
         let streams = self.0.streams().sync_to_media()?;
         Ok(if streams == 0 { report } else { format!("{report}; {streams} event streams synced to media") })
+    }
+
+    fn backup(&self, dir: &std::path::Path) -> Result<String, BackupHookError> {
+        match self.0.backup(dir) {
+            Ok(m) => Ok(format!(
+                "backup of checkpoint {} ({} files) written to {}",
+                m.checkpoint_seq,
+                m.files.len(),
+                dir.display()
+            )),
+            Err(e @ (BackupError::BackupDirNotEmpty(_) | BackupError::TargetNotEmpty(_))) => {
+                Err(BackupHookError::Refused(Box::new(e)))
+            }
+            Err(e) => Err(BackupHookError::Failed(Box::new(e))),
+        }
     }
 
     fn unhealthy_because(&self) -> Option<String> {

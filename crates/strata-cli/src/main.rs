@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+mod backup;
 mod bench;
 mod bench_events;
 mod bench_logging;
@@ -38,6 +39,11 @@ enum Command {
     Recover(recover::RecoverArgs),
     /// Dump the logs, the manifest (series index) and the block files readably.
     Inspect(inspect::InspectArgs),
+    /// Copy the latest checkpoint (manifest and block files, with CRC32Cs)
+    /// into DIR; asks the running server when one holds the data directory.
+    Backup(backup::BackupArgs),
+    /// Restore a backup into a stopped server's data directory (empty, or --force).
+    Restore(backup::RestoreArgs),
     /// Crash-test every commit protocol against the PMem crash simulator and
     /// the fault-injecting file system; exits non-zero on any violation.
     Crashtest(crashtest::CrashtestArgs),
@@ -51,6 +57,8 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Backup(args) => backup::run_backup(args),
+        Command::Restore(args) => backup::run_restore(args),
         Command::Crashtest(args) => crashtest::run(args),
         Command::Bench(args) => bench::run(args),
     }

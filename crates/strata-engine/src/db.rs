@@ -166,8 +166,9 @@ impl Db {
     }
 
     /// Takes the data directory's `LOCK` file (an exclusive advisory lock,
-    /// released when the process exits, however it exits).
-    fn lock_data_dir(config: &Config) -> Result<std::fs::File, DbError> {
+    /// released when the process exits, however it exits). `strata restore`
+    /// holds it while it writes.
+    pub fn lock_data_dir(config: &Config) -> Result<std::fs::File, DbError> {
         let path = config.data_dir.join("LOCK");
         let lock_error = |source| DbError::Lock { path: path.display().to_string(), source };
         let file = std::fs::OpenOptions::new()

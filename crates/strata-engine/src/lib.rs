@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backup;
 pub mod config;
 pub mod db;
 pub mod medium;

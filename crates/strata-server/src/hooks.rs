@@ -1,7 +1,24 @@
 //! What the server asks of the engine beyond [`strata_series::SeriesStore`]:
-//! a checkpoint on graceful shutdown, extra metrics, and a health check.
+//! a checkpoint on graceful shutdown, extra metrics, a health check, and
+//! online backups (`POST /debug/backup`).
+
+use std::path::Path;
 
 use strata_series::EngineError;
+use thiserror::Error;
+
+/// Why a backup asked of a running server was not taken.
+#[derive(Debug, Error)]
+pub enum BackupHookError {
+    #[error("this server's engine does not take backups")]
+    Unsupported,
+    /// The request cannot be met as given (the directory is not empty):
+    /// the client's to fix.
+    #[error("{0}")]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
+    #[error("{0}")]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Engine callbacks the server uses. Implemented by the engine facade; the
 /// server calls `checkpoint` and `health` off the async workers.
@@ -19,6 +36,11 @@ pub trait EngineHooks: Send + Sync {
     /// /health` lists them as failed checks and still answers 200.
     fn failed_parts(&self) -> Vec<(String, String)> {
         Vec::new()
+    }
+    /// Takes a checkpoint and copies it into `dir` (a path on the server's
+    /// machine) while writes go on; `Ok` carries a one-line summary.
+    fn backup(&self, _dir: &Path) -> Result<String, BackupHookError> {
+        Err(BackupHookError::Unsupported)
     }
 }
 

@@ -32,7 +32,7 @@ use strata_engine::Tables;
 
 pub use config::{ServerConfig, TlsFiles};
 pub use errors::ServerError;
-pub use hooks::{EngineHooks, NoopHooks};
+pub use hooks::{BackupHookError, EngineHooks, NoopHooks};
 
 use metrics::Metrics;
 use state::AppState;

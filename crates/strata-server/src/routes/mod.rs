@@ -1,6 +1,7 @@
 //! The router: endpoints, the layer that stamps InfluxDB's headers on every
 //! response and counts it, the auth layer, and the 404/405 fallbacks.
 
+pub mod backup;
 pub mod query;
 pub mod status;
 pub mod streams;
@@ -40,6 +41,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/streams", get(streams::list).post(streams::create))
         .route("/api/v1/streams/{db}/{name}", delete(streams::drop))
         .route("/api/v2/query", post(flux_not_supported))
+        .route("/debug/backup", post(backup::backup))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // The handlers read bodies themselves, with `max_body_bytes`.

@@ -20,7 +20,7 @@ pub const HEALTH_NAME: &str = "strata";
 /// `message` in a passing `/health` body (InfluxDB's words).
 pub const HEALTH_READY: &str = "ready for queries and writes";
 
-fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     let mut response = (status, body.to_string()).into_response();
     response
         .headers_mut()
