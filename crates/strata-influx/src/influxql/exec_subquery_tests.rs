@@ -10,18 +10,23 @@ use super::exec_test_support::*;
 use super::time::NS_PER_S;
 use super::{execute, QueryParams};
 
-/// Rows of the only series (times in seconds after T0; epoch 0 is -T0), or its error.
-fn rows_of(q: &str) -> Result<Value, String> {
+/// The answer of `q`: its first result as the JSON the client gets.
+fn answer(q: &str) -> Value {
     let params = QueryParams { epoch: Some("s".into()), ..params(90) };
     let body = execute(&cpu_two_hosts_store(), q, &params).unwrap_or_else(|e| panic!("{q}: {e}"));
-    if let Some(e) = body["results"][0]["error"].as_str() {
-        return Err(e.to_string());
-    }
-    let series = &body["results"][0]["series"];
-    assert!(series.as_array().is_none_or(|s| s.len() <= 1), "{body}");
+    body["results"][0].clone()
+}
+
+/// Rows of the only series (times in seconds after T0; epoch 0 is -T0);
+/// an error answer fails the test.
+fn rows_of(q: &str) -> Value {
+    let result = answer(q);
+    assert!(result.get("error").is_none(), "{q}: {result}");
+    let series = &result["series"];
+    assert!(series.as_array().is_none_or(|s| s.len() <= 1), "{result}");
     let t0 = T0 / NS_PER_S;
     let values = series[0]["values"].as_array().cloned().unwrap_or_default();
-    Ok(Value::Array(
+    Value::Array(
         values
             .into_iter()
             .map(|row| {
@@ -30,7 +35,13 @@ fn rows_of(q: &str) -> Result<Value, String> {
                 Value::Array(row)
             })
             .collect(),
-    ))
+    )
+}
+
+/// The error message `q` answers (the test fails if it answers rows).
+fn error_of(q: &str) -> String {
+    let result = answer(q);
+    result["error"].as_str().unwrap_or_else(|| panic!("{q}: no error in {result}")).to_string()
 }
 
 const RANGE: &str = "time >= '2020-01-01T00:00:00Z' AND time < '2020-01-01T00:02:00Z'";
@@ -44,16 +55,16 @@ fn an_aggregate_over_a_subquerys_windows() {
             "SELECT mean(max) FROM (SELECT max(usage) FROM cpu {inner_range}GROUP BY time(30s), host) \
              WHERE {RANGE} GROUP BY time(60s)"
         );
-        assert_eq!(rows_of(&q), Ok(json!([[0, 9.0], [60, 7.5]])), "{q}");
+        assert_eq!(rows_of(&q), json!([[0, 9.0], [60, 7.5]]), "{q}");
     }
     // Unbounded, the inner 10µs windows from the first point to now would be
     // 9 million (above max-select-buckets); the outer range narrows them.
     let q = "SELECT max(max) FROM (SELECT max(usage) FROM cpu GROUP BY time(10u)) \
              WHERE time >= '2020-01-01T00:00:05Z' AND time < '2020-01-01T00:00:06Z'";
-    assert_eq!(rows_of(q), Ok(json!([[5, 9.0]])), "the outer time range reaches the inner statement");
+    assert_eq!(rows_of(q), json!([[5, 9.0]]), "the outer time range reaches the inner statement");
     assert_eq!(
         rows_of("SELECT sum(max) FROM (SELECT max(usage) FROM cpu GROUP BY host)"),
-        Ok(json!([[-T0 / NS_PER_S, 18.0]])),
+        json!([[-T0 / NS_PER_S, 18.0]]),
         "9 + 9, at epoch 0 (-T0 here) as an aggregate without bounds"
     );
 }
@@ -65,16 +76,14 @@ fn a_raw_select_over_a_subquery_filters_on_the_outer_where() {
     let q = format!(
         "SELECT max FROM (SELECT max(usage) FROM cpu GROUP BY time(30s), host) WHERE max > 6 AND {RANGE}"
     );
-    assert_eq!(rows_of(&q), Ok(json!([[0, 9.0], [0, 9.0], [60, 7.0], [60, 8.0]])));
+    assert_eq!(rows_of(&q), json!([[0, 9.0], [0, 9.0], [60, 7.0], [60, 8.0]]));
     assert_eq!(
         rows_of("SELECT usage FROM (SELECT usage, host FROM cpu) WHERE usage > 7"),
-        Ok(json!([[5, 9.0], [10, 9.0], [65, 8.0]]))
+        json!([[5, 9.0], [10, 9.0], [65, 8.0]])
     );
     assert_eq!(
         rows_of("SELECT mean(usage) FROM (SELECT usage FROM cpu WHERE host = 'a')"),
-        Ok(json!([[-T0 / NS_PER_S, 6.0]]))
+        json!([[-T0 / NS_PER_S, 6.0]])
     );
-    assert!(rows_of("SELECT usage FROM (SELECT usage FROM cpu), cpu")
-        .unwrap_err()
-        .contains("not supported yet"));
+    assert!(error_of("SELECT usage FROM (SELECT usage FROM cpu), cpu").contains("not supported yet"));
 }
