@@ -166,6 +166,7 @@ proptest! {
         // Bodies of valid and broken lines, one after the other into one
         // batch: no name, tag or field of an earlier line may survive.
         let mut reused = ParsedBatch::default();
+        let mut compared_points = 0;
         for lines in &bodies {
             let body = lines.join("\n");
             parse_lines_into(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default(), &mut reused);
@@ -173,6 +174,9 @@ proptest! {
             prop_assert_eq!(&reused.points, &fresh.points, "seed {:#x}: {:?}", SEED, body);
             prop_assert_eq!(&reused.line_numbers, &fresh.line_numbers, "seed {:#x}", SEED);
             prop_assert_eq!(&reused.errors, &fresh.errors, "seed {:#x}", SEED);
+            compared_points += fresh.points.len();
         }
+        let lines: usize = bodies.iter().map(Vec::len).sum();
+        prop_assert!(compared_points <= lines, "seed {:#x}: a point per line at most", SEED);
     }
 }

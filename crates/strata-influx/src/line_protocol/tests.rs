@@ -495,3 +495,42 @@ fn written_points_parse_back_in_every_precision() {
         assert!(same_point(&b.points[0], &p), "{precision:?}: {line}");
     }
 }
+
+/// A batch parsed into again reuses its points: a shorter line after a
+/// longer one keeps none of the longer one's tags or fields, and a broken
+/// line in between leaves nothing of itself.
+#[test]
+fn a_recycled_batch_keeps_nothing_of_earlier_lines() {
+    let mut batch = ParsedBatch::default();
+    let first = "cpu,host=a,region=eu,rack=7 u=1,s=2,i=3i 10\nmem,z=1 free=5 20\n";
+    parse_lines_into(
+        first.as_bytes(),
+        Precision::Nanoseconds,
+        DEFAULT_TIME_NS,
+        &LineLimits::default(),
+        &mut batch,
+    );
+    assert_eq!(batch.points.len(), 2);
+    let second = "disk,host=b x=1.5 30\nbroken line\nnet y=true\n";
+    parse_lines_into(
+        second.as_bytes(),
+        Precision::Nanoseconds,
+        DEFAULT_TIME_NS,
+        &LineLimits::default(),
+        &mut batch,
+    );
+    assert_eq!(
+        batch.points,
+        vec![
+            point("disk", &[("host", "b")], &[("x", FieldValue::Float(1.5))], 30),
+            point("net", &[], &[("y", FieldValue::Boolean(true))], DEFAULT_TIME_NS),
+        ]
+    );
+    assert_eq!(batch.line_numbers, vec![1, 3]);
+    assert_eq!(batch.errors.len(), 1);
+    assert_eq!(batch.errors[0].line, 2);
+    assert_eq!(batch.points, parse(second).points, "the same as a fresh parse");
+    assert_eq!(batch.spare_points(), 0, "both points of the first body were parsed into again");
+    batch.recycle();
+    assert_eq!((batch.points.len(), batch.spare_points()), (0, 2), "recycled points are kept");
+}
