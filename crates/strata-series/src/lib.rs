@@ -26,6 +26,7 @@ pub mod protocol;
 pub mod recovery;
 pub mod reference;
 pub mod series_data;
+pub mod storage_full;
 pub mod store;
 pub mod txn;
 pub mod wal;

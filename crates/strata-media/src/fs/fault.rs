@@ -114,6 +114,8 @@ struct State {
     capture: bool,
     points: Vec<FsCrashPoint>,
     tear_seed: u64,
+    /// While set, operations that take space fail with `StorageFull`.
+    full: bool,
 }
 
 impl State {
@@ -168,6 +170,7 @@ impl FaultFs {
             capture: false,
             points: Vec::new(),
             tear_seed,
+            full: false,
         };
         FaultFs { state: Arc::new(Mutex::new(state)) }
     }
@@ -195,6 +198,14 @@ impl FaultFs {
 
     pub fn clear_faults(&self) {
         self.state.lock().faults.clear();
+    }
+
+    /// A full disk while `full`: `create`, `write_at`, `set_len` and
+    /// `preallocate` fail with [`io::ErrorKind::StorageFull`] and change
+    /// nothing (still counted); removing, renaming and syncing work, as on a
+    /// real full file system.
+    pub fn set_full(&self, full: bool) {
+        self.state.lock().full = full;
     }
 
     /// What survives a crash now: durable directory entries with durable
@@ -236,6 +247,12 @@ impl FaultFs {
         let op = state.ops;
         if state.fault_hits(op) {
             return Err(io::Error::other(format!("injected fault at operation {op} ({what})")));
+        }
+        if state.full && matches!(what, "create" | "write" | "set_len" | "preallocate") {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("no space left on device ({what})"),
+            ));
         }
         let out = body(&mut state.tree, op)?;
         if mutating {

@@ -10,6 +10,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use strata_influx::line_protocol::{parse_lines_into, Precision};
+use strata_series::storage_full::FullMedium;
 use strata_series::EngineError;
 
 use crate::errors::{ApiError, ApiFlavor};
@@ -182,7 +183,15 @@ fn parse_and_commit(
             Err(e @ EngineError::Unavailable(_)) => {
                 return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()));
             }
-            Err(e) => return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+            Err(e) => {
+                if let Some(medium) = e.storage_full() {
+                    return Err(ApiError::new(
+                        StatusCode::INSUFFICIENT_STORAGE,
+                        insufficient_storage(medium, &e),
+                    ));
+                }
+                return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()));
+            }
         }
     }
     match report.message() {
@@ -202,4 +211,12 @@ mod tests {
         assert_eq!(bucket_database("").unwrap_err().message, "bucket is required");
         assert!(bucket_database("/rp").unwrap_err().message.contains("empty database"));
     }
+}
+
+/// The 507 answer to a write refused because `medium` is full.
+pub fn insufficient_storage(medium: FullMedium, e: &EngineError) -> String {
+    format!(
+        "insufficient storage: the {medium} is full ({e}); this write was not stored, earlier acknowledged \
+         writes are kept and queries still work; writes succeed again once space is freed"
+    )
 }
