@@ -200,6 +200,14 @@ fn parse_and_commit(
     }
 }
 
+/// The 507 answer to a write refused because `medium` is full.
+pub fn insufficient_storage(medium: FullMedium, e: &EngineError) -> String {
+    format!(
+        "insufficient storage: the {medium} is full ({e}); this write was not stored, earlier acknowledged \
+         writes are kept and queries still work; writes succeed again once space is freed"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,12 +219,4 @@ mod tests {
         assert_eq!(bucket_database("").unwrap_err().message, "bucket is required");
         assert!(bucket_database("/rp").unwrap_err().message.contains("empty database"));
     }
-}
-
-/// The 507 answer to a write refused because `medium` is full.
-pub fn insufficient_storage(medium: FullMedium, e: &EngineError) -> String {
-    format!(
-        "insufficient storage: the {medium} is full ({e}); this write was not stored, earlier acknowledged \
-         writes are kept and queries still work; writes succeed again once space is freed"
-    )
 }
