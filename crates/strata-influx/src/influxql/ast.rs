@@ -124,6 +124,9 @@ pub struct SelectStatement {
     /// `tz('Area/City')`: GROUP BY time windows aligned in this zone and
     /// RFC3339 times printed with its offset.
     pub tz: Option<chrono_tz::Tz>,
+    /// `SELECT ... INTO [db.][rp.]m FROM ...`: the rows are written as
+    /// points of this measurement instead of returned.
+    pub into: Option<MeasurementRef>,
 }
 
 /// One item of the SELECT list.
@@ -541,6 +544,9 @@ impl fmt::Display for SelectStatement {
             if let Some(alias) = &field.alias {
                 write!(f, " AS {}", Ident(alias))?;
             }
+        }
+        if let Some(into) = &self.into {
+            write!(f, " INTO {into}")?;
         }
         for (i, source) in self.from_sources.iter().enumerate() {
             f.write_str(if i == 0 { " FROM " } else { ", " })?;

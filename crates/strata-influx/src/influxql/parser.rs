@@ -433,6 +433,7 @@ impl Parser {
         while self.accept(&Token::Comma)? {
             fields.push(self.field()?);
         }
+        let into = if self.accept_keyword("INTO")? { Some(self.measurement()?) } else { None };
         self.expect_keyword("FROM")?;
         let (from, from_sources) = self.select_sources()?;
         let condition = self.where_clause()?;
@@ -474,6 +475,7 @@ impl Parser {
             slimit,
             soffset,
             tz,
+            into,
         })
     }
 

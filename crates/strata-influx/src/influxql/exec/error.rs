@@ -54,6 +54,10 @@ pub enum StatementError {
     /// or a caller mistake such as an unknown database).
     #[error("{0}")]
     Store(#[from] EngineError),
+    /// `SELECT ... INTO`: points of the target refused (e.g. a field type
+    /// conflict); the batches before were written.
+    #[error("partial write: {reason} dropped={dropped} (written={written})")]
+    PartialWrite { reason: String, dropped: u64, written: u64 },
     /// The event stream failed or refused the query.
     #[error("{0}")]
     Stream(#[from] strata_engine::tables::streams::StreamError),

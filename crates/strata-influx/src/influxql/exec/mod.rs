@@ -4,7 +4,7 @@
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
 //! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
 //! [`stream`] (SELECT on an event stream), [`top`] (top/bottom),
-//! [`sources`] (several measurements, regexes in FROM), [`subquery`]. It asks the engine facade's
+//! [`sources`] (several measurements, regexes in FROM), [`subquery`], [`into`] (SELECT INTO). It asks the engine facade's
 //! table catalog ([`strata_engine::Tables`]): series through
 //! `Tables::series_store`, event streams through `Tables::stream_tables`.
 //!
@@ -29,6 +29,7 @@ pub mod aggregate;
 pub mod cardinality;
 pub mod condition;
 pub mod error;
+pub mod into;
 pub mod meta;
 pub mod plan;
 pub mod raw;
@@ -69,7 +70,10 @@ pub fn execute_statement(
                 (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
                 (epoch, _) => epoch,
             };
-            sources::run_select_sources(tables, s, params, epoch)
+            match &s.into {
+                Some(target) => into::run_select_into(tables, s, target, params, epoch),
+                None => sources::run_select_sources(tables, s, params, epoch),
+            }
         }
         Statement::ShowDatabases => Ok(meta::show_databases(tables)),
         Statement::CreateDatabase { name } => {

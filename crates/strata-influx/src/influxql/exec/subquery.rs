@@ -32,7 +32,7 @@ fn field_value(cell: &Value) -> Option<FieldValue> {
 }
 
 /// The points of the inner statement's output (times in nanoseconds).
-fn points_of(series: &[SeriesOut]) -> Vec<Point> {
+pub(crate) fn points_of(series: &[SeriesOut]) -> Vec<Point> {
     let mut points = Vec::new();
     for s in series {
         let tags: Vec<(String, String)> = s.tags.clone().unwrap_or_default().into_iter().collect();
