@@ -18,6 +18,7 @@ use crate::model::{FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 use crate::options::EngineOptions;
 use crate::protocol::{ProtocolOpener, Recovered, SeriesProtocol};
 use crate::recovery::{RecoveryPhase, RecoveryReport};
+use crate::retention::{DbRetention, RetentionCatalog, RetentionChange, RetentionFile};
 use crate::store::{SeriesInfo, SeriesStore, WriteOutcome};
 use crate::txn::{TxnOp, TxnOutcome, ValueRef};
 use crate::wal::WalRecord;
@@ -49,6 +50,8 @@ pub struct EngineStats {
 pub struct SeriesEngine {
     core: SeriesCore,
     protocol: Box<dyn SeriesProtocol>,
+    /// Retention policies, in the `RETENTION` file beside the manifest.
+    retention: RetentionCatalog,
 }
 
 impl SeriesEngine {
@@ -65,7 +68,10 @@ impl SeriesEngine {
         let (core, manifest) = SeriesCore::load(opts, &mut report, progress)?;
         let Recovered { protocol, checkpoint_now } =
             opener.recover(&core, manifest.as_ref(), &mut report, progress)?;
-        let engine = Arc::new(SeriesEngine { core, protocol });
+        let databases = core.index().read().databases();
+        let file = RetentionFile { fs: core.options().fs.clone(), dir: core.options().dir.clone() };
+        let retention = RetentionCatalog::open(file, &databases)?;
+        let engine = Arc::new(SeriesEngine { core, protocol, retention });
         if checkpoint_now {
             engine.checkpoint()?;
         }
@@ -280,7 +286,8 @@ impl SeriesStore for SeriesEngine {
         if !self.core.index().read().has_database(db) {
             return Ok(());
         }
-        self.commit_barrier(WalRecord::DropDatabase { db: db.to_string() })
+        self.commit_barrier(WalRecord::DropDatabase { db: db.to_string() })?;
+        self.retention.forget(db)
     }
 
     fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError> {
@@ -297,5 +304,15 @@ impl SeriesStore for SeriesEngine {
         let n = series.len() as u64;
         self.commit_barrier(WalRecord::DropSeries { db: db.to_string(), series })?;
         Ok(n)
+    }
+
+    fn retention_policies(&self, db: &str) -> Result<DbRetention, EngineError> {
+        self.known_database(db)?;
+        Ok(self.retention.get(db))
+    }
+
+    fn change_retention(&self, db: &str, change: &RetentionChange) -> Result<(), EngineError> {
+        self.known_database(db)?;
+        self.retention.change(db, change)
     }
 }

@@ -54,6 +54,9 @@ pub enum EngineError {
     /// to recover); the rest is served. HTTP 503.
     #[error("{0}")]
     Unavailable(String),
+    /// A retention policy statement refused (InfluxDB's message).
+    #[error("{0}")]
+    Retention(crate::retention::RetentionError),
 }
 
 /// Why bytes do not decode as (or a value does not fit) one of the series

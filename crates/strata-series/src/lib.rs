@@ -25,6 +25,8 @@ pub mod options;
 pub mod protocol;
 pub mod recovery;
 pub mod reference;
+pub mod retention;
+pub mod retention_file;
 pub mod series_data;
 pub mod storage_full;
 pub mod store;

@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 
 use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, SeriesKey, TimeRange, TimestampNs};
+use crate::retention::{DbRetention, RetentionCatalog, RetentionChange};
 use crate::store::{LineRejection, SeriesInfo, SeriesStore, WriteOutcome};
 
 /// One database: its series index, field types and points.
@@ -52,6 +53,7 @@ struct State {
 pub struct MemStore {
     state: Mutex<State>,
     max_series_per_database: Option<u64>,
+    retention: RetentionCatalog,
 }
 
 impl MemStore {
@@ -63,7 +65,7 @@ impl MemStore {
     /// A store that refuses writes which would make a database hold more
     /// than `max_series_per_database` series.
     pub fn with_series_limit(max_series_per_database: u64) -> MemStore {
-        MemStore { state: Mutex::default(), max_series_per_database: Some(max_series_per_database) }
+        MemStore { max_series_per_database: Some(max_series_per_database), ..MemStore::default() }
     }
 
     /// The configured series limit, if any.
@@ -269,7 +271,17 @@ impl SeriesStore for MemStore {
 
     fn drop_database(&self, db: &str) -> Result<(), EngineError> {
         self.state.lock().databases.remove(db);
-        Ok(())
+        self.retention.forget(db)
+    }
+
+    fn retention_policies(&self, db: &str) -> Result<DbRetention, EngineError> {
+        self.state.lock().databases.get(db).ok_or_else(|| unknown(db))?;
+        Ok(self.retention.get(db))
+    }
+
+    fn change_retention(&self, db: &str, change: &RetentionChange) -> Result<(), EngineError> {
+        self.state.lock().databases.get(db).ok_or_else(|| unknown(db))?;
+        self.retention.change(db, change)
     }
 
     fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError> {

@@ -6,6 +6,7 @@
 
 use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
+use crate::retention::{DbRetention, RetentionChange};
 
 /// One series as the index knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,6 +139,11 @@ pub trait SeriesStore: Send + Sync {
     /// transaction); a measurement left without series goes too. Returns
     /// how many series it removed.
     fn drop_series(&self, db: &str, ids: &[SeriesId]) -> Result<u64, EngineError>;
+    /// The retention policies of `db` (`crate::retention`).
+    fn retention_policies(&self, db: &str) -> Result<DbRetention, EngineError>;
+    /// Applies one retention policy change to `db`; returns once it is
+    /// durable (a refused change is `EngineError::Retention`).
+    fn change_retention(&self, db: &str, change: &RetentionChange) -> Result<(), EngineError>;
 }
 
 /// The range spanned by `timestamps`, `None` when there are none.

@@ -6,8 +6,12 @@
 
 use std::fmt;
 
+use strata_series::retention::PolicySpec;
+
 use super::lexer::keyword;
 use super::time::format_duration;
+
+mod retention;
 
 /// A whole statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,8 +34,29 @@ pub enum Statement {
         exact: bool,
         inner: Box<Statement>,
     },
+    /// `CREATE DATABASE name [WITH [DURATION d] [REPLICATION n] [SHARD
+    /// DURATION d] [NAME rp]]`: `with` is the policy spec and its name.
     CreateDatabase {
         name: String,
+        with: Option<(PolicySpec, Option<String>)>,
+    },
+    /// `CREATE RETENTION POLICY name ON db DURATION d REPLICATION n [SHARD
+    /// DURATION d] [DEFAULT]` (duration and replication always set).
+    CreateRetentionPolicy {
+        name: String,
+        on: String,
+        spec: PolicySpec,
+    },
+    /// `ALTER RETENTION POLICY name ON db` and at least one clause.
+    AlterRetentionPolicy {
+        name: String,
+        on: String,
+        spec: PolicySpec,
+    },
+    /// `DROP RETENTION POLICY name ON db`.
+    DropRetentionPolicy {
+        name: String,
+        on: String,
     },
     DropMeasurement {
         name: String,
@@ -53,6 +78,9 @@ impl Statement {
         !matches!(
             self,
             Statement::CreateDatabase { .. }
+                | Statement::CreateRetentionPolicy { .. }
+                | Statement::AlterRetentionPolicy { .. }
+                | Statement::DropRetentionPolicy { .. }
                 | Statement::DropMeasurement { .. }
                 | Statement::DropDatabase { .. }
                 | Statement::DropSeries(_)
@@ -606,7 +634,24 @@ impl fmt::Display for Statement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (keywords, clauses) = match self {
             Statement::Select(s) => return write!(f, "{s}"),
-            Statement::CreateDatabase { name } => return write!(f, "CREATE DATABASE {}", Ident(name)),
+            Statement::CreateDatabase { name, with } => {
+                write!(f, "CREATE DATABASE {}", Ident(name))?;
+                return match with {
+                    Some((spec, rp)) => {
+                        write!(f, " WITH{}", retention::SpecClauses { spec, name: rp.as_deref() })
+                    }
+                    None => Ok(()),
+                };
+            }
+            Statement::CreateRetentionPolicy { name, on, spec } => {
+                return retention::write_policy_statement(f, "CREATE", name, on, Some(spec))
+            }
+            Statement::AlterRetentionPolicy { name, on, spec } => {
+                return retention::write_policy_statement(f, "ALTER", name, on, Some(spec))
+            }
+            Statement::DropRetentionPolicy { name, on } => {
+                return retention::write_policy_statement(f, "DROP", name, on, None)
+            }
             Statement::DropMeasurement { name } => return write!(f, "DROP MEASUREMENT {}", Ident(name)),
             Statement::DropDatabase { name } => return write!(f, "DROP DATABASE {}", Ident(name)),
             Statement::ShowCardinality { of, exact, inner } => {
@@ -694,6 +739,13 @@ mod tests {
             "SHOW SERIES",
             "SHOW RETENTION POLICIES ON db",
             "CREATE DATABASE \"my db\"",
+            "CREATE DATABASE db WITH DURATION 3d REPLICATION 1 SHARD DURATION 1h NAME week",
+            "CREATE DATABASE db WITH NAME rp",
+            "CREATE RETENTION POLICY week ON db DURATION 1w REPLICATION 1 SHARD DURATION 1d DEFAULT",
+            "CREATE RETENTION POLICY forever ON db DURATION INF REPLICATION 2",
+            "ALTER RETENTION POLICY \"default\" ON db DURATION 2h DEFAULT",
+            "ALTER RETENTION POLICY autogen ON db SHARD DURATION INF",
+            "DROP RETENTION POLICY week ON db",
             "DROP MEASUREMENT cpu",
             "DELETE FROM cpu WHERE time < 5",
             concat!(

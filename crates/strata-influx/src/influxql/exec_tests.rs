@@ -581,6 +581,19 @@ impl SeriesStore for RacingStore {
     ) -> Result<u64, strata_series::EngineError> {
         self.inner.drop_series(db, ids)
     }
+    fn retention_policies(
+        &self,
+        db: &str,
+    ) -> Result<strata_series::retention::DbRetention, strata_series::EngineError> {
+        self.inner.retention_policies(db)
+    }
+    fn change_retention(
+        &self,
+        db: &str,
+        change: &strata_series::retention::RetentionChange,
+    ) -> Result<(), strata_series::EngineError> {
+        self.inner.change_retention(db, change)
+    }
 }
 
 #[test]

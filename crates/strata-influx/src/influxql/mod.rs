@@ -46,6 +46,8 @@ mod exec_tests;
 mod parser_tests;
 #[cfg(test)]
 mod property_tests;
+#[cfg(test)]
+mod retention_tests;
 
 use strata_engine::Tables;
 use thiserror::Error;

@@ -14,6 +14,8 @@ pub use super::error::{ParseError, RegexError};
 use super::lexer::{Lexer, Pos, Spanned, Token};
 use super::time::parse_duration;
 
+mod retention;
+
 /// Deepest expression tree accepted (operator chains count too): bounds
 /// the recursion of printing, dropping and evaluating a tree.
 pub const MAX_EXPR_DEPTH: usize = 500;
@@ -165,15 +167,15 @@ impl Parser {
         match t.token {
             Token::Keyword("SELECT") => Ok(Statement::Select(self.select()?)),
             Token::Keyword("SHOW") => self.show(),
-            Token::Keyword("CREATE") => {
-                self.expect_keyword("DATABASE")?;
-                Ok(Statement::CreateDatabase { name: self.ident()? })
-            }
+            Token::Keyword("CREATE") => self.create(),
+            Token::Keyword("ALTER") => self.alter(),
             Token::Keyword("DROP") => self.drop(),
             Token::Keyword("DELETE") => self.delete(),
-            _ => {
-                Err(ParseError::expected(&t.found(), &["SELECT", "DELETE", "SHOW", "CREATE", "DROP"], t.pos))
-            }
+            _ => Err(ParseError::expected(
+                &t.found(),
+                &["SELECT", "DELETE", "SHOW", "CREATE", "DROP", "ALTER"],
+                t.pos,
+            )),
         }
     }
 
@@ -424,7 +426,12 @@ impl Parser {
             Token::Keyword("MEASUREMENT") => Ok(Statement::DropMeasurement { name: self.ident()? }),
             Token::Keyword("DATABASE") => Ok(Statement::DropDatabase { name: self.ident()? }),
             Token::Keyword("SERIES") => Ok(Statement::DropSeries(self.optional_from_and_where()?)),
-            _ => Err(ParseError::expected(&t.found(), &["DATABASE", "MEASUREMENT", "SERIES"], t.pos)),
+            Token::Keyword("RETENTION") => self.drop_retention_policy(),
+            _ => Err(ParseError::expected(
+                &t.found(),
+                &["DATABASE", "MEASUREMENT", "RETENTION", "SERIES"],
+                t.pos,
+            )),
         }
     }
 

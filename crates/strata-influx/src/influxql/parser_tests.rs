@@ -6,7 +6,7 @@ use super::error::{ParseError, Pos};
 use super::time::NS_PER_M;
 use super::{parse_query, QueryError};
 
-fn one(text: &str) -> Statement {
+pub(super) fn one(text: &str) -> Statement {
     let mut statements = parse_query(text).unwrap_or_else(|e| panic!("{text}: {e}"));
     assert_eq!(statements.len(), 1, "{text}");
     let statement = statements.remove(0);
@@ -23,7 +23,7 @@ fn select(text: &str) -> SelectStatement {
     }
 }
 
-fn error(text: &str) -> String {
+pub(super) fn error(text: &str) -> String {
     match parse_query(text) {
         Err(QueryError::Parse(e)) => e.to_string(),
         other => panic!("{text}: expected a parse error, got {other:?}"),
@@ -190,7 +190,10 @@ fn show_statements() {
 
 #[test]
 fn ddl_and_delete_statements() {
-    assert_eq!(one("CREATE DATABASE \"my-db\""), Statement::CreateDatabase { name: "my-db".to_string() });
+    assert_eq!(
+        one("CREATE DATABASE \"my-db\""),
+        Statement::CreateDatabase { name: "my-db".to_string(), with: None }
+    );
     assert_eq!(one("CREATE DATABASE \"my-db\"").to_string(), "CREATE DATABASE \"my-db\"");
     assert_eq!(one("DROP MEASUREMENT cpu"), Statement::DropMeasurement { name: "cpu".to_string() });
     let Statement::Delete(d) = one("DELETE FROM cpu WHERE host = 'a' AND time < '2020-01-01'") else {
@@ -238,7 +241,10 @@ fn error_messages_name_what_was_found_and_expected() {
         ("SELECT", "found EOF, expected identifier, string, number, bool at line 1, char 7"),
         ("SELECT v", "found EOF, expected FROM at line 1, char 9"),
         ("SELECT v FROM", "found EOF, expected identifier at line 1, char 14"),
-        ("SELEKT v FROM m", "found SELEKT, expected SELECT, DELETE, SHOW, CREATE, DROP at line 1, char 1"),
+        (
+            "SELEKT v FROM m",
+            "found SELEKT, expected SELECT, DELETE, SHOW, CREATE, DROP, ALTER at line 1, char 1",
+        ),
         (
             "SHOW STUFF",
             "found STUFF, expected DATABASES, FIELD, MEASUREMENTS, RETENTION, SERIES, TAG at line 1, char 6",

@@ -1,6 +1,7 @@
 //! Statements about the schema and data management: SHOW DATABASES,
-//! MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, RETENTION
-//! POLICIES; CREATE DATABASE; DROP MEASUREMENT; DELETE. Their WHERE
+//! MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES; DROP
+//! MEASUREMENT; DELETE (retention policies and CREATE DATABASE:
+//! [`super::retention`]). Their WHERE
 //! clauses see tags only (a missing tag reads as `""`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -275,31 +276,6 @@ pub fn show_series(
     }
     let out = limited_series(None, &["key"], keys.into_iter().collect(), s.limit, s.offset, string_row);
     Ok(out.into_iter().collect())
-}
-
-/// Strata has one implicit retention policy per database: `autogen`,
-/// infinite, the default.
-pub fn show_retention_policies(
-    tables: &dyn Tables,
-    on: &Option<String>,
-    params: &QueryParams,
-) -> Result<Vec<SeriesOut>, StatementError> {
-    let db = resolve_db(on.as_deref(), params)?;
-    if !tables.list_databases().contains(&db) {
-        return Err(StatementError::Store(strata_series::EngineError::UnknownDatabase(db)));
-    }
-    let row = vec![
-        Value::from("autogen"),
-        Value::from("0s"),
-        Value::from("168h0m0s"),
-        Value::from(1),
-        Value::Bool(true),
-    ];
-    Ok(vec![SeriesOut::new(
-        None,
-        &["name", "duration", "shardGroupDuration", "replicaN", "default"],
-        vec![row],
-    )])
 }
 
 pub fn drop_measurement(

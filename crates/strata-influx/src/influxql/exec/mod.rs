@@ -2,7 +2,7 @@
 //! and shapes each result. Split by concern: [`plan`] (which series, time
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
-//! fill), [`meta`] (SHOW, CREATE, DROP, DELETE), [`condition`] (WHERE),
+//! fill), [`meta`] (SHOW, DROP, DELETE), [`retention`] (retention policies, CREATE DATABASE), [`condition`] (WHERE),
 //! [`stream`] (SELECT on an event stream), [`top`] (top/bottom),
 //! [`sources`] (several measurements, regexes in FROM), [`subquery`], [`into`] (SELECT INTO). It asks the engine facade's
 //! table catalog ([`strata_engine::Tables`]): series through
@@ -21,7 +21,9 @@
 //!   a tag (`::field` / `::tag` force it); a missing tag reads as `""`;
 //! - DELETE removes points; series stay listed until DROP SERIES or DROP
 //!   MEASUREMENT (InfluxDB also drops series left without data);
-//! - one implicit retention policy, `autogen`; `db.rp.m` ignores `rp`;
+//! - retention policies are kept per database ([`retention`]); `db.rp.m`
+//!   reads the database's data whatever `rp` names, and the default
+//!   policy's duration expires points (`strata_engine::retention`);
 //! - windows filled with nulls are capped at [`aggregate::MAX_SELECT_BUCKETS`]
 //!   per series (InfluxDB's `max-select-buckets`, unlimited there).
 
@@ -33,6 +35,7 @@ pub mod into;
 pub mod meta;
 pub mod plan;
 pub mod raw;
+pub mod retention;
 pub mod row;
 pub mod select;
 pub mod sources;
@@ -44,6 +47,7 @@ pub mod transform;
 
 use serde_json::Value;
 use strata_engine::Tables;
+use strata_series::retention::RetentionChange;
 
 use super::ast::Statement;
 use super::response::{statement_result, Epoch, SeriesOut};
@@ -76,16 +80,26 @@ pub fn execute_statement(
             }
         }
         Statement::ShowDatabases => Ok(meta::show_databases(tables)),
-        Statement::CreateDatabase { name } => {
-            tables.add_database(name)?;
-            Ok(Vec::new())
+        Statement::CreateDatabase { name, with } => retention::create_database(tables, name, with),
+        Statement::CreateRetentionPolicy { name, on, spec } => retention::change_policy(
+            tables,
+            on,
+            RetentionChange::Create { name: name.clone(), spec: spec.clone() },
+        ),
+        Statement::AlterRetentionPolicy { name, on, spec } => retention::change_policy(
+            tables,
+            on,
+            RetentionChange::Alter { name: name.clone(), spec: spec.clone() },
+        ),
+        Statement::DropRetentionPolicy { name, on } => {
+            retention::change_policy(tables, on, RetentionChange::Drop { name: name.clone() })
         }
         Statement::ShowMeasurements(s) => meta::show_measurements(tables, s, params),
         Statement::ShowTagKeys(s) => meta::show_tag_keys(tables, s, params),
         Statement::ShowTagValues(s) => meta::show_tag_values(tables, s, params),
         Statement::ShowFieldKeys(s) => meta::show_field_keys(tables, s, params),
         Statement::ShowSeries(s) => meta::show_series(tables, s, params),
-        Statement::ShowRetentionPolicies { on } => meta::show_retention_policies(tables, on, params),
+        Statement::ShowRetentionPolicies { on } => retention::show_retention_policies(tables, on, params),
         Statement::ShowCardinality { of, exact, inner } => {
             cardinality::show_cardinality(tables, *of, *exact, inner, params)
         }
