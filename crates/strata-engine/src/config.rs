@@ -242,6 +242,9 @@ pub struct StorageSection {
     pub checkpoint_log_bytes: u64,
     /// 0: checkpoint by log size only.
     pub checkpoint_interval_s: u64,
+    /// How often the background task deletes points older than their
+    /// database's default retention policy keeps (0: never).
+    pub retention_check_interval_s: u64,
 }
 
 impl Default for StorageSection {
@@ -252,6 +255,7 @@ impl Default for StorageSection {
             max_series_per_database: 1_000_000,
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval_s: 300,
+            retention_check_interval_s: 60,
         }
     }
 }

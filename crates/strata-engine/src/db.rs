@@ -3,7 +3,8 @@
 //! else `declog-ssd`), opens the PMem pool (when the protocol logs to PMem),
 //! the commit log, and the series
 //! engine with recovery; creates the default database; runs the background
-//! checkpointer (by log size and by time).
+//! checkpointer (by log size and by time) and retention expiry
+//! ([`crate::retention`]).
 //!
 //! Data directory layout:
 //! - `pmem.pool`: the PMem pool (`docs/format/pmem-pool.md`);
@@ -34,6 +35,7 @@ use thiserror::Error;
 
 use crate::config::{AutoProtocol, Config, ConfigError, Protocol};
 use crate::protocols::{self, Durability, OpenedLog, Survives};
+use crate::retention;
 use crate::streams::{NewStreamSettings, PmemSettings, Streams, StreamsRecovery};
 use crate::tables::catalog::TableCatalog;
 
@@ -71,7 +73,8 @@ pub struct Db {
     store: Arc<TableCatalog>,
     streams_recovery: StreamsRecovery,
     stop: Arc<AtomicBool>,
-    checkpointer: Mutex<Option<JoinHandle<()>>>,
+    /// The background checkpointer and retention expiry threads.
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Db {
@@ -117,7 +120,7 @@ impl Db {
             store,
             streams_recovery,
             stop: Arc::new(AtomicBool::new(false)),
-            checkpointer: Mutex::new(None),
+            background: Mutex::new(Vec::new()),
         })
     }
 
@@ -236,13 +239,53 @@ impl Db {
                 }
             })
             .expect("spawn checkpoint thread");
-        *self.checkpointer.lock() = Some(handle);
+        self.background.lock().push(handle);
+        self.start_retention_expiry();
     }
 
-    /// Stops the background checkpointer (if running).
+    /// Starts the retention expiry thread (unless
+    /// `storage.retention_check_interval_s` is 0): one
+    /// [`retention::expire_once`] pass at that interval, the first one an
+    /// interval after the start.
+    fn start_retention_expiry(&self) {
+        let secs = self.config.storage.retention_check_interval_s;
+        if secs == 0 {
+            return;
+        }
+        let tables = self.store.clone();
+        let stop = self.stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("strata-retention".into())
+            .spawn(move || {
+                let mut last = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if last.elapsed() < Duration::from_secs(secs) {
+                        continue;
+                    }
+                    match retention::expire_once(tables.as_ref(), now_ns()) {
+                        Ok(r) if r.points_expired > 0 => eprintln!("strata: {r}"),
+                        Ok(_) => {}
+                        Err(e) => eprintln!("strata: retention expiry failed: {e}"),
+                    }
+                    last = Instant::now();
+                }
+            })
+            .expect("spawn retention thread");
+        self.background.lock().push(handle);
+    }
+
+    /// One retention expiry pass now, as of `now_ns` (what the background
+    /// task runs with the wall clock).
+    pub fn expire_retention(&self, now_ns: i64) -> Result<retention::ExpiryReport, EngineError> {
+        retention::expire_once(self.store.as_ref(), now_ns)
+    }
+
+    /// Stops the background checkpointer and retention expiry (if running).
     pub fn stop_background_checkpoints(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.checkpointer.lock().take() {
+        let handles = std::mem::take(&mut *self.background.lock());
+        for h in handles {
             let _ = h.join();
         }
     }
@@ -282,6 +325,12 @@ impl Db {
     pub fn data_dir(&self) -> &Path {
         &self.config.data_dir
     }
+}
+
+/// The wall clock in nanoseconds since the epoch.
+fn now_ns() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
 }
 
 impl Drop for Db {

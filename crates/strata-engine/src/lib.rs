@@ -3,7 +3,7 @@
 //! finds ([`medium`]), opens the PMem pool and the commit protocol,
 //! recovers the series engine and the event streams ([`streams`]), serves
 //! them as tables of kinds through one catalog ([`tables`]), and runs
-//! background checkpoints.
+//! background checkpoints and retention expiry ([`retention`]).
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +13,7 @@ pub mod db;
 pub mod medium;
 pub mod pool;
 pub mod protocols;
+pub mod retention;
 pub mod streams;
 pub mod tables;
 
