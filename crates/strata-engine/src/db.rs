@@ -10,7 +10,8 @@
 //! - `pmem.pool`: the PMem pool (`docs/format/pmem-pool.md`);
 //! - `wal/`: SSD log segments (`docs/format/ssd-log.md`);
 //! - `series/`: the manifest and block files (`docs/format/manifest.md`,
-//!   `docs/format/block-file.md`);
+//!   `docs/format/block-file.md`) and the retention policies
+//!   (`docs/format/retention.md`);
 //! - `streams/<db>/<stream>/`: event streams ([`crate::streams`],
 //!   `docs/format/events-catalog.md`), recovered at open after the series
 //!   engine; [`Db::store`] routes between the two.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use strata_engine::{Config, Db, Protocol, Tables};
 use strata_series::retention::{PolicySpec, RetentionChange};
-use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+use strata_series::{FieldValue, Point, TimeRange};
 
 const H: i64 = 3_600_000_000_000;
 /// The "now" of the expiry passes: 2026-11-29T00:00:00Z.

@@ -130,8 +130,7 @@ fn show_lists_policies_in_creation_order_with_go_durations() {
         show(&store),
         json!([["autogen", "1h30m0s", "1h0m0s", 1, true], ["two", "48h0m0s", "1h0m0s", 2, false]])
     );
-    let q = concat!("SHOW RETENTION POLICIES ON db");
-    let columns = &run_on(&store, q)["results"][0]["series"][0]["columns"];
+    let columns = &run_on(&store, "SHOW RETENTION POLICIES ON db")["results"][0]["series"][0]["columns"];
     assert_eq!(columns, &json!(["name", "duration", "shardGroupDuration", "replicaN", "default"]));
 }
 
