@@ -58,20 +58,25 @@ fn write_old_and_new(db: &Db) -> (Vec<i64>, Vec<i64>) {
     (old, kept)
 }
 
+/// Database `rp` with a policy `hour` (1h), the default if `default`.
+fn create_hour_policy(db: &Db, default: bool) {
+    let store = db.tables().series_store();
+    store.create_database("rp").unwrap();
+    let spec = PolicySpec {
+        duration_ns: Some(H),
+        replication: Some(1),
+        make_default: default,
+        ..PolicySpec::default()
+    };
+    store.change_retention("rp", &RetentionChange::Create { name: "hour".into(), spec }).unwrap();
+}
+
 #[test]
 fn expiry_deletes_only_points_before_the_cutoff_and_survives_restart_under_every_protocol() {
     for protocol in Protocol::ALL {
         let dir = tempfile::tempdir().unwrap();
         let db = open(dir.path(), protocol);
-        let store = db.tables().series_store();
-        store.create_database("rp").unwrap();
-        let spec = PolicySpec {
-            duration_ns: Some(H),
-            replication: Some(1),
-            make_default: true,
-            ..PolicySpec::default()
-        };
-        store.change_retention("rp", &RetentionChange::Create { name: "hour".into(), spec }).unwrap();
+        create_hour_policy(&db, true);
         let (_, kept) = write_old_and_new(&db);
         db.engine().checkpoint().unwrap(); // some points in block files
         let report = db.expire_retention(NOW).unwrap();
@@ -102,10 +107,8 @@ fn expiry_deletes_only_points_before_the_cutoff_and_survives_restart_under_every
 fn infinite_and_non_default_policies_expire_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), Protocol::SerialSsd);
+    create_hour_policy(&db, false);
     let store = db.tables().series_store();
-    store.create_database("rp").unwrap();
-    let spec = PolicySpec { duration_ns: Some(H), replication: Some(1), ..PolicySpec::default() };
-    store.change_retention("rp", &RetentionChange::Create { name: "hour".into(), spec }).unwrap();
     let (old, kept) = write_old_and_new(&db);
     assert_eq!(db.expire_retention(NOW).unwrap().points_expired, 0, "autogen (INF) is still the default");
     let all: Vec<i64> = old.iter().chain(&kept).copied().collect();
@@ -122,15 +125,7 @@ fn the_background_task_expires_on_its_own() {
     c.storage.protocol = "serial-ssd".into();
     c.storage.retention_check_interval_s = 1;
     let db = Db::open(&c, &|_, _, _| {}).unwrap();
-    let store = db.tables().series_store();
-    store.create_database("rp").unwrap();
-    let spec = PolicySpec {
-        duration_ns: Some(H),
-        replication: Some(1),
-        make_default: true,
-        ..PolicySpec::default()
-    };
-    store.change_retention("rp", &RetentionChange::Create { name: "hour".into(), spec }).unwrap();
+    create_hour_policy(&db, true);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as i64;
     let points = [point("cpu", "a", now - 3 * H), point("cpu", "a", now - H / 2)];
     db.tables().write_request("rp", &points).unwrap();
