@@ -40,9 +40,16 @@ impl std::fmt::Display for ExpiryReport {
 }
 
 /// The range a policy of `duration_ns` expires at `now_ns`: everything
-/// before `now - duration`; `None` for an infinite policy (0).
+/// before `now - duration` (empty when that is before every timestamp);
+/// `None` for an infinite policy (0).
 pub fn expired_range(now_ns: TimestampNs, duration_ns: i64) -> Option<TimeRange> {
-    (duration_ns > 0).then(|| TimeRange { min_ns: i64::MIN, max_ns: now_ns.saturating_sub(duration_ns) - 1 })
+    const NOTHING: TimeRange = TimeRange { min_ns: 1, max_ns: 0 };
+    (duration_ns > 0).then(|| {
+        match now_ns.checked_sub(duration_ns).and_then(|cutoff| cutoff.checked_sub(1)) {
+            Some(max_ns) => TimeRange { min_ns: i64::MIN, max_ns },
+            None => NOTHING,
+        }
+    })
 }
 
 /// One expiry pass over every database of `tables` as of `now_ns`. A
@@ -70,6 +77,9 @@ fn expire_database(
         return Ok(());
     };
     report.databases_checked += 1;
+    if range.is_empty() {
+        return Ok(());
+    }
     for measurement in store.measurements(db)? {
         let ids: Vec<SeriesId> = store.series(db, &measurement)?.iter().map(|s| s.id).collect();
         // Block indexes first: most series hold nothing that old.

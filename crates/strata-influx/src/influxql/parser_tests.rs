@@ -224,7 +224,11 @@ fn drop_database_and_drop_series() {
     assert!(!one("DROP SERIES FROM cpu").is_read_only());
     assert!(!one("DROP DATABASE db").is_read_only());
     assert!(error("DROP SERIES").contains("expected FROM, WHERE"), "{}", error("DROP SERIES"));
-    assert!(error("DROP TABLE x").contains("DATABASE, MEASUREMENT, SERIES"), "{}", error("DROP TABLE x"));
+    assert!(
+        error("DROP TABLE x").contains("DATABASE, MEASUREMENT, RETENTION, SERIES"),
+        "{}",
+        error("DROP TABLE x")
+    );
 }
 
 #[test]
