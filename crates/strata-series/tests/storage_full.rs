@@ -29,6 +29,19 @@ fn points(e: &SeriesEngine) -> Vec<i64> {
     e.read("db", &ids, TimeRange::ALL).unwrap().concat().into_iter().map(|(t, _)| t).collect()
 }
 
+/// One-point writes until one is refused: the acknowledged timestamps and
+/// the refusal (`None` if none was).
+fn write_until_refused(engine: &SeriesEngine) -> (Vec<i64>, Option<strata_series::EngineError>) {
+    let mut acked = Vec::new();
+    for ts in 0..100_000 {
+        match engine.write("db", &[point(ts)]) {
+            Ok(_) => acked.push(ts),
+            Err(e) => return (acked, Some(e)),
+        }
+    }
+    (acked, None)
+}
+
 #[test]
 fn a_full_disk_refuses_writes_by_name_keeps_acknowledged_points_and_recovers_when_freed() {
     let fs = FaultFs::new();
@@ -44,17 +57,7 @@ fn a_full_disk_refuses_writes_by_name_keeps_acknowledged_points_and_recovers_whe
     engine.create_database("db").unwrap();
     engine.checkpoint().unwrap();
     fs.set_full(true);
-    let mut acked = Vec::new();
-    let mut refusal = None;
-    for ts in 0..100_000 {
-        match engine.write("db", &[point(ts)]) {
-            Ok(_) => acked.push(ts),
-            Err(e) => {
-                refusal = Some(e);
-                break;
-            }
-        }
-    }
+    let (acked, refusal) = write_until_refused(&engine);
     let refusal = refusal.expect("the ring fills and the checkpoint cannot free it");
     assert_eq!(refusal.storage_full(), Some(FullMedium::Disk), "{refusal}");
     assert!(!acked.is_empty());
@@ -97,17 +100,7 @@ fn the_ssd_log_refuses_a_write_on_a_full_disk_without_poisoning_and_replays_only
     let engine = open(&shared);
     engine.create_database("db").unwrap();
     fs.set_full(true);
-    let mut acked = Vec::new();
-    let mut refusal = None;
-    for ts in 0..100_000 {
-        match engine.write("db", &[point(ts)]) {
-            Ok(_) => acked.push(ts),
-            Err(e) => {
-                refusal = Some(e);
-                break;
-            }
-        }
-    }
+    let (mut acked, refusal) = write_until_refused(&engine);
     let refusal = refusal.expect("the log's reservation runs out on the full disk");
     assert_eq!(refusal.storage_full(), Some(FullMedium::Disk), "{refusal}");
     assert!(!acked.is_empty(), "the reserved space took writes");
