@@ -377,7 +377,7 @@ impl Parser {
 
     /// `INTO`'s target: a measurement (`m`, `rp.m`, `db.rp.m`, `db..m`), or
     /// the same with `:MEASUREMENT` in place of `m`.
-    fn into_target(&mut self) -> Result<IntoTarget, ParseError> {
+    fn select_into_target(&mut self) -> Result<IntoTarget, ParseError> {
         let mut segments: Vec<Option<String>> = Vec::new();
         loop {
             if self.accept(&Token::Colon)? {
@@ -458,7 +458,7 @@ impl Parser {
         while self.accept(&Token::Comma)? {
             fields.push(self.field()?);
         }
-        let into = if self.accept_keyword("INTO")? { Some(self.into_target()?) } else { None };
+        let into = if self.accept_keyword("INTO")? { Some(self.select_into_target()?) } else { None };
         self.expect_keyword("FROM")?;
         let (from, from_sources) = self.select_sources()?;
         let condition = self.where_clause()?;
