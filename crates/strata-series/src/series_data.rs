@@ -102,6 +102,15 @@ fn without_range(block: &BlockWriter, range: TimeRange) -> Option<BlockWriter> {
     Some(kept)
 }
 
+/// What a compaction takes from a series (read under its shard lock): its
+/// sealed blocks in the input files and the tombstones it had then.
+#[derive(Clone, Debug)]
+pub struct CompactionInput {
+    pub field_type: FieldType,
+    pub blocks: Vec<SealedBlock>,
+    pub tombstones: Vec<Tombstone>,
+}
+
 /// What a checkpoint takes from a series: its DRAM points as one sorted block.
 pub struct SealInput {
     pub min_ts: TimestampNs,
@@ -338,6 +347,43 @@ impl SeriesData {
     pub fn install_sealed(&mut self, sealed: SealedBlock) {
         self.frozen = None;
         self.sealed.push(sealed);
+    }
+
+    /// The sealed blocks in files `is_input` accepts, with the tombstones
+    /// (None if there are no such blocks).
+    pub fn compaction_input(&self, is_input: impl Fn(u64) -> bool) -> Option<CompactionInput> {
+        let blocks: Vec<SealedBlock> = self.sealed.iter().filter(|b| is_input(b.file_seq)).cloned().collect();
+        (!blocks.is_empty()).then(|| CompactionInput {
+            field_type: self.field_type(),
+            blocks,
+            tombstones: self.tombstones.clone(),
+        })
+    }
+
+    /// After a compaction made `merged` durable: references them instead of
+    /// `input`'s blocks. Refused (false, nothing changed) if an input block
+    /// is gone or a tombstone added since `input` was read masks one (the
+    /// merged blocks lack that delete).
+    pub fn replace_compacted(&mut self, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+        let is_input =
+            |b: &SealedBlock| input.blocks.iter().any(|i| i.file_seq == b.file_seq && i.entry == b.entry);
+        if self.sealed.iter().filter(|b| is_input(b)).count() != input.blocks.len() {
+            return false;
+        }
+        let late_delete = self.tombstones.iter().filter(|t| !input.tombstones.contains(t)).any(|t| {
+            input
+                .blocks
+                .iter()
+                .any(|b| t.upto_file_seq >= b.file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
+        });
+        if late_delete {
+            return false;
+        }
+        self.sealed.retain(|b| !is_input(b));
+        self.sealed.extend(merged);
+        // Reads rank blocks by file sequence, oldest first.
+        self.sealed.sort_by_key(|b| b.file_seq);
+        true
     }
 
     /// A checkpoint found nothing to seal here: forget the (empty) frozen set.
