@@ -431,4 +431,45 @@ mod tests {
         assert_eq!(out.get(&15), Some(&FieldValue::Float(4.0)));
         assert_eq!(out.len(), 2);
     }
+
+    fn sealed(file_seq: u64, min_ts: TimestampNs, max_ts: TimestampNs) -> SealedBlock {
+        let entry = BlockIndexEntry {
+            series: crate::model::SeriesId(1),
+            min_ts,
+            max_ts,
+            point_count: 2,
+            offset: 16,
+            len_bytes: 8,
+            crc32c: file_seq as u32,
+        };
+        SealedBlock { file_seq, entry }
+    }
+
+    /// A compaction's blocks replace its inputs unless a delete applied
+    /// after the inputs were read masks one of them (the merged blocks would
+    /// bring its points back), or an input is gone.
+    #[test]
+    fn compacted_blocks_replace_their_inputs_unless_a_late_delete_masks_them() {
+        let mut d = SeriesData::new(FieldType::Float);
+        d.sealed = vec![sealed(1, 0, 10), sealed(2, 20, 30), sealed(3, 40, 50)];
+        let input = d.compaction_input(|s| s >= 2).expect("blocks in files 2 and 3");
+        assert_eq!(input.blocks.len(), 2);
+
+        let mut late = SeriesData::new(FieldType::Float);
+        late.sealed = d.sealed.clone();
+        late.delete(TimeRange { min_ns: 25, max_ns: 25 }, 3);
+        assert!(!late.replace_compacted(&input, vec![sealed(4, 20, 50)]), "a late delete refuses");
+        assert_eq!(late.sealed.len(), 3, "nothing changed");
+
+        // A delete that masks only the file left alone does not matter.
+        let mut old_only = SeriesData::new(FieldType::Float);
+        old_only.sealed = d.sealed.clone();
+        old_only.delete(TimeRange { min_ns: 5, max_ns: 5 }, 1);
+        assert!(old_only.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+
+        assert!(d.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+        let seqs: Vec<u64> = d.sealed.iter().map(|b| b.file_seq).collect();
+        assert_eq!(seqs, vec![1, 4], "inputs replaced, oldest file first");
+        assert!(!d.replace_compacted(&input, vec![sealed(5, 20, 50)]), "inputs already gone");
+    }
 }
