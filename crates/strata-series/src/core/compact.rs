@@ -171,13 +171,17 @@ impl SeriesCore {
         };
         if merged.is_empty() {
             // No live series has blocks there: the manifest drops the files.
-            writer.abandon()?;
+            // (An empty file left behind is an orphan opening removes.)
+            let _ = writer.abandon();
             return Ok(());
         }
-        let meta = writer.finish().inspect_err(|_| {
+        // Best effort on failure: no manifest lists the file, and opening
+        // removes it anyway.
+        let remove = |_: &EngineError| {
             let _ = fs.remove(&dir.join(crate::block_file::block_file_name(seq)));
-        })?;
-        let file = Arc::new(BlockFile::open(fs.clone(), &meta.path)?);
+        };
+        let meta = writer.finish().inspect_err(remove)?;
+        let file = Arc::new(BlockFile::open(fs.clone(), &meta.path).inspect_err(remove)?);
         self.blocks().add_file(seq, file);
         let mut by_series: BTreeMap<SeriesId, Vec<BlockIndexEntry>> = BTreeMap::new();
         for e in meta.entries {
