@@ -242,6 +242,9 @@ pub struct StorageSection {
     pub checkpoint_log_bytes: u64,
     /// 0: checkpoint by log size only.
     pub checkpoint_interval_s: u64,
+    /// A checkpoint that leaves more block files merges the newest ones
+    /// (bounds the open files; at least 1).
+    pub compact_above_files: usize,
 }
 
 impl Default for StorageSection {
@@ -252,6 +255,7 @@ impl Default for StorageSection {
             max_series_per_database: 1_000_000,
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval_s: 300,
+            compact_above_files: strata_series::core::compact::COMPACT_ABOVE_FILES_DEFAULT,
         }
     }
 }
