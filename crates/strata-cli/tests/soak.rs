@@ -16,14 +16,13 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 
-use common::{free_port, http, query_rows, start};
+use common::{free_port, http, query_rows, start, KillOnDrop};
 
 const WRITERS: u64 = 3;
 const LINES_PER_REQUEST: u64 = 100;
@@ -232,8 +231,9 @@ fn duration() -> Duration {
     Duration::from_secs(std::env::var("STRATA_SOAK_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20))
 }
 
-fn start_server(data: &Path, port: u16) -> Child {
-    start(data, CONFIG, "declog-ssd", port)
+/// The server, killed when the guard drops (also when the test panics).
+fn start_server(data: &Path, port: u16) -> KillOnDrop {
+    KillOnDrop(start(data, CONFIG, "declog-ssd", port))
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn mixed_load_with_kills_keeps_memory_and_descriptors_flat_and_loses_nothing() {
         let (born, mut samples) = (Instant::now(), Vec::new());
         while born.elapsed() < life {
             std::thread::sleep(Duration::from_millis(500));
-            if let Some((rss, fds)) = sample(child.id()) {
+            if let Some((rss, fds)) = sample(child.0.id()) {
                 assert!(rss < RSS_CEILING_BYTES, "seed {seed}: resident memory {rss} bytes");
                 assert!(fds < FD_CEILING, "seed {seed}: {fds} open descriptors");
                 (peak_rss, peak_fds) = (peak_rss.max(rss), peak_fds.max(fds));
@@ -279,8 +279,8 @@ fn mixed_load_with_kills_keeps_memory_and_descriptors_flat_and_loses_nothing() {
             let mean = |s: &[u64]| s.iter().sum::<u64>() / s.len() as u64;
             rss_drift.push((mean(&samples[q..2 * q]), mean(&samples[samples.len() - q..])));
         }
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reap");
+        child.0.kill().expect("SIGKILL");
+        child.0.wait().expect("reap");
         kills += 1;
         stop.store(true, Ordering::Relaxed);
         for (w, h) in writers.into_iter().enumerate() {
@@ -294,8 +294,8 @@ fn mixed_load_with_kills_keeps_memory_and_descriptors_flat_and_loses_nothing() {
     let mut child = start_server(&data, port);
     let acked = acked.lock().unwrap();
     let checked = verify(port, &acked, &[0; WRITERS as usize]);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
     let expected = acked.len() as u64 * LINES_PER_REQUEST;
     // Flat: within an incarnation, memory late is not far above memory
     // early (the data grows; checkpoints move it out of DRAM).

@@ -47,7 +47,13 @@ impl Opener {
         log: DecLog,
         recovered: Recovered,
     ) -> Result<Arc<SeriesEngine>, CrashCheckError> {
-        let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new(ENGINE_DIR) };
+        // Two files at most, so checkpoints also merge block files.
+        let opts = EngineOptions {
+            fs,
+            checkpoint_interval: None,
+            compact_above_files: 2,
+            ..EngineOptions::new(ENGINE_DIR)
+        };
         let opener = strata_series::DeclogOpener::boxed(log, recovered, self.engine, self.replay_threads);
         SeriesEngine::open(opts, opener, &|_, _, _| {})
             .map(|(engine, _)| engine)

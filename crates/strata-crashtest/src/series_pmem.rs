@@ -48,7 +48,8 @@ impl SeriesPmemCrash {
     }
 
     fn options() -> EngineOptions {
-        EngineOptions { checkpoint_interval: None, ..EngineOptions::new("/series") }
+        // Two files at most, so checkpoints also merge block files.
+        EngineOptions { checkpoint_interval: None, compact_above_files: 2, ..EngineOptions::new("/series") }
     }
 }
 

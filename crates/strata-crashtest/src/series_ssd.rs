@@ -32,7 +32,14 @@ impl SeriesSsdCrash {
     fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
         let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
             .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
-        let opts = EngineOptions { fs, checkpoint_interval: None, ..EngineOptions::new("/series") };
+        // Two files at most: the checkpoints every few transactions also merge
+        // block files, so crashes land inside compactions too.
+        let opts = EngineOptions {
+            fs,
+            checkpoint_interval: None,
+            compact_above_files: 2,
+            ..EngineOptions::new("/series")
+        };
         SeriesEngine::open(opts, strata_series::WalOpener::boxed(Box::new(log), records), &|_, _, _| {})
             .map(|(e, _)| e)
             .map_err(CrashCheckError::step("SeriesEngine::open"))

@@ -245,6 +245,9 @@ pub struct StorageSection {
     /// How often the background task deletes points older than their
     /// database's default retention policy keeps (0: never).
     pub retention_check_interval_s: u64,
+    /// A checkpoint that leaves more block files merges the newest ones
+    /// (bounds the open files; at least 1).
+    pub compact_above_files: usize,
 }
 
 impl Default for StorageSection {
@@ -256,6 +259,7 @@ impl Default for StorageSection {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval_s: 300,
             retention_check_interval_s: 60,
+            compact_above_files: strata_series::core::compact::COMPACT_ABOVE_FILES_DEFAULT,
         }
     }
 }

@@ -102,6 +102,7 @@ impl Db {
         opts.checkpoint_interval = (config.storage.checkpoint_interval_s > 0
             && opts.checkpoint_log_bytes != u64::MAX)
             .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
+        opts.compact_above_files = config.storage.compact_above_files;
         let OpenedLog { opener, region } = factory.open(config, &fs)?;
         let (engine, mut recovery) = SeriesEngine::open(opts, opener, progress)?;
         if !config.storage.default_database.is_empty() {

@@ -8,7 +8,11 @@
 //! durable position and wakes everyone whose record it covered. Batches are
 //! bounded by `max_batch_bytes` (appenders block while a full batch waits).
 //! After a write or sync error the device is poisoned: a failed fdatasync
-//! leaves the page cache in an unknown state, so it never retries.
+//! leaves the page cache in an unknown state, so it never retries. So that
+//! a full disk does not poison it, the segment's space is reserved
+//! (preallocated, 64 MiB at a time) before a record is enqueued: a record
+//! that cannot get space is refused on its own, and records are written
+//! only into allocated blocks.
 //!
 //! Truncation (after a checkpoint) starts a new segment whose base is the
 //! current end of the stream, durably (file, header, directory), then removes
@@ -70,6 +74,10 @@ struct State {
     durable: StreamPos,
     flushing: bool,
     poisoned: Option<String>,
+    /// File bytes known reserved (preallocated) for this segment: records
+    /// up to here are written into allocated blocks, so a full disk cannot
+    /// fail their write.
+    reserved_bytes: u64,
 }
 
 /// An append-only, group-committed log on a file system.
@@ -273,6 +281,7 @@ impl SsdLog {
                 durable: end,
                 flushing: false,
                 poisoned: None,
+                reserved_bytes: 0,
             }),
             changed: Condvar::new(),
         }
@@ -313,6 +322,7 @@ impl SsdLog {
         if let Some(p) = &s.poisoned {
             return Err(LogError::Poisoned(p.clone()));
         }
+        self.reserve(&mut s, record::record_len(payload.len() as u64))?;
         let pos = s.next;
         let lsn = encode_record(kind, txn, pos, payload, &mut s.buffer);
         s.next = StreamPos(lsn.0);
@@ -320,6 +330,24 @@ impl SsdLog {
             self.changed.notify_all();
         }
         Ok(lsn)
+    }
+
+    /// With preallocation on, reserves the file space of a record of
+    /// `record_bytes` before it is enqueued, `preallocate_bytes` at a time.
+    /// A full disk then refuses the record here, before anything of it is
+    /// queued ([`LogError::Io`] of kind `StorageFull`, not poisoning: the
+    /// log goes on once space is freed), instead of failing a group write
+    /// whose records other committers are waiting for.
+    fn reserve(&self, s: &mut State, record_bytes: u64) -> Result<(), LogError> {
+        let chunk = self.options.preallocate_bytes;
+        let end = SEGMENT_HEADER_BYTES + (s.next.0 - s.base.0) + record_bytes;
+        if chunk == 0 || end <= s.reserved_bytes {
+            return Ok(());
+        }
+        let want = end.max(s.reserved_bytes.max(SEGMENT_HEADER_BYTES) + chunk);
+        s.file.preallocate(want)?;
+        s.reserved_bytes = want;
+        Ok(())
     }
 
     /// Returns once everything up to `lsn` is durable, leading a group
@@ -395,6 +423,7 @@ impl SsdLog {
         s.base = base;
         s.buffer_start = base;
         s.durable = base;
+        s.reserved_bytes = self.options.preallocate_bytes;
         // The old segment is wholly covered by the checkpoint; a failure to
         // remove it is harmless (open removes it) but is reported.
         self.fs.remove(&old)?;

@@ -101,7 +101,7 @@ fn io_err(path: &Path, source: io::Error) -> PmemError {
     PmemError::Io { path: path.to_path_buf(), source }
 }
 
-fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
+fn open_sized(path: &Path, len: u64, allocate: bool) -> Result<(File, u64), PmemError> {
     let created = !path.exists();
     let file = OpenOptions::new()
         .read(true)
@@ -115,6 +115,11 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
     let len = existing.max(len).next_multiple_of(WORD_BYTES);
     if existing < len {
         file.set_len(len).map_err(|e| io_err(path, e))?;
+    }
+    if allocate {
+        allocate_blocks(&file, len).map_err(|e| io_err(path, e))?;
+    }
+    if existing < len {
         file.sync_all().map_err(|e| io_err(path, e))?;
     }
     if created {
@@ -123,6 +128,41 @@ fn open_sized(path: &Path, len: u64) -> Result<(File, u64), PmemError> {
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_err(dir, e))?;
     }
     Ok((file, len))
+}
+
+/// Allocates the blocks of the whole file (a no-op where they are), so a
+/// store through the mapping never needs disk space: into a hole of a
+/// sparse file on a full disk it would raise SIGBUS and kill the process.
+/// A full disk is then an error of `open`. File systems without
+/// `fallocate` keep the sparse file.
+#[cfg(target_os = "linux")]
+fn allocate_blocks(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "pool length exceeds off_t"));
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    loop {
+        // SAFETY: `file` keeps its descriptor open for the call, and
+        // fallocate takes only integers: no memory of ours is accessed.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) => return Ok(()),
+            _ => return Err(e),
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allocate_blocks(_file: &File, _len: u64) -> io::Result<()> {
+    Ok(())
 }
 
 impl MappedRegion {
@@ -134,7 +174,10 @@ impl MappedRegion {
     }
 
     pub(crate) fn file(path: &Path, len: u64, method: PersistMethod) -> Result<Self, PmemError> {
-        let (file, len) = open_sized(path, len)?;
+        // Disk-backed persistence allocates its blocks; `emulated` (PMem
+        // emulated in memory, usually on tmpfs) stays sparse rather than
+        // commit the whole pool's memory up front.
+        let (file, len) = open_sized(path, len, method == PersistMethod::Msync)?;
         let map = MmapRaw::map_raw(&file).map_err(|e| io_err(path, e))?;
         if method == PersistMethod::Msync {
             // Page-sized page-cache folios (module comment, "Folios").
@@ -147,7 +190,7 @@ impl MappedRegion {
     #[cfg(target_os = "linux")]
     pub(crate) fn dax(path: &Path, len: u64) -> Result<Self, PmemError> {
         use std::os::fd::AsRawFd;
-        let (file, len) = open_sized(path, len)?;
+        let (file, len) = open_sized(path, len, true)?;
         // SAFETY: mapping a file we hold open, with a length equal to its size;
         // the result is checked against MAP_FAILED before use and unmapped in Drop.
         let ptr = unsafe {
@@ -488,6 +531,26 @@ fn stream_word(word: &AtomicU64, value: u64) {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// An msync-persisted file has every block allocated when it opens (no
+    /// holes for a store to fault on when the disk is full), also when an
+    /// existing sparse file is reopened.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mapped_pool_file_is_allocated_not_sparse() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let len = 1u64 << 20;
+        let sparse = dir.path().join("sparse");
+        File::create(&sparse).unwrap().set_len(len).unwrap();
+        assert!(std::fs::metadata(&sparse).unwrap().blocks() * 512 < len, "the fixture starts sparse");
+        for path in [dir.path().join("fresh"), sparse] {
+            let region = MappedRegion::file(&path, len, PersistMethod::Msync).unwrap();
+            drop(region);
+            let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+            assert!(allocated >= len, "{}: {allocated} of {len} bytes allocated", path.display());
+        }
+    }
 
     #[test]
     fn page_runs_round_out_to_pages_and_stop_at_the_mapping_end() {

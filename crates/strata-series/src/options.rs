@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use strata_media::fs::{FileSystem, RealFs};
 
+use crate::core::compact::COMPACT_ABOVE_FILES_DEFAULT;
+
 #[derive(Clone)]
 pub struct EngineOptions {
     /// Directory of the manifest and the block files.
@@ -19,6 +21,10 @@ pub struct EngineOptions {
     pub checkpoint_log_bytes: u64,
     /// Checkpoint at least this often while there are new writes (None: only by size).
     pub checkpoint_interval: Option<Duration>,
+    /// A checkpoint that leaves more block files than this (at least 1)
+    /// merges the newest ones (`crate::core::compact`); default
+    /// [`COMPACT_ABOVE_FILES_DEFAULT`] (16).
+    pub compact_above_files: usize,
 }
 
 impl EngineOptions {
@@ -29,6 +35,7 @@ impl EngineOptions {
             max_series_per_database: None,
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Some(Duration::from_secs(300)),
+            compact_above_files: COMPACT_ABOVE_FILES_DEFAULT,
         }
     }
 }

@@ -102,6 +102,15 @@ fn without_range(block: &BlockWriter, range: TimeRange) -> Option<BlockWriter> {
     Some(kept)
 }
 
+/// What a compaction takes from a series (read under its shard lock): its
+/// sealed blocks in the input files and the tombstones it had then.
+#[derive(Clone, Debug)]
+pub struct CompactionInput {
+    pub field_type: FieldType,
+    pub blocks: Vec<SealedBlock>,
+    pub tombstones: Vec<Tombstone>,
+}
+
 /// What a checkpoint takes from a series: its DRAM points as one sorted block.
 pub struct SealInput {
     pub min_ts: TimestampNs,
@@ -340,6 +349,43 @@ impl SeriesData {
         self.sealed.push(sealed);
     }
 
+    /// The sealed blocks in files `is_input` accepts, with the tombstones
+    /// (None if there are no such blocks).
+    pub fn compaction_input(&self, is_input: impl Fn(u64) -> bool) -> Option<CompactionInput> {
+        let blocks: Vec<SealedBlock> = self.sealed.iter().filter(|b| is_input(b.file_seq)).cloned().collect();
+        (!blocks.is_empty()).then(|| CompactionInput {
+            field_type: self.field_type(),
+            blocks,
+            tombstones: self.tombstones.clone(),
+        })
+    }
+
+    /// After a compaction made `merged` durable: references them instead of
+    /// `input`'s blocks. Refused (false, nothing changed) if an input block
+    /// is gone or a tombstone added since `input` was read masks one (the
+    /// merged blocks lack that delete).
+    pub fn replace_compacted(&mut self, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+        let is_input =
+            |b: &SealedBlock| input.blocks.iter().any(|i| i.file_seq == b.file_seq && i.entry == b.entry);
+        if self.sealed.iter().filter(|b| is_input(b)).count() != input.blocks.len() {
+            return false;
+        }
+        let late_delete = self.tombstones.iter().filter(|t| !input.tombstones.contains(t)).any(|t| {
+            input
+                .blocks
+                .iter()
+                .any(|b| t.upto_file_seq >= b.file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
+        });
+        if late_delete {
+            return false;
+        }
+        self.sealed.retain(|b| !is_input(b));
+        self.sealed.extend(merged);
+        // Reads rank blocks by file sequence, oldest first.
+        self.sealed.sort_by_key(|b| b.file_seq);
+        true
+    }
+
     /// A checkpoint found nothing to seal here: forget the (empty) frozen set.
     pub fn drop_empty_frozen(&mut self) {
         if self.frozen.as_ref().is_some_and(|f| f.open.is_empty() && f.patch.is_empty()) {
@@ -384,5 +430,46 @@ mod tests {
         d.overlay_dram(TimeRange::ALL, &mut out);
         assert_eq!(out.get(&15), Some(&FieldValue::Float(4.0)));
         assert_eq!(out.len(), 2);
+    }
+
+    fn sealed(file_seq: u64, min_ts: TimestampNs, max_ts: TimestampNs) -> SealedBlock {
+        let entry = BlockIndexEntry {
+            series: crate::model::SeriesId(1),
+            min_ts,
+            max_ts,
+            point_count: 2,
+            offset: 16,
+            len_bytes: 8,
+            crc32c: file_seq as u32,
+        };
+        SealedBlock { file_seq, entry }
+    }
+
+    /// A compaction's blocks replace its inputs unless a delete applied
+    /// after the inputs were read masks one of them (the merged blocks would
+    /// bring its points back), or an input is gone.
+    #[test]
+    fn compacted_blocks_replace_their_inputs_unless_a_late_delete_masks_them() {
+        let mut d = SeriesData::new(FieldType::Float);
+        d.sealed = vec![sealed(1, 0, 10), sealed(2, 20, 30), sealed(3, 40, 50)];
+        let input = d.compaction_input(|s| s >= 2).expect("blocks in files 2 and 3");
+        assert_eq!(input.blocks.len(), 2);
+
+        let mut late = SeriesData::new(FieldType::Float);
+        late.sealed = d.sealed.clone();
+        late.delete(TimeRange { min_ns: 25, max_ns: 25 }, 3);
+        assert!(!late.replace_compacted(&input, vec![sealed(4, 20, 50)]), "a late delete refuses");
+        assert_eq!(late.sealed.len(), 3, "nothing changed");
+
+        // A delete that masks only the file left alone does not matter.
+        let mut old_only = SeriesData::new(FieldType::Float);
+        old_only.sealed = d.sealed.clone();
+        old_only.delete(TimeRange { min_ns: 5, max_ns: 5 }, 1);
+        assert!(old_only.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+
+        assert!(d.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+        let seqs: Vec<u64> = d.sealed.iter().map(|b| b.file_seq).collect();
+        assert_eq!(seqs, vec![1, 4], "inputs replaced, oldest file first");
+        assert!(!d.replace_compacted(&input, vec![sealed(5, 20, 50)]), "inputs already gone");
     }
 }

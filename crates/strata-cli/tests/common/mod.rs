@@ -49,6 +49,19 @@ pub fn free_port() -> u16 {
     panic!("no free port in {FIRST}..{}", FIRST + SPAN)
 }
 
+/// A spawned server, killed (SIGKILL) and reaped when dropped: a test that
+/// panics leaves no server running.
+#[allow(dead_code)] // not every test binary uses it
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // Already killed and reaped by the test is fine: both fail quietly.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `strata serve` without SQL on `data_dir` (inside a temporary
 /// directory, which also gets the configuration file `config` and the
 /// server's stderr, `serve-stderr.log`) and waits until it answers `/ping`.

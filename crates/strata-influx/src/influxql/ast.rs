@@ -154,7 +154,31 @@ pub struct SelectStatement {
     pub tz: Option<chrono_tz::Tz>,
     /// `SELECT ... INTO [db.][rp.]m FROM ...`: the rows are written as
     /// points of this measurement instead of returned.
-    pub into: Option<MeasurementRef>,
+    pub into: Option<IntoTarget>,
+}
+
+/// Where `SELECT ... INTO` writes: `[db.][rp.]m`, or with `:MEASUREMENT`
+/// (`measurement` `None`) each source measurement's own name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntoTarget {
+    pub database: Option<String>,
+    pub retention_policy: Option<String>,
+    pub measurement: Option<String>,
+}
+
+impl fmt::Display for IntoTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.database, &self.retention_policy) {
+            (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp))?,
+            (Some(db), None) => write!(f, "{}..", Ident(db))?,
+            (None, Some(rp)) => write!(f, "{}.", Ident(rp))?,
+            (None, None) => {}
+        }
+        match &self.measurement {
+            Some(m) => write!(f, "{}", Ident(m)),
+            None => f.write_str(":MEASUREMENT"),
+        }
+    }
 }
 
 /// One item of the SELECT list.

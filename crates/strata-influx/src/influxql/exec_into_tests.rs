@@ -71,3 +71,21 @@ fn select_into_a_conflicting_field_type_is_a_partial_write_error() {
             .expect("parses");
     assert!(round_trip[0].to_string().contains(" INTO db.rp.m FROM "), "{}", round_trip[0]);
 }
+
+/// `:MEASUREMENT` writes each source measurement into its own name (the
+/// downsampling pattern of continuous queries), here into another database.
+#[test]
+fn select_into_measurement_backreference_keeps_each_source_name() {
+    let store = cpu_two_hosts_store();
+    strata_series::SeriesStore::create_database(&store, "archive").unwrap();
+    let q = format!(
+        "SELECT mean(*) INTO archive.autogen.:MEASUREMENT FROM /.*/ WHERE {RANGE} GROUP BY time(60s), *"
+    );
+    let written = answer(&store, &q);
+    assert_eq!(written["series"][0]["values"], json!([[0, 4]]), "{written}");
+    let read = answer(&store, "SELECT * FROM archive..cpu WHERE host = 'b'");
+    assert_eq!(read["series"][0]["columns"], json!(["time", "host", "mean_usage"]), "{read}");
+    assert_eq!(read["series"][0]["values"], json!([[T0_S, "b", 5.0], [T0_S + 60, "b", 5.0]]), "{read}");
+    let parsed = super::parser::parse_statements(&q).expect("parses");
+    assert!(parsed[0].to_string().contains(" INTO archive.autogen.:MEASUREMENT FROM "), "{}", parsed[0]);
+}

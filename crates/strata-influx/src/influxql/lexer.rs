@@ -130,6 +130,8 @@ pub enum Token {
     RParen,
     Dot,
     DoubleColon,
+    /// A single `:` (only in `INTO ...:MEASUREMENT`).
+    Colon,
     Mul,
     Div,
     Add,
@@ -273,6 +275,7 @@ impl Lexer {
             '0'..='9' => self.scan_number(start, pos)?,
             '.' if self.peek_char(0).is_some_and(|d| d.is_ascii_digit()) => self.scan_number(start, pos)?,
             '.' => Token::Dot,
+            ':' => Token::Colon,
             ',' => Token::Comma,
             ';' => Token::Semicolon,
             '(' => Token::LParen,
@@ -463,9 +466,12 @@ mod tests {
                 Eq
             ]
         );
-        for lone in ["!", ":", "! =", ": :"] {
+        for lone in ["!", "! ="] {
             assert!(Lexer::new(lone).next_token().is_err(), "{lone:?}");
         }
+        // A lone `:` is its own token (`INTO ...:MEASUREMENT`), `::` another.
+        assert_eq!(Lexer::new(": :").next_token().unwrap().token, Token::Colon);
+        assert_eq!(Lexer::new("::").next_token().unwrap().token, Token::DoubleColon);
     }
 
     #[test]

@@ -33,6 +33,8 @@ mod exec_clause_tests;
 #[cfg(test)]
 mod exec_function_tests;
 #[cfg(test)]
+mod exec_integral_tests;
+#[cfg(test)]
 mod exec_into_tests;
 #[cfg(test)]
 mod exec_selector_tests;

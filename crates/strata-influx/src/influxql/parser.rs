@@ -6,9 +6,9 @@
 use regex::RegexBuilder;
 
 use super::ast::{
-    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, FromSource, MeasurementRef,
-    NameMatch, RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements, ShowTagValues,
-    Statement,
+    BinaryOp, CardinalityOf, DeleteStatement, Dimension, Expr, Field, Fill, FromSource, IntoTarget,
+    MeasurementRef, NameMatch, RefKind, SelectStatement, ShowClauses, ShowFieldKeys, ShowMeasurements,
+    ShowTagValues, Statement,
 };
 pub use super::error::{ParseError, RegexError};
 use super::lexer::{Lexer, Pos, Spanned, Token};
@@ -377,6 +377,31 @@ impl Parser {
         Ok(MeasurementRef { database, retention_policy, name })
     }
 
+    /// `INTO`'s target: a measurement (`m`, `rp.m`, `db.rp.m`, `db..m`), or
+    /// the same with `:MEASUREMENT` in place of `m`.
+    fn select_into_target(&mut self) -> Result<IntoTarget, ParseError> {
+        let mut segments: Vec<Option<String>> = Vec::new();
+        loop {
+            if self.accept(&Token::Colon)? {
+                self.expect_keyword("MEASUREMENT")?;
+                segments.push(None);
+                break;
+            }
+            if segments.len() == 1 && self.peek()?.token == Token::Dot {
+                segments.push(None); // `db..m`: an empty retention policy
+            } else {
+                segments.push(Some(self.ident()?));
+            }
+            if segments.len() == 3 || !self.accept(&Token::Dot)? {
+                break;
+            }
+        }
+        let measurement = segments.pop().flatten();
+        let retention_policy = segments.pop().flatten();
+        let database = segments.pop().flatten();
+        Ok(IntoTarget { database, retention_policy, measurement })
+    }
+
     /// SELECT's FROM: `m`, or several sources (`a, b`, `/re/`): then the
     /// first name (empty for a regex) and every source.
     fn select_sources(&mut self) -> Result<(MeasurementRef, Vec<FromSource>), ParseError> {
@@ -440,7 +465,7 @@ impl Parser {
         while self.accept(&Token::Comma)? {
             fields.push(self.field()?);
         }
-        let into = if self.accept_keyword("INTO")? { Some(self.measurement()?) } else { None };
+        let into = if self.accept_keyword("INTO")? { Some(self.select_into_target()?) } else { None };
         self.expect_keyword("FROM")?;
         let (from, from_sources) = self.select_sources()?;
         let condition = self.where_clause()?;

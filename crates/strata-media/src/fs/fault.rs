@@ -46,12 +46,15 @@ pub(crate) struct Inode {
     pub(crate) dirty_from: Option<u64>,
     /// Operation index of the last write, to order files by recency.
     pub(crate) last_write_op: u64,
+    /// Bytes reserved by `preallocate` (a full disk still takes writes
+    /// up to here, as blocks a real file system has allocated).
+    pub(crate) reserved: u64,
 }
 
 impl Inode {
     /// A file whose current content is durable.
     pub(crate) fn settled(content: PagedBytes) -> Inode {
-        Inode { current: content.clone(), durable: content, dirty_from: None, last_write_op: 0 }
+        Inode { current: content.clone(), durable: content, dirty_from: None, last_write_op: 0, reserved: 0 }
     }
 
     /// The unsynced range `[dirty_from, current length)`, if not empty.
@@ -200,10 +203,11 @@ impl FaultFs {
         self.state.lock().faults.clear();
     }
 
-    /// A full disk while `full`: `create`, `write_at`, `set_len` and
-    /// `preallocate` fail with [`io::ErrorKind::StorageFull`] and change
-    /// nothing (still counted); removing, renaming and syncing work, as on a
-    /// real full file system.
+    /// A full disk while `full`: `create`, and `write_at`, `set_len` and
+    /// `preallocate` past a file's length and reserved (preallocated) size,
+    /// fail with [`io::ErrorKind::StorageFull`] and change nothing (still
+    /// counted); writes into reserved space, shrinking, removing, renaming
+    /// and syncing work, as on a real full file system.
     pub fn set_full(&self, full: bool) {
         self.state.lock().full = full;
     }
@@ -242,13 +246,33 @@ impl FaultFs {
         mutating: bool,
         body: impl FnOnce(&mut Tree, u64) -> io::Result<T>,
     ) -> io::Result<T> {
+        self.run_taking(what, mutating, None, body)
+    }
+
+    /// [`Self::run`] for an operation that may take space: `grows` is the
+    /// file and the end it needs. On a full disk it fails unless the file
+    /// already has that much, written or reserved.
+    fn run_taking<T>(
+        &self,
+        what: &str,
+        mutating: bool,
+        grows: Option<(InodeId, u64)>,
+        body: impl FnOnce(&mut Tree, u64) -> io::Result<T>,
+    ) -> io::Result<T> {
         let mut state = self.state.lock();
         state.ops += 1;
         let op = state.ops;
         if state.fault_hits(op) {
             return Err(io::Error::other(format!("injected fault at operation {op} ({what})")));
         }
-        if state.full && matches!(what, "create" | "write" | "set_len" | "preallocate") {
+        let needs_space = match grows {
+            Some((inode, end)) => {
+                let inode = state.tree.inode(inode)?;
+                end > inode.current.len().max(inode.reserved)
+            }
+            None => what == "create",
+        };
+        if state.full && needs_space {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
                 format!("no space left on device ({what})"),
@@ -396,7 +420,8 @@ impl FsFile for FaultFile {
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        self.fs.run("write", true, |tree, op| {
+        let end = offset.saturating_add(data.len() as u64);
+        self.fs.run_taking("write", true, Some((self.inode, end)), |tree, op| {
             check_len(offset.checked_add(data.len() as u64))?;
             if data.is_empty() {
                 return Ok(());
@@ -417,7 +442,7 @@ impl FsFile for FaultFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.fs.run("set_len", true, |tree, _| {
+        self.fs.run_taking("set_len", true, Some((self.inode, len)), |tree, _| {
             check_len(Some(len))?;
             let inode = tree.inode_mut(self.inode)?;
             let old_len = inode.current.len();
@@ -428,9 +453,11 @@ impl FsFile for FaultFile {
     }
 
     fn preallocate(&self, len: u64) -> io::Result<()> {
-        self.fs.run("preallocate", true, |tree, _| {
+        self.fs.run_taking("preallocate", true, Some((self.inode, len)), |tree, _| {
             check_len(Some(len))?;
-            tree.inode(self.inode).map(|_| ())
+            let inode = tree.inode_mut(self.inode)?;
+            inode.reserved = inode.reserved.max(len);
+            Ok(())
         })
     }
 

@@ -56,6 +56,11 @@ impl BlockStore {
         self.files.read().get(&seq).cloned()
     }
 
+    /// Every open block file, by sequence (oldest first).
+    pub fn files(&self) -> Vec<(u64, Arc<BlockFile>)> {
+        self.files.read().iter().map(|(s, f)| (*s, f.clone())).collect()
+    }
+
     pub fn add_file(&self, seq: u64, file: Arc<BlockFile>) {
         self.files.write().insert(seq, file);
     }

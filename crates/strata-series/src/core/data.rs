@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
+use crate::block_file::BlockIndexEntry;
 use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
-use crate::series_data::{SealInput, SealedBlock, SeriesData, Tombstone};
+use crate::series_data::{CompactionInput, SealInput, SealedBlock, SeriesData, Tombstone};
 
 /// Series data is split into shards by series id.
 pub const SHARD_COUNT: usize = 16;
@@ -195,6 +196,33 @@ impl DataPart {
         }
     }
 
+    /// What a compaction merges of one series: its blocks in files
+    /// `is_input` accepts (None: none there, or no such series).
+    pub fn compaction_input(&self, id: SeriesId, is_input: impl Fn(u64) -> bool) -> Option<CompactionInput> {
+        self.shard(id).lock().get(&id)?.compaction_input(is_input)
+    }
+
+    /// Installs merged blocks of file `file_seq` in place of each series'
+    /// input blocks (gate held exclusively), then prunes tombstones no block
+    /// needs any more. Returns how many series kept their old blocks
+    /// ([`SeriesData::replace_compacted`] refused, or the series is gone).
+    pub fn install_compacted(
+        &self,
+        file_seq: u64,
+        items: impl IntoIterator<Item = (SeriesId, CompactionInput, Vec<BlockIndexEntry>)>,
+    ) -> u64 {
+        let _gate = self.gate.write();
+        let mut kept = 0;
+        for (id, input, entries) in items {
+            let mut shard = self.shard(id).lock();
+            let merged = entries.into_iter().map(|entry| SealedBlock { file_seq, entry }).collect();
+            if !shard.get_mut(&id).is_some_and(|data| data_replaced(data, &input, merged)) {
+                kept += 1;
+            }
+        }
+        kept
+    }
+
     /// For the manifest: the block files the series in `live` reference,
     /// and their tombstones.
     pub fn manifest_parts(
@@ -302,6 +330,15 @@ impl ApplyBatch<'_> {
             self.part.shard(*id).lock().remove(id);
         }
     }
+}
+
+/// [`SeriesData::replace_compacted`], then prunes its tombstones if it took.
+fn data_replaced(data: &mut SeriesData, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+    let replaced = data.replace_compacted(input, merged);
+    if replaced {
+        data.prune_tombstones();
+    }
+    replaced
 }
 
 fn apply_change(

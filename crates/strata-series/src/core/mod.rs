@@ -11,13 +11,14 @@
 //! What combines parts lives in its own file: `plan` (type-check a request
 //! and give new series ids), `apply` (a WAL record to index and data),
 //! `read` (one consistent snapshot of some series), `checkpoint` (seal,
-//! manifest) and `load` (the checkpointed state at open). A commit protocol
+//! manifest), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
 
 pub mod apply;
 pub mod blocks;
 pub mod checkpoint;
+pub mod compact;
 pub mod data;
 pub mod health;
 pub mod load;

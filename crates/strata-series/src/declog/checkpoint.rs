@@ -13,7 +13,8 @@
 //! 3. reset every extended timestamp (`ControlTable::reset`) and start a
 //!    new LSN era (our `t_LSN`, see `super::side`); release the cut lock:
 //!    inserts *and* updates go on from here;
-//! 4. seal the frozen points into a block file, write the manifest naming
+//! 4. seal the frozen points into a block file, merge the newest block
+//!    files past the threshold (`crate::core::compact`), write the manifest naming
 //!    the cut (`declog_cut`), then purge the log before the cut
 //!    (`truncate_to`).
 //!
@@ -80,6 +81,7 @@ impl DeclogProtocol {
 
         // 4. Seal, manifest, purge.
         core.seal_frozen(&mut report)?;
+        core.compact_block_files(&mut report)?;
         let position = LogPosition {
             protocol: self.side.options.name.to_string(),
             checkpoint_lsn: 0,

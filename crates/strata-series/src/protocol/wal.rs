@@ -16,7 +16,7 @@
 //! Barriers (create database, range delete, drop) drain the applier and
 //! commit synchronously under the order mutex. A checkpoint runs under the
 //! order mutex too (new commits wait, readers go on): drain, freeze, seal,
-//! manifest naming the log's end `L`, truncate. A crash before the manifest
+//! compact (`crate::core::compact`), manifest naming the log's end `L`, truncate. A crash before the manifest
 //! leaves the old one, which does not list the new block file: recovery
 //! deletes it and replays the log; a crash after it leaves records with
 //! LSN <= L, which recovery skips. Blocking commits during a checkpoint is
@@ -124,6 +124,7 @@ impl WalProtocol {
         // DRAM state at `cut`; then seal and install.
         core.data().freeze_all();
         core.seal_frozen(&mut report)?;
+        core.compact_block_files(&mut report)?;
         let position =
             LogPosition { protocol: self.name().to_string(), checkpoint_lsn: cut.0, declog_cut: Vec::new() };
         let checkpoint_seq = core.write_checkpoint_manifest(position)?;

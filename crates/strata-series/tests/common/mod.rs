@@ -32,6 +32,8 @@ pub struct Harness {
     pub dir: tempfile::TempDir,
     pub region: Option<Arc<Region>>,
     pub engine: Option<Arc<SeriesEngine>>,
+    /// `EngineOptions::compact_above_files` of every start.
+    pub compact_above_files: usize,
 }
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
@@ -71,13 +73,18 @@ fn open_log(
 
 impl Harness {
     pub fn new(kind: LogKind) -> Harness {
+        Harness::with_compaction(kind, EngineOptions::new("").compact_above_files)
+    }
+
+    /// As [`Harness::new`], merging block files past `compact_above_files`.
+    pub fn with_compaction(kind: LogKind, compact_above_files: usize) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let region = match kind {
             LogKind::SerialPmem => Some(Arc::new(Region::sim(PMEM_LOG_BYTES + 64 * 1024))),
             LogKind::DeclogPmem => Some(Arc::new(Region::sim(DECLOG_BYTES))),
             _ => None,
         };
-        let mut h = Harness { kind, dir, region, engine: None };
+        let mut h = Harness { kind, dir, region, engine: None, compact_above_files };
         h.start(true);
         h.engine().create_database("db").unwrap();
         h
@@ -92,17 +99,24 @@ impl Harness {
             } else {
                 DecLog::open_with_mode(region, LOG_BASE, FlushMode::Threads).unwrap()
             };
-            let opts = EngineOptions::new(self.dir.path().join("series"));
+            let opts = self.options();
             let opener = DeclogOpener::boxed(log, recovered, DeclogEngineOptions::default(), 2);
             let (engine, _report) = SeriesEngine::open(opts, opener, &|_, _, _| {}).unwrap();
             self.engine = Some(engine);
             return;
         }
         let (log, recs) = open_log(self.kind, self.dir.path(), self.region.as_ref(), fresh);
-        let opts = EngineOptions::new(self.dir.path().join("series"));
+        let opts = self.options();
         let (engine, _report) =
             SeriesEngine::open(opts, strata_series::WalOpener::boxed(log, recs), &|_, _, _| {}).unwrap();
         self.engine = Some(engine);
+    }
+
+    fn options(&self) -> EngineOptions {
+        EngineOptions {
+            compact_above_files: self.compact_above_files,
+            ..EngineOptions::new(self.dir.path().join("series"))
+        }
     }
 
     pub fn engine(&self) -> &Arc<SeriesEngine> {

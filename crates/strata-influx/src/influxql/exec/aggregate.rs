@@ -367,14 +367,69 @@ fn windowed_rows(
         let accs = buckets.entry(window.start(row.time_ns)).or_insert_with(&fresh);
         accumulate(columns, accs, row);
     }
-    let filled: BTreeMap<i128, Vec<Option<FieldValue>>> = buckets
+    let mut values: BTreeMap<i128, Vec<Option<FieldValue>>> = buckets
         .into_iter()
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))
-        .filter(|(_, values)| values.iter().any(Option::is_some))
         .collect();
+    for (i, column) in columns.iter().enumerate() {
+        if let (AggFunc::Integral(unit_ns), Some(slot)) = (column.func, column.slot) {
+            let areas = windowed_integral(window, rows, slot, unit_ns);
+            for (start, cells) in values.iter_mut() {
+                cells[i] = areas.get(start).map(|a| FieldValue::Float(*a));
+            }
+        }
+    }
+    let filled: BTreeMap<i128, Vec<Option<FieldValue>>> =
+        values.into_iter().filter(|(_, values)| values.iter().any(Option::is_some)).collect();
     // (A window whose only values are nulls of a stddev reads as empty: it
     // is filled, which gives the same null under the default fill.)
     fill_windows(plan, window, columns, &filled, epoch)
+}
+
+/// InfluxDB 1.8's integral with `GROUP BY time` (its `IntegralReducer`):
+/// one pass over the series' points in time order, trapezoids between
+/// consecutive points; a point past the current window first closes it,
+/// adding the area up to the window's end at the value interpolated there,
+/// and the window gets that sum; the area from that end to the point counts
+/// in the point's window (all of it, also across empty windows between).
+/// The last window is reported unless its only point is at its start.
+/// Several points at one time: the last counts.
+fn windowed_integral(window: Window, rows: &[Row<'_>], slot: usize, unit_ns: i64) -> BTreeMap<i128, f64> {
+    let mut points: Vec<(i64, f64)> =
+        rows.iter().filter_map(|r| Some((r.time_ns, as_f64(r.values[slot].as_ref()?)?))).collect();
+    points.sort_by_key(|(t, _)| *t);
+    let mut out = BTreeMap::new();
+    let mut points = points.into_iter();
+    let Some(mut prev) = points.next() else { return out };
+    let mut start = window.start(prev.0);
+    let unit = unit_ns as f64;
+    let mut sum = 0.0;
+    for (t, v) in points {
+        if t == prev.0 {
+            prev = (t, v);
+            continue;
+        }
+        let end = start + i128::from(window.interval_ns);
+        if i128::from(t) >= end {
+            let end = end as i64;
+            if prev.0 != end {
+                // As InfluxDB's `linearFloat` computes it (slope first).
+                let slope = (v - prev.1) / (t - prev.0) as f64;
+                let at_end = slope * (end - prev.0) as f64 + prev.1;
+                sum += 0.5 * (at_end + prev.1) * ((end - prev.0) as f64 / unit);
+                prev = (end, at_end);
+            }
+            out.insert(start, sum);
+            start = window.start(t);
+            sum = 0.0;
+        }
+        sum += 0.5 * (v + prev.1) * ((t - prev.0) as f64 / unit);
+        prev = (t, v);
+    }
+    if i128::from(prev.0) != start {
+        out.insert(start, sum);
+    }
+    out
 }
 
 /// `fill(linear)`: the value at `start` on the line between the windows

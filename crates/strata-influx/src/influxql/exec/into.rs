@@ -7,7 +7,8 @@
 //! written). Points are written in batches of [`INTO_BATCH_POINTS`], each
 //! its own transaction (InfluxDB writes them as separate points too).
 //!
-//! Not supported: the `:MEASUREMENT` back-reference.
+//! `INTO db.rp.:MEASUREMENT` writes each output series into the measurement
+//! of its own name (the source's), as InfluxDB's back-reference does.
 
 use serde_json::Value;
 use strata_engine::Tables;
@@ -16,7 +17,7 @@ use super::error::StatementError;
 use super::sources::run_select_sources;
 use super::subquery::points_of;
 use super::target::resolve_db;
-use crate::influxql::ast::{MeasurementRef, SelectStatement};
+use crate::influxql::ast::{IntoTarget, SelectStatement};
 use crate::influxql::response::{Epoch, SeriesOut};
 use crate::influxql::QueryParams;
 
@@ -27,7 +28,7 @@ pub const INTO_BATCH_POINTS: usize = 5_000;
 pub fn run_select_into(
     tables: &dyn Tables,
     stmt: &SelectStatement,
-    target: &MeasurementRef,
+    target: &IntoTarget,
     params: &QueryParams,
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, StatementError> {
@@ -35,8 +36,10 @@ pub fn run_select_into(
     let select = SelectStatement { into: None, ..stmt.clone() };
     let series = run_select_sources(tables, &select, params, Epoch::Integer { ns_per_unit: 1 })?;
     let mut points = points_of(&series);
-    for p in &mut points {
-        p.measurement.clone_from(&target.name);
+    if let Some(name) = &target.measurement {
+        for p in &mut points {
+            p.measurement.clone_from(name);
+        }
     }
     let store = tables.series_store();
     let mut written = 0u64;

@@ -535,10 +535,11 @@ pub fn plan_select(
             "a transformation of raw values goes with other transformations of raw values only, without GROUP BY time",
         ));
     }
-    if window.is_some() && items.iter().any(|i| matches!(i, Item::Agg(AggFunc::Integral(_), _, _))) {
+    if window.is_some_and(|w| w.zone.is_some())
+        && items.iter().any(|i| matches!(i, Item::Agg(AggFunc::Integral(_), _, _)))
+    {
         return Err(StatementError::Unsupported(
-            "integral() with GROUP BY time is not supported yet (InfluxDB interpolates to the window edges)"
-                .into(),
+            "integral() with GROUP BY time and tz() is not supported yet (windows of a DST change)".into(),
         ));
     }
     if window.is_none() && transforms > 0 && !raw_transform {
