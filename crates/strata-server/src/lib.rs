@@ -11,6 +11,7 @@ mod batch_pool;
 pub mod chunked;
 pub mod config;
 mod conn;
+pub mod document;
 pub mod errors;
 pub mod gzip;
 pub mod hooks;
@@ -23,6 +24,7 @@ pub mod routes;
 pub mod row_limit;
 pub mod shutdown;
 mod state;
+pub mod stream_body;
 mod tls;
 
 use std::future::Future;

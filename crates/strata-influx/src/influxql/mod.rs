@@ -25,6 +25,7 @@ mod fuzz;
 pub mod lexer;
 pub mod parser;
 pub mod response;
+pub mod sink;
 pub mod time;
 pub mod zone;
 
@@ -104,7 +105,21 @@ pub fn execute(
     text: &str,
     params: &QueryParams,
 ) -> Result<serde_json::Value, QueryError> {
+    let mut sink = sink::CollectSink::default();
+    execute_into(tables, text, params, &mut sink)?;
+    Ok(sink.into_value())
+}
+
+/// Parses and runs `text`, handing the results to `sink` as they are made
+/// (the HTTP server's streamed responses). A parse or parameter error comes
+/// before any call to `sink`.
+pub fn execute_into(
+    tables: &dyn Tables,
+    text: &str,
+    params: &QueryParams,
+    sink: &mut dyn sink::ResultSink,
+) -> Result<(), QueryError> {
     let epoch = Epoch::parse(params.epoch.as_deref())?;
     let statements = parse_query(text)?;
-    exec::execute_statements(tables, &statements, params, epoch)
+    exec::execute_statements(tables, &statements, params, epoch, sink)
 }

@@ -119,10 +119,16 @@ pub fn statement_result(statement_id: usize, outcome: &Result<Vec<SeriesOut>, St
                 .insert("series".to_string(), Value::Array(series.iter().map(SeriesOut::to_json).collect()));
         }
         Ok(_) => {}
-        Err(e) => {
-            object.insert("error".to_string(), Value::String(e.to_string()));
-        }
+        Err(e) => return error_result(statement_id, &e.to_string()),
     }
+    Value::Object(object)
+}
+
+/// The element of `results` of a statement that failed with `error`.
+pub fn error_result(statement_id: usize, error: &str) -> Value {
+    let mut object = Map::new();
+    object.insert("statement_id".to_string(), Value::from(statement_id));
+    object.insert("error".to_string(), Value::String(error.to_string()));
     Value::Object(object)
 }
 

@@ -36,6 +36,7 @@ pub mod meta;
 pub mod plan;
 pub mod raw;
 pub mod retention;
+pub mod raw_scan;
 pub mod row;
 pub mod select;
 pub mod sources;
@@ -45,19 +46,20 @@ pub mod target;
 pub mod top;
 pub mod transform;
 
-use serde_json::Value;
 use strata_engine::Tables;
 use strata_series::retention::RetentionChange;
 
-use super::ast::Statement;
-use super::response::{statement_result, Epoch, SeriesOut};
+use super::ast::{SelectStatement, Statement};
+use super::response::{Epoch, SeriesOut};
+use super::sink::{send_statement, ResultSink};
 use super::QueryParams;
 pub use error::StatementError;
 
 /// What one point read by a SELECT is estimated to hold until the response
 /// is written: its copy from the store, its cell in the joined row, its
 /// JSON value and its share of the row and the response text (the executor
-/// materializes a statement's result before it is encoded).
+/// materializes a statement's result before it is encoded, but for a
+/// streamed raw SELECT, which counts its points read the same way).
 pub const ESTIMATED_BYTES_PER_POINT_READ: u64 = 160;
 pub use target::resolve_db;
 
@@ -70,10 +72,7 @@ pub fn execute_statement(
 ) -> Result<Vec<SeriesOut>, StatementError> {
     match statement {
         Statement::Select(s) => {
-            let epoch = match (epoch, s.tz) {
-                (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
-                (epoch, _) => epoch,
-            };
+            let epoch = select_epoch(epoch, s);
             match &s.into {
                 Some(target) => into::run_select_into(tables, s, target, params, epoch),
                 None => sources::run_select_sources(tables, s, params, epoch),
@@ -110,21 +109,34 @@ pub fn execute_statement(
     }
 }
 
-/// Runs statements in order and builds `{"results": [...]}`; a statement
-/// that read an unavailable event stream fails the whole request.
+/// Runs statements in order, each result to `sink` as it is made (a raw
+/// SELECT of one measurement streams: [`raw_scan`]); a statement that read
+/// an unavailable event stream fails the whole request. Stops quietly when
+/// the sink stops.
 pub fn execute_statements(
     tables: &dyn Tables,
     statements: &[Statement],
     params: &QueryParams,
     epoch: Epoch,
-) -> Result<Value, crate::influxql::QueryError> {
-    let mut results = Vec::with_capacity(statements.len());
+    sink: &mut dyn ResultSink,
+) -> Result<(), crate::influxql::QueryError> {
     let mut failed = false;
     for (id, statement) in statements.iter().enumerate() {
         let outcome = if failed {
             Err(StatementError::NotExecuted)
         } else {
-            execute_statement(tables, statement, params, epoch)
+            match statement {
+                Statement::Select(s) if s.from_sources.is_empty() && s.into.is_none() => {
+                    let epoch = select_epoch(epoch, s);
+                    match select::select(tables, s, params, epoch, Some((id, &mut *sink))) {
+                        Ok(select::Selected::Series(series)) => Ok(series),
+                        Ok(select::Selected::Streamed) => Ok(Vec::new()),
+                        Err(raw_scan::ScanError::Statement(e)) => Err(e),
+                        Err(raw_scan::ScanError::Stopped(_)) => return Ok(()),
+                    }
+                }
+                _ => execute_statement(tables, statement, params, epoch),
+            }
         };
         failed |= outcome.is_err();
         if let Err(StatementError::Stream(strata_engine::tables::streams::StreamError::Unavailable(m))) =
@@ -132,9 +144,17 @@ pub fn execute_statements(
         {
             return Err(crate::influxql::QueryError::Unavailable(m.clone()));
         }
-        results.push(statement_result(id, &outcome));
+        if send_statement(sink, id, &outcome).is_err() {
+            return Ok(());
+        }
     }
-    let mut body = serde_json::Map::new();
-    body.insert("results".to_string(), Value::Array(results));
-    Ok(Value::Object(body))
+    Ok(())
+}
+
+/// A SELECT's time format: RFC3339 in its `tz()` zone when it names one.
+fn select_epoch(epoch: Epoch, s: &SelectStatement) -> Epoch {
+    match (epoch, s.tz) {
+        (Epoch::Rfc3339, Some(zone)) => Epoch::Rfc3339In(zone),
+        (epoch, _) => epoch,
+    }
 }

@@ -1,6 +1,7 @@
 //! Runs a planned SELECT: one `store.read` of every needed series (one
 //! snapshot), rows joined by timestamp per tag set, the condition applied,
-//! rows grouped by the GROUP BY tags, then raw or aggregate output. A
+//! rows grouped by the GROUP BY tags, then raw or aggregate output (a raw
+//! SELECT given a sink streams instead: [`super::raw_scan`]). A
 //! measurement that is an event stream goes to [`super::stream`] instead.
 
 use std::collections::BTreeMap;
@@ -11,11 +12,13 @@ use strata_series::{FieldValue, SeriesId, SeriesStore};
 use super::aggregate::aggregate_rows;
 use super::condition::tag_value;
 use super::error::StatementError;
-use super::plan::{plan_select, Projection, SelectPlan};
+use super::plan::{plan_select, Projection, SelectPlan, TagSet};
 use super::raw::raw_rows;
+use super::raw_scan::{RawScan, ScanError};
 pub use super::row::Row;
 use crate::influxql::ast::SelectStatement;
 use crate::influxql::response::{Epoch, SeriesOut};
+use crate::influxql::sink::ResultSink;
 use crate::influxql::QueryParams;
 
 pub fn run_select(
@@ -24,13 +27,39 @@ pub fn run_select(
     params: &QueryParams,
     epoch: Epoch,
 ) -> Result<Vec<SeriesOut>, StatementError> {
+    match select(tables, stmt, params, epoch, None) {
+        Ok(Selected::Series(series)) => Ok(series),
+        Ok(Selected::Streamed) | Err(ScanError::Stopped(_)) => Ok(Vec::new()),
+        Err(ScanError::Statement(e)) => Err(e),
+    }
+}
+
+/// What [`select`] did with a statement's result.
+pub enum Selected {
+    /// The whole result, to be sent as it is.
+    Series(Vec<SeriesOut>),
+    /// The rows went to the sink as they were read ([`super::raw_scan`]).
+    Streamed,
+}
+
+/// Runs `stmt`. With `stream` (statement id and sink) a raw SELECT that
+/// [`super::raw_scan::streamable`] accepts sends its rows to the sink
+/// window by window instead of answering them.
+pub fn select(
+    tables: &dyn Tables,
+    stmt: &SelectStatement,
+    params: &QueryParams,
+    epoch: Epoch,
+    stream: Option<(usize, &mut dyn ResultSink)>,
+) -> Result<Selected, ScanError> {
     // Planning lists the measurement's series and `read_rows` reads them:
     // two calls. A request landing between them could add a point to a
     // listed series and create another, and the read would show it half. The
     // listing is taken again after the read; if it did not change, no series
     // was created or dropped in between, so every request the read shows had
     // its series listed (the engine publishes a request's new series before
-    // applying its points). Otherwise plan and read again.
+    // applying its points). Otherwise plan and read again. (A streamed scan
+    // reads time windows, each one snapshot, as SQL's scans do.)
     let db = super::target::resolve_db(stmt.from.database.as_deref(), params)?;
     if tables.kind_of(&db, &stmt.from.name) == Some(TableKind::EventStream) {
         if let Some(streams) = tables.stream_tables() {
@@ -41,10 +70,13 @@ pub fn run_select(
                     strata_engine::tables::streams::StreamError::Unavailable(format!(
                         "stream {d}/{n} is unavailable: it failed to recover at startup ({why})"
                     )),
-                ));
+                )
+                .into());
             }
             if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
-                return super::stream::run_stream_select(streams, &db, &attrs, stmt, params, epoch);
+                return Ok(Selected::Series(super::stream::run_stream_select(
+                    streams, &db, &attrs, stmt, params, epoch,
+                )?));
             }
         }
     }
@@ -58,17 +90,26 @@ pub fn run_select(
         Ok(ids)
     };
     let mut attempt = 0;
+    let mut stream = stream;
     loop {
         attempt += 1;
         let before = listing()?;
         let Some(plan) = plan_select(store, stmt, params)? else {
-            return Ok(Vec::new());
+            return Ok(Selected::Series(Vec::new()));
         };
+        if let (Some((statement_id, sink)), Projection::Raw(columns)) = (stream.as_mut(), &plan.projection) {
+            if super::raw_scan::streamable(&plan) {
+                let scan =
+                    RawScan { store, plan: &plan, columns, epoch, max_memory_bytes: params.max_memory_bytes };
+                scan.run(*statement_id, &mut **sink)?;
+                return Ok(Selected::Streamed);
+            }
+        }
         let groups = read_rows(store, &plan, params.max_memory_bytes)?;
         if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
             continue;
         }
-        return output(&plan, groups, epoch);
+        return Ok(Selected::Series(output(&plan, groups, epoch)?));
     }
 }
 
@@ -128,6 +169,11 @@ pub fn check_memory(points: u64, max_memory_bytes: u64) -> Result<(), StatementE
     })
 }
 
+/// The GROUP BY tag values of `tagset`: the key of its output series.
+pub fn group_key(plan: &SelectPlan, tagset: &TagSet) -> Vec<String> {
+    plan.group_keys.iter().map(|k| tag_value(&tagset.tags, k).to_string()).collect()
+}
+
 /// Reads the plan's series in one call and returns the rows that pass the
 /// condition, grouped by GROUP BY tag values, each group sorted by time
 /// (ties in tag set order).
@@ -161,9 +207,7 @@ fn read_rows<'p>(
         }
     }
     for (tagset, by_time) in plan.tagsets.iter().zip(joined) {
-        let key: Vec<String> =
-            plan.group_keys.iter().map(|k| tag_value(&tagset.tags, k).to_string()).collect();
-        let group = groups.entry(key).or_default();
+        let group = groups.entry(group_key(plan, tagset)).or_default();
         for (time_ns, values) in by_time {
             let row = Row { time_ns, tags: &tagset.tags, values };
             if plan.condition.as_ref().is_none_or(|c| c.decide(&row) == Some(true)) {
