@@ -166,14 +166,19 @@ pub struct IntoTarget {
     pub measurement: Option<String>,
 }
 
+/// `db.rp.`, `db..`, `rp.` or nothing, before a measurement name.
+fn write_db_rp_prefix(f: &mut fmt::Formatter<'_>, db: &Option<String>, rp: &Option<String>) -> fmt::Result {
+    match (db, rp) {
+        (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp)),
+        (Some(db), None) => write!(f, "{}..", Ident(db)),
+        (None, Some(rp)) => write!(f, "{}.", Ident(rp)),
+        (None, None) => Ok(()),
+    }
+}
+
 impl fmt::Display for IntoTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.database, &self.retention_policy) {
-            (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp))?,
-            (Some(db), None) => write!(f, "{}..", Ident(db))?,
-            (None, Some(rp)) => write!(f, "{}.", Ident(rp))?,
-            (None, None) => {}
-        }
+        write_db_rp_prefix(f, &self.database, &self.retention_policy)?;
         match &self.measurement {
             Some(m) => write!(f, "{}", Ident(m)),
             None => f.write_str(":MEASUREMENT"),
@@ -498,12 +503,7 @@ impl fmt::Display for Expr {
 
 impl fmt::Display for MeasurementRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.database, &self.retention_policy) {
-            (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp))?,
-            (Some(db), None) => write!(f, "{}..", Ident(db))?,
-            (None, Some(rp)) => write!(f, "{}.", Ident(rp))?,
-            (None, None) => {}
-        }
+        write_db_rp_prefix(f, &self.database, &self.retention_policy)?;
         write!(f, "{}", Ident(&self.name))
     }
 }
