@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use strata_engine::backup::{restore_backup, verify_backup, BackupError};
 use strata_engine::{Config, Db};
+use strata_series::retention::{PolicySpec, RetentionChange};
 use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
 
 fn open(dir: &Path) -> Db {
@@ -44,6 +45,11 @@ fn a_backup_taken_during_writes_restores_every_point_acknowledged_before_it() {
     let (data, backup, restored) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let db = Arc::new(open(data.path()));
+    let spec =
+        PolicySpec { duration_ns: Some(48 * 3_600_000_000_000), make_default: true, ..Default::default() };
+    db.engine()
+        .change_retention("strata", &RetentionChange::Create { name: "two_days".into(), spec })
+        .unwrap();
     for ts in 0..500 {
         db.engine().write("strata", &[point(ts)]).unwrap();
     }
@@ -79,6 +85,8 @@ fn a_backup_taken_during_writes_restores_every_point_acknowledged_before_it() {
     let again = restore_backup(&backup_dir, restored.path(), false);
     assert!(matches!(again, Err(BackupError::TargetNotEmpty(_))), "{again:?}");
     let copy = open(restored.path());
+    let policies = copy.engine().retention_policies("strata").unwrap();
+    assert_eq!(policies.default.as_deref(), Some("two_days"), "the retention policies are in the backup");
     let found = points(&copy);
     for ts in 0..acked_before_backup {
         assert_eq!(

@@ -2,8 +2,9 @@
 //! a checkpoint, then the manifest it wrote and every block file that
 //! manifest names, hard-linked (or copied and fsynced when the backup is on
 //! another file system) into the backup directory, with a backup manifest
-//! (`BACKUP`, [`format`]) giving each file's length and CRC32C. Restore
-//! checks every CRC before it copies anything into the data directory.
+//! (`BACKUP`, [`format`]) giving each file's length and CRC32C, and the
+//! retention policies' file (`RETENTION`) when there is one. Restore checks
+//! every CRC before it copies anything into the data directory.
 //!
 //! Consistency while writes go on: block files are written once and never
 //! changed, and a checkpoint replaces `MANIFEST` by rename before it removes
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use strata_series::block_file::block_file_name;
 use strata_series::manifest::{decode_manifest, MANIFEST_FILE};
+use strata_series::retention_file::RETENTION_FILE;
 use strata_series::{EngineError, FormatError};
 use thiserror::Error;
 
@@ -123,6 +125,21 @@ fn copy_checkpoint(series_dir: &Path, target: &Path) -> Result<Option<BackupMani
         len_bytes: manifest_bytes.len() as u64,
         crc32c: crc32c::crc32c(&manifest_bytes),
     });
+    // The retention policies (replaced whole by rename, so one read is
+    // one consistent version; absent until a policy statement ran).
+    let retention_path = series_dir.join(RETENTION_FILE);
+    match std::fs::read(&retention_path) {
+        Ok(bytes) => {
+            write_synced(&target.join(RETENTION_FILE), &bytes)?;
+            files.push(BackupFile {
+                path: format!("{SERIES_DIR}/{RETENTION_FILE}"),
+                len_bytes: bytes.len() as u64,
+                crc32c: crc32c::crc32c(&bytes),
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(&retention_path)(e)),
+    }
     let created_unix_ns =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     Ok(Some(BackupManifest {
