@@ -4,7 +4,8 @@
 //! the query instead of letting the response pile up in memory), and
 //! [`ChannelBody`] is the HTTP body that reads that channel. The first
 //! message tells the route whether the query started (send the body) or
-//! failed as a whole before any byte (send an error status).
+//! failed as a whole before any byte (send an error status); a response
+//! whose first piece is its last keeps a `Content-Length`.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -25,6 +26,9 @@ pub const CHANNEL_PIECES: usize = 8;
 pub enum Piece {
     /// More of the response body.
     Data(Bytes),
+    /// The end of the response body: a response that is all in this piece
+    /// is sent with a `Content-Length`, as before streaming.
+    Last(Bytes),
     /// The request failed before any of its body was sent.
     Failed(QueryError),
 }
@@ -78,7 +82,7 @@ impl ByteOut {
                 let _ = self.tx.blocking_send(Piece::Failed(e));
             }
             _ => {
-                let _ = self.flush();
+                let _ = self.tx.blocking_send(Piece::Last(Bytes::from(std::mem::take(&mut self.buf))));
             }
         }
     }
@@ -119,8 +123,10 @@ impl Body for ChannelBody {
         }
         loop {
             return match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(Piece::Data(bytes))) if bytes.is_empty() => continue,
-                Poll::Ready(Some(Piece::Data(bytes))) => Poll::Ready(Some(Ok(Frame::data(bytes)))),
+                Poll::Ready(Some(Piece::Data(bytes) | Piece::Last(bytes))) if bytes.is_empty() => continue,
+                Poll::Ready(Some(Piece::Data(bytes) | Piece::Last(bytes))) => {
+                    Poll::Ready(Some(Ok(Frame::data(bytes))))
+                }
                 // A failure after the body started is written into the text.
                 Poll::Ready(Some(Piece::Failed(_))) | Poll::Ready(None) => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,

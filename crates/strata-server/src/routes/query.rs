@@ -131,6 +131,7 @@ async fn run_query(
         out.finish(outcome.err());
     });
     match rx.recv().await {
+        Some(Piece::Last(all)) => Ok(json_response(Body::from(all))),
         Some(Piece::Data(first)) => Ok(json_response(Body::new(ChannelBody::new(first, rx)))),
         Some(Piece::Failed(e)) => Err(ApiError::new(query_error_status(&e), e.to_string())),
         None => Err(match task.await {
