@@ -24,8 +24,24 @@ pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result
         .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| std::io::Error::other(format!("no status line in {text:?}")))?;
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
+    let chunked = head.lines().any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    let body = if chunked { dechunk(body) } else { body.to_string() };
     Ok((status, body))
+}
+
+/// A `Transfer-Encoding: chunked` body's data (a streamed query response).
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].strip_prefix("\r\n").unwrap_or(&tail[size..]);
+    }
+    out
 }
 
 /// A port to start a server on, below the kernel's ephemeral range
