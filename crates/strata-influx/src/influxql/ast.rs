@@ -11,7 +11,9 @@ use strata_series::retention::PolicySpec;
 use super::lexer::keyword;
 use super::time::format_duration;
 
+mod into_target;
 mod retention;
+pub use into_target::IntoTarget;
 
 /// A whole statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,35 +157,6 @@ pub struct SelectStatement {
     /// `SELECT ... INTO [db.][rp.]m FROM ...`: the rows are written as
     /// points of this measurement instead of returned.
     pub into: Option<IntoTarget>,
-}
-
-/// Where `SELECT ... INTO` writes: `[db.][rp.]m`, or with `:MEASUREMENT`
-/// (`measurement` `None`) each source measurement's own name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IntoTarget {
-    pub database: Option<String>,
-    pub retention_policy: Option<String>,
-    pub measurement: Option<String>,
-}
-
-/// `db.rp.`, `db..`, `rp.` or nothing, before a measurement name.
-fn write_db_rp_prefix(f: &mut fmt::Formatter<'_>, db: &Option<String>, rp: &Option<String>) -> fmt::Result {
-    match (db, rp) {
-        (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp)),
-        (Some(db), None) => write!(f, "{}..", Ident(db)),
-        (None, Some(rp)) => write!(f, "{}.", Ident(rp)),
-        (None, None) => Ok(()),
-    }
-}
-
-impl fmt::Display for IntoTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_db_rp_prefix(f, &self.database, &self.retention_policy)?;
-        match &self.measurement {
-            Some(m) => write!(f, "{}", Ident(m)),
-            None => f.write_str(":MEASUREMENT"),
-        }
-    }
 }
 
 /// One item of the SELECT list.
@@ -498,6 +471,16 @@ impl fmt::Display for Expr {
             }
             Expr::Paren(inner) => write!(f, "({inner})"),
         }
+    }
+}
+
+/// `db.rp.`, `db..`, `rp.` or nothing, before a measurement name.
+fn write_db_rp_prefix(f: &mut fmt::Formatter<'_>, db: &Option<String>, rp: &Option<String>) -> fmt::Result {
+    match (db, rp) {
+        (Some(db), Some(rp)) => write!(f, "{}.{}.", Ident(db), Ident(rp)),
+        (Some(db), None) => write!(f, "{}..", Ident(db)),
+        (None, Some(rp)) => write!(f, "{}.", Ident(rp)),
+        (None, None) => Ok(()),
     }
 }
 
