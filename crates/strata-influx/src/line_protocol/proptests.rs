@@ -171,12 +171,12 @@ proptest! {
             let body = lines.join("\n");
             parse_lines_into(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default(), &mut reused);
             let fresh = parse_lines(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default());
-            prop_assert_eq!(&reused.points, &fresh.points, "seed {:#x}: {:?}", SEED, body);
-            prop_assert_eq!(&reused.line_numbers, &fresh.line_numbers, "seed {:#x}", SEED);
-            prop_assert_eq!(&reused.errors, &fresh.errors, "seed {:#x}", SEED);
+            assert_eq!(reused.points, fresh.points, "seed {SEED:#x}: {body:?}");
+            assert_eq!(reused.line_numbers, fresh.line_numbers, "seed {SEED:#x}: {body:?}");
+            assert_eq!(reused.errors, fresh.errors, "seed {SEED:#x}: {body:?}");
             compared_points += fresh.points.len();
         }
         let lines: usize = bodies.iter().map(Vec::len).sum();
-        prop_assert!(compared_points <= lines, "seed {:#x}: a point per line at most", SEED);
+        assert!(compared_points <= lines, "seed {SEED:#x}: a point per line at most");
     }
 }

@@ -496,6 +496,11 @@ fn written_points_parse_back_in_every_precision() {
     }
 }
 
+/// Parses `text` into `batch` (nanoseconds, the default time, default limits).
+fn parse_into(text: &str, batch: &mut ParsedBatch) {
+    parse_lines_into(text.as_bytes(), Precision::Nanoseconds, DEFAULT_TIME_NS, &LineLimits::default(), batch);
+}
+
 /// A batch parsed into again reuses its points: a shorter line after a
 /// longer one keeps none of the longer one's tags or fields, and a broken
 /// line in between leaves nothing of itself.
@@ -503,22 +508,10 @@ fn written_points_parse_back_in_every_precision() {
 fn a_recycled_batch_keeps_nothing_of_earlier_lines() {
     let mut batch = ParsedBatch::default();
     let first = "cpu,host=a,region=eu,rack=7 u=1,s=2,i=3i 10\nmem,z=1 free=5 20\n";
-    parse_lines_into(
-        first.as_bytes(),
-        Precision::Nanoseconds,
-        DEFAULT_TIME_NS,
-        &LineLimits::default(),
-        &mut batch,
-    );
+    parse_into(first, &mut batch);
     assert_eq!(batch.points.len(), 2);
     let second = "disk,host=b x=1.5 30\nbroken line\nnet y=true\n";
-    parse_lines_into(
-        second.as_bytes(),
-        Precision::Nanoseconds,
-        DEFAULT_TIME_NS,
-        &LineLimits::default(),
-        &mut batch,
-    );
+    parse_into(second, &mut batch);
     assert_eq!(
         batch.points,
         vec![
