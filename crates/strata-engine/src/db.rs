@@ -217,31 +217,23 @@ impl Db {
     pub fn start_background_checkpoints(&self) {
         let engine = self.engine.clone();
         let streams = self.streams().clone();
-        let stop = self.stop.clone();
         let by_bytes = engine.options().checkpoint_log_bytes;
         let interval = engine.options().checkpoint_interval;
-        let handle = std::thread::Builder::new()
-            .name("strata-checkpoint".into())
-            .spawn(move || {
-                let mut last = Instant::now();
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let pending = engine.log_bytes_since_checkpoint();
-                    let due_by_time = interval.is_some_and(|i| last.elapsed() >= i) && pending > 0;
-                    if pending >= by_bytes || due_by_time || engine.checkpoint_wanted() {
-                        match engine.checkpoint() {
-                            Ok(r) => eprintln!("strata: {r}"),
-                            Err(e) => eprintln!("strata: background checkpoint failed: {e}"),
-                        }
-                        if let Err(e) = streams.sync_to_media() {
-                            eprintln!("strata: syncing the event streams to media failed: {e}");
-                        }
-                        last = Instant::now();
-                    }
+        let mut last = Instant::now();
+        self.spawn_background("strata-checkpoint", move || {
+            let pending = engine.log_bytes_since_checkpoint();
+            let due_by_time = interval.is_some_and(|i| last.elapsed() >= i) && pending > 0;
+            if pending >= by_bytes || due_by_time || engine.checkpoint_wanted() {
+                match engine.checkpoint() {
+                    Ok(r) => eprintln!("strata: {r}"),
+                    Err(e) => eprintln!("strata: background checkpoint failed: {e}"),
                 }
-            })
-            .expect("spawn checkpoint thread");
-        self.background.lock().push(handle);
+                if let Err(e) = streams.sync_to_media() {
+                    eprintln!("strata: syncing the event streams to media failed: {e}");
+                }
+                last = Instant::now();
+            }
+        });
         self.start_retention_expiry();
     }
 
@@ -255,25 +247,33 @@ impl Db {
             return;
         }
         let tables = self.store.clone();
+        let mut last = Instant::now();
+        self.spawn_background("strata-retention", move || {
+            if last.elapsed() < Duration::from_secs(secs) {
+                return;
+            }
+            match retention::expire_once(tables.as_ref(), now_ns()) {
+                Ok(r) if r.points_expired > 0 => eprintln!("strata: {r}"),
+                Ok(_) => {}
+                Err(e) => eprintln!("strata: retention expiry failed: {e}"),
+            }
+            last = Instant::now();
+        });
+    }
+
+    /// Runs `tick` every 100 ms on a thread named `name` until
+    /// [`Self::stop_background_checkpoints`].
+    fn spawn_background(&self, name: &str, mut tick: impl FnMut() + Send + 'static) {
         let stop = self.stop.clone();
         let handle = std::thread::Builder::new()
-            .name("strata-retention".into())
+            .name(name.into())
             .spawn(move || {
-                let mut last = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    if last.elapsed() < Duration::from_secs(secs) {
-                        continue;
-                    }
-                    match retention::expire_once(tables.as_ref(), now_ns()) {
-                        Ok(r) if r.points_expired > 0 => eprintln!("strata: {r}"),
-                        Ok(_) => {}
-                        Err(e) => eprintln!("strata: retention expiry failed: {e}"),
-                    }
-                    last = Instant::now();
+                    tick();
                 }
             })
-            .expect("spawn retention thread");
+            .expect("spawn a background thread");
         self.background.lock().push(handle);
     }
 
