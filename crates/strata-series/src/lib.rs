@@ -17,6 +17,7 @@ pub mod crashtest_hooks;
 pub mod declog;
 pub mod engine;
 pub mod error;
+mod framed_file;
 pub mod gorilla;
 pub mod index;
 pub mod manifest;

@@ -8,13 +8,13 @@
 //! length and the CRC32C and never panics.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
 
-use strata_media::fs::{rename_durably, FileSystem};
+use strata_media::fs::FileSystem;
 
 use crate::bytes::{put_str, put_u32, put_u64, ByteReader, STRING_MIN_BYTES};
 use crate::error::{EngineError, FormatError};
+use crate::framed_file::{frame, read_decoded, replace_durably, unframe, FrameKind};
 use crate::retention::{DbRetention, RetentionPolicy};
 
 /// "STRATARP" (retention policies) as a little-endian u64.
@@ -53,42 +53,17 @@ pub fn encode_retention(entries: &BTreeMap<String, DbRetention>) -> Vec<u8> {
             put_u32(&mut body, p.replication);
         }
     }
-    let mut out = Vec::with_capacity(RETENTION_HEADER_BYTES + body.len());
-    put_u64(&mut out, RETENTION_MAGIC);
-    put_u32(&mut out, RETENTION_FORMAT_VERSION);
-    put_u32(&mut out, crc32c::crc32c(&body));
-    put_u64(&mut out, body.len() as u64);
-    out.extend_from_slice(&body);
-    out
+    frame(RETENTION_MAGIC, RETENTION_FORMAT_VERSION, &body)
 }
 
 /// Decodes a whole `RETENTION` file.
 pub fn decode_retention(bytes: &[u8]) -> Result<BTreeMap<String, DbRetention>, FormatError> {
-    if bytes.len() < RETENTION_HEADER_BYTES {
-        return Err(FormatError::TooShort {
-            what: "header",
-            need: RETENTION_HEADER_BYTES as u64,
-            have: bytes.len() as u64,
-        });
-    }
-    let mut header = ByteReader::new(&bytes[..RETENTION_HEADER_BYTES], "header offset");
-    if header.u64()? != RETENTION_MAGIC {
-        return Err(FormatError::BadMagic("bad magic (not a retention policy file)"));
-    }
-    let version = header.u32()?;
-    if version != RETENTION_FORMAT_VERSION {
-        return Err(FormatError::UnsupportedVersion { what: "retention policy file", version });
-    }
-    let body_crc = header.u32()?;
-    let body_len = header.u64()?;
-    let body = &bytes[RETENTION_HEADER_BYTES..];
-    if body_len != body.len() as u64 {
-        return Err(FormatError::Invalid(format!(
-            "header gives a body of {body_len} bytes, the file holds {}",
-            body.len()
-        )));
-    }
-    FormatError::check_crc("body", body_crc, crc32c::crc32c(body))?;
+    let kind = FrameKind {
+        magic: RETENTION_MAGIC,
+        what: "retention policy file",
+        bad_magic: "bad magic (not a retention policy file)",
+    };
+    let (_, body) = unframe(bytes, &kind, |v| v == RETENTION_FORMAT_VERSION)?;
     let mut r = ByteReader::new(body, "body offset");
     let mut entries = BTreeMap::new();
     for _ in 0..r.count("databases", DATABASE_MIN_BYTES)? {
@@ -121,13 +96,7 @@ pub fn write_retention(
     dir: &Path,
     entries: &BTreeMap<String, DbRetention>,
 ) -> Result<(), EngineError> {
-    let tmp = dir.join(RETENTION_TMP_FILE);
-    let file = fs.create(&tmp)?;
-    file.write_at(0, &encode_retention(entries))?;
-    file.sync_all()?;
-    drop(file);
-    rename_durably(fs, &tmp, &dir.join(RETENTION_FILE))?;
-    Ok(())
+    replace_durably(fs, dir, RETENTION_TMP_FILE, RETENTION_FILE, &encode_retention(entries))
 }
 
 /// Reads `dir/RETENTION`: `None` if there is none. A file that does not
@@ -136,17 +105,7 @@ pub fn read_retention(
     fs: &dyn FileSystem,
     dir: &Path,
 ) -> Result<Option<BTreeMap<String, DbRetention>>, EngineError> {
-    let path = dir.join(RETENTION_FILE);
-    let file = match fs.open(&path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(err.into()),
-    };
-    let corrupt = |what: String| EngineError::corruption(path.display().to_string(), what);
-    let len = usize::try_from(file.len()?).map_err(|_| corrupt("too large".into()))?;
-    let mut bytes = vec![0u8; len];
-    file.read_exact_at(0, &mut bytes)?;
-    decode_retention(&bytes).map(Some).map_err(|e| corrupt(e.to_string()))
+    read_decoded(fs, dir, RETENTION_FILE, decode_retention)
 }
 
 #[cfg(test)]

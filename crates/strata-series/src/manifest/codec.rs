@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use super::{Manifest, ManifestSeries, ManifestTombstone};
 use crate::bytes::{put_series_key, put_str, put_u32, put_u64, ByteReader, STRING_MIN_BYTES};
 use crate::error::FormatError;
+use crate::framed_file::{frame, unframe, FrameKind};
 use crate::model::{FieldType, SeriesId};
 
 /// "STRATAMF" (manifest) as a little-endian u64.
@@ -61,43 +62,15 @@ pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
     for pos in &m.declog_cut {
         put_u64(&mut body, *pos);
     }
-    let mut out = Vec::with_capacity(MANIFEST_HEADER_BYTES + body.len());
-    put_u64(&mut out, MANIFEST_MAGIC);
-    put_u32(&mut out, MANIFEST_FORMAT_VERSION);
-    put_u32(&mut out, crc32c::crc32c(&body));
-    put_u64(&mut out, body.len() as u64);
-    out.extend_from_slice(&body);
-    out
+    frame(MANIFEST_MAGIC, MANIFEST_FORMAT_VERSION, &body)
 }
 
 /// Decodes and validates a whole `MANIFEST` file. Never panics; allocates at
 /// most in proportion to `bytes.len()`.
 pub fn decode_manifest(bytes: &[u8]) -> Result<Manifest, FormatError> {
-    if bytes.len() < MANIFEST_HEADER_BYTES {
-        return Err(FormatError::TooShort {
-            what: "header",
-            need: MANIFEST_HEADER_BYTES as u64,
-            have: bytes.len() as u64,
-        });
-    }
-    let mut header = ByteReader::new(&bytes[..MANIFEST_HEADER_BYTES], "header offset");
-    if header.u64()? != MANIFEST_MAGIC {
-        return Err(FormatError::BadMagic("bad magic (not a manifest)"));
-    }
-    let version = header.u32()?;
-    if version != MANIFEST_FORMAT_VERSION && version != MANIFEST_FORMAT_VERSION_V1 {
-        return Err(FormatError::UnsupportedVersion { what: "manifest", version });
-    }
-    let body_crc = header.u32()?;
-    let body_len = header.u64()?;
-    let body = &bytes[MANIFEST_HEADER_BYTES..];
-    if body_len != body.len() as u64 {
-        return Err(FormatError::Invalid(format!(
-            "header gives a body of {body_len} bytes, the file holds {}",
-            body.len()
-        )));
-    }
-    FormatError::check_crc("body", body_crc, crc32c::crc32c(body))?;
+    let kind = FrameKind { magic: MANIFEST_MAGIC, what: "manifest", bad_magic: "bad magic (not a manifest)" };
+    let (version, body) =
+        unframe(bytes, &kind, |v| v == MANIFEST_FORMAT_VERSION || v == MANIFEST_FORMAT_VERSION_V1)?;
     let m = decode_body(&mut ByteReader::new(body, "body offset"), version)?;
     validate_manifest(&m)?;
     Ok(m)
