@@ -7,6 +7,9 @@
 //!   cleared) when a transaction logging it is submitted, before anything of
 //!   that transaction is queued, so a full table fails the submit cleanly
 //!   and the slot is durable before any entry naming the key's id is written.
+//!   An entry given by its points (`points_source`) has its key registered
+//!   when it is pushed, under the key-table lock, and the new slots fenced
+//!   before it is queued (a key the table cannot take is logged raw).
 //! - Entries are compressed when they are pushed into the stream's log
 //!   queues, under the queue lock, so compression order is stream order. A
 //!   push that finds no free queue undoes the compression (the key's state

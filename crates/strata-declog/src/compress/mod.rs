@@ -25,6 +25,9 @@ mod log_tests;
 pub mod point_payload;
 pub mod points_codec;
 pub mod points_payload;
+pub mod points_source;
+#[cfg(test)]
+mod points_source_tests;
 #[cfg(test)]
 mod tests;
 
@@ -36,3 +39,4 @@ pub use log_codec::COMPRESSION_SLACK_BYTES;
 pub use point_payload::PointPayloadRef;
 pub use points_codec::{compress_points, decompress_points};
 pub use points_payload::{PointItem, PointsPayloadBuilder, PointsPayloadRef};
+pub use points_source::{encode_source, PointsEntry, PointsSource};

@@ -14,10 +14,13 @@
 //! one rest length varint and its bytes), 0 otherwise (a length varint and
 //! the bytes per point).
 
+use smallvec::SmallVec;
+
 use super::bits::{read_varint, write_varint, BitReader, BitWriter};
 use super::codec::{bad, first_state, key_ref, read_delta_coded, write_delta_coded, Compressed};
 use super::key_table::{KeyRecord, KeyState, KeyTable};
 use super::points_payload::{PointsPayloadBuilder, PointsPayloadRef};
+use super::points_source::PointsSource;
 use crate::error::DeclogError;
 
 /// Rest form byte: one rest length and rest per point.
@@ -40,20 +43,24 @@ pub fn compress_points(
 }
 
 /// [`compress_points`] against the key's record, found by the caller (one
-/// lookup for the registration check, the state read and its update).
+/// lookup for the registration check, the state read and its update), for
+/// any [`PointsSource`] (a points payload, or the engine's points).
 pub(crate) fn compress_points_of(
-    points: &PointsPayloadRef<'_>,
+    points: &dyn PointsSource,
     entry_meta: u64,
     record: &mut KeyRecord,
 ) -> Compressed {
+    let count = points.count();
+    assert!(count > 0, "a per-key entry has at least one point");
     let mut s = record.state;
-    let mut out = Vec::with_capacity(16 + points.count as usize * 4);
+    let mut out = Vec::with_capacity(16 + count as usize * 4);
     write_varint(&mut out, key_ref(record.id, !s.has_state));
-    write_varint(&mut out, u64::from(points.count));
+    write_varint(&mut out, u64::from(count));
     let mut w = BitWriter::appending_to(out);
-    let mut shared: Option<&[u8]> = None;
+    // The first point's rest, and whether every other point has the same.
+    let mut shared: Option<SmallVec<[u8; 16]>> = None;
     let mut all_same = true;
-    for p in points.points() {
+    points.for_each_point(&mut |p| {
         s = if s.has_state {
             write_delta_coded(&mut w, &s, p.timestamp, p.value_bits)
         } else {
@@ -61,23 +68,23 @@ pub(crate) fn compress_points_of(
             w.write_bits(p.value_bits, 64);
             first_state(p.timestamp, p.value_bits, entry_meta)
         };
-        match shared {
-            None => shared = Some(p.rest),
-            Some(r) => all_same &= r == p.rest,
+        match &shared {
+            None => shared = Some(SmallVec::from_slice(p.rest)),
+            Some(r) => all_same &= r[..] == *p.rest,
         }
-    }
+    });
     let mut out = w.into_bytes();
     if all_same {
-        let rest = shared.expect("a points payload has a point");
+        let rest = shared.expect("a per-key entry has a point");
         out.push(RESTS_SHARED);
         write_varint(&mut out, rest.len() as u64);
-        out.extend_from_slice(rest);
+        out.extend_from_slice(&rest);
     } else {
         out.push(RESTS_PER_POINT);
-        for p in points.points() {
+        points.for_each_point(&mut |p| {
             write_varint(&mut out, p.rest.len() as u64);
             out.extend_from_slice(p.rest);
-        }
+        });
     }
     record.state = s;
     Compressed { compressed: true, payload: out }

@@ -48,6 +48,11 @@ impl<'a> PointsPayloadRef<'a> {
         let mut at = 0;
         (0..self.count).map(move |_| read_point(body, &mut at).expect("validated by decode"))
     }
+
+    /// Bytes of the payload.
+    pub fn encoded_len(&self) -> usize {
+        PointsPayloadBuilder::header_bytes(self.key.len()) + self.body.len()
+    }
 }
 
 /// Builds a points payload point by point.
@@ -84,6 +89,11 @@ impl PointsPayloadBuilder {
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// Bytes of a payload's key and count, for a key of `key_len` bytes.
+    pub fn header_bytes(key_len: usize) -> usize {
+        varint_len(key_len as u64) + key_len + 4
     }
 
     /// Bytes a point with `rest_len` rest bytes adds.

@@ -92,6 +92,18 @@ pub fn encode_payload(key: &[u8], ts: TimestampNs, op: &EntryOp) -> Vec<u8> {
     point_payload::encode(key, ts, bits, &rest)
 }
 
+/// The value bits of a written value: float bits; i64 / u64 as is;
+/// boolean 0 or 1; 0 for strings (their bytes are in the rest).
+pub(crate) fn value_bits(v: &FieldValue) -> u64 {
+    match v {
+        FieldValue::Float(f) => f.to_bits(),
+        FieldValue::Integer(i) => *i as u64,
+        FieldValue::Unsigned(u) => *u,
+        FieldValue::Boolean(b) => *b as u64,
+        FieldValue::String(_) => 0,
+    }
+}
+
 /// The value bits and rest of one operation (a write of `Some` value, or a
 /// delete), as [`encode_payload`] writes them.
 fn bits_and_rest(op: Option<&FieldValue>, rest: &mut Vec<u8>) -> u64 {
@@ -103,16 +115,10 @@ fn bits_and_rest(op: Option<&FieldValue>, rest: &mut Vec<u8>) -> u64 {
         }
         Some(v) => {
             rest.push(OP_WRITE);
-            match v {
-                FieldValue::Float(f) => f.to_bits(),
-                FieldValue::Integer(i) => *i as u64,
-                FieldValue::Unsigned(u) => *u,
-                FieldValue::Boolean(b) => *b as u64,
-                FieldValue::String(s) => {
-                    rest.extend_from_slice(s.as_bytes());
-                    0
-                }
+            if let FieldValue::String(s) = v {
+                rest.extend_from_slice(s.as_bytes());
             }
+            value_bits(v)
         }
     }
 }
@@ -120,30 +126,29 @@ fn bits_and_rest(op: Option<&FieldValue>, rest: &mut Vec<u8>) -> u64 {
 /// The per-key payloads of the operations `ops` (a write of `Some` value or
 /// a delete, at a timestamp) on the series with key bytes `key`, in order:
 /// one, or more when one would exceed `max_payload_bytes`. `Err(bytes)` when
-/// a single operation alone does not fit.
+/// a single operation alone does not fit. (The write path hands DecLog the
+/// same points without encoding them: `run_points`.)
 pub fn encode_per_key<'o>(
     key: &[u8],
     ops: impl ExactSizeIterator<Item = (TimestampNs, Option<&'o FieldValue>)>,
     max_payload_bytes: usize,
 ) -> Result<Vec<Vec<u8>>, usize> {
-    let mut out = Vec::new();
-    let mut rest = Vec::new();
-    let mut builder = PointsPayloadBuilder::new(key, ops.len());
-    for (ts, op) in ops {
-        let bits = bits_and_rest(op, &mut rest);
-        let adds = PointsPayloadBuilder::point_bytes(rest.len());
-        if builder.len() + adds > max_payload_bytes && !builder.is_empty() {
-            out.push(std::mem::replace(&mut builder, PointsPayloadBuilder::new(key, 0)).finish());
-        }
-        if builder.len() + adds > max_payload_bytes {
-            return Err(builder.len() + adds);
-        }
-        builder.push(ts, bits, &rest);
-    }
-    if !builder.is_empty() {
-        out.push(builder.finish());
-    }
-    Ok(out)
+    use super::run_points::{rest_len, split_per_key, with_point};
+    let ops: Vec<_> = ops.collect();
+    let entries = split_per_key(key.len(), ops.iter().map(|(_, op)| rest_len(*op)), max_payload_bytes)?;
+    let mut scratch = Vec::new();
+    Ok(entries
+        .into_iter()
+        .map(|(range, len)| {
+            let mut builder = PointsPayloadBuilder::new(key, range.len());
+            for (ts, op) in &ops[range] {
+                with_point(*ts, *op, &mut scratch, &mut |p| builder.push(p.timestamp, p.value_bits, p.rest));
+            }
+            let payload = builder.finish();
+            debug_assert_eq!(payload.len(), len);
+            payload
+        })
+        .collect())
 }
 
 pub fn decode_payload(bytes: &[u8]) -> Result<EntryPoint, FormatError> {

@@ -19,7 +19,7 @@ type SeriesOfPoint<'p> = (&'p str, &'p [(String, String)], &'p str);
 use strata_declog::batch::BATCH_HEADER_BYTES;
 use strata_declog::compress::key_table::KEY_TABLE_MAX_KEY_BYTES;
 use strata_declog::entry::ENTRY_HEADER_BYTES;
-use strata_declog::{DecLog, EntryOwned};
+use strata_declog::DecLog;
 
 use crate::error::EngineError;
 use crate::model::{FieldValue, Point};
@@ -120,12 +120,15 @@ pub(crate) fn check_request<'p>(
 /// The exact check after encoding: the bytes each stream gets (entry
 /// headers, payloads, a batch header and alignment per queue's worth of
 /// entries) within the limit.
-pub(crate) fn check_entries(log: &DecLog, entries: &[EntryOwned]) -> Result<(), EngineError> {
+pub(crate) fn check_entries(
+    log: &DecLog,
+    entries: impl Iterator<Item = (u64, u64)>,
+) -> Result<(), EngineError> {
     let layout = log.layout();
     let mut per_stream = vec![(0u64, 0u64); layout.threads];
-    for e in entries {
-        let s = &mut per_stream[log.stream_of(e.key_hash)];
-        s.0 += ENTRY_HEADER_BYTES + (e.payload.len() as u64).next_multiple_of(8);
+    for (key_hash, payload_len) in entries {
+        let s = &mut per_stream[log.stream_of(key_hash)];
+        s.0 += ENTRY_HEADER_BYTES + payload_len.next_multiple_of(8);
         s.1 += 1;
     }
     let limit = txn_limit_bytes(log);

@@ -29,6 +29,7 @@ mod log_size;
 pub mod lsn;
 pub mod protocol;
 pub mod replay;
+mod run_points;
 mod runs;
 pub mod side;
 pub(crate) mod touched;

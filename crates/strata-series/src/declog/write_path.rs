@@ -43,14 +43,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLockReadGuard};
-use strata_declog::{compress::key_hash, DeclogError, EntryOwned, PayloadForm, Ticket};
+use strata_declog::compress::{key_hash, PointsEntry};
+use strata_declog::{DeclogError, Ticket};
 use strata_media::TxnId;
 
 use super::control_table::PointRef;
-use super::entry_key::{encode_key, encode_per_key};
+use super::entry_key::encode_key;
 use super::log_size;
 use super::lsn::{acquire, LsnError, LsnGuard, TxnAccess};
 use super::protocol::DeclogProtocol;
+use super::run_points::{rest_len, split_per_key, written, RunPoints};
 use super::runs::PlannedOp;
 use super::side::{DeclogSide, LogKey};
 use super::touched::{Existence, PlanToken, TouchedMap};
@@ -72,7 +74,9 @@ const OTHER_OP_BOUND_BYTES: u64 = log_size::ENTRY_ESTIMATE_BYTES + 256;
 struct PlannedTxn<'p> {
     /// (series, ts) -> what to do; one per point (the last write wins),
     /// grouped by series, each series' operations in the transaction's order.
-    ops: Vec<PlannedOp>,
+    /// Shared with its entries' points sources while DecLog takes them
+    /// (`run_points`); its own again once they are queued.
+    ops: Arc<Vec<PlannedOp>>,
     reads: Vec<Option<(SeriesId, TimestampNs)>>,
     outcome: crate::store::WriteOutcome,
     /// Its ranges in flight; dropped once it is applied or failed.
@@ -100,7 +104,8 @@ impl PlannedTxn<'_> {
         let ordered = !self.reads.iter().all(Option::is_none)
             || self.ops.iter().any(|(_, _, w)| !matches!(w, PointChange::Insert(_)));
         if ordered {
-            for (_, _, what) in &mut self.ops {
+            let ops = Arc::get_mut(&mut self.ops).expect("a plan's operations are not shared before logging");
+            for (_, _, what) in ops {
                 if let PointChange::Insert(v) = what {
                     *what = PointChange::Update(v.clone());
                 }
@@ -128,7 +133,7 @@ enum LogState {
     Queued(Ticket),
     /// An insert-only transaction's entries, kept until the group waits and
     /// then submitted with the other kept ones in one push per stream.
-    Kept(TxnId, Vec<EntryOwned>),
+    Kept(TxnId, Vec<PointsEntry>),
 }
 
 /// A group being run: the cut lock (shared) it holds, the transactions
@@ -255,7 +260,7 @@ impl DeclogProtocol {
         // update of such a point could get a smaller LSN and replay first.
         let plan = plan.with_inserts_as_updates_if_ordered();
         let mut access = TxnAccess::default();
-        for (id, ts, what) in &plan.ops {
+        for (id, ts, what) in plan.ops.iter() {
             let p = PointRef::new(*id, *ts);
             match what {
                 PointChange::Insert(_) => access.inserts += 1,
@@ -319,24 +324,23 @@ impl DeclogProtocol {
         out.lsn = lsn;
         let max = dl.log.max_payload_bytes();
         let mut entries = Vec::new();
+        let mut run_start = 0;
         for run in plan.ops.chunk_by(|a, b| a.0 == b.0) {
             let key = self.log_key(core, run[0].0)?;
-            let ops = run.iter().map(|(_, ts, what)| match what {
-                PointChange::Insert(v) | PointChange::Update(v) => (*ts, Some(v)),
-                PointChange::Delete => (*ts, None),
-            });
-            let payloads = encode_per_key(&key.bytes, ops, max as usize).map_err(|record_bytes| {
+            let rests = run.iter().map(|(_, _, what)| rest_len(written(what)));
+            let pieces = split_per_key(key.bytes.len(), rests, max as usize).map_err(|record_bytes| {
                 EngineError::RequestTooLarge { record_bytes: record_bytes as u64, max_bytes: max }
             })?;
-            entries.extend(payloads.into_iter().map(|payload| EntryOwned {
-                key_hash: key.hash,
-                lsn,
-                compressed: false,
-                payload,
-            }));
+            for (range, payload_len) in pieces {
+                let range = run_start + range.start..run_start + range.end;
+                let points = RunPoints { ops: plan.ops.clone(), range, key: key.clone(), payload_len };
+                entries.push(PointsEntry { key_hash: key.hash, lsn, points: Box::new(points) });
+            }
+            run_start += run.len();
         }
-        log_size::check_entries(&dl.log, &entries)?;
-        let bytes: u64 = entries.iter().map(|e| e.payload.len() as u64).sum();
+        let sizes = entries.iter().map(|e| (e.key_hash, e.points.payload_len() as u64));
+        log_size::check_entries(&dl.log, sizes)?;
+        let bytes: u64 = entries.iter().map(|e| e.points.payload_len() as u64).sum();
         let txn_id = TxnId(dl.next_txn.fetch_add(1, Ordering::Relaxed));
         if lsn == 0 {
             // Insert-only: queued with the rest of the group when it waits,
@@ -347,17 +351,14 @@ impl DeclogProtocol {
         // It holds locks: queued now, while it holds them, so the thread
         // snapshot sees every dependency. On an error the guard drops,
         // which aborts: the control words go back.
-        let ticket = dl
-            .log
-            .submit_owned_as(txn_id, entries, PayloadForm::PerKey)
-            .map_err(|e| self.declog_failed(core, e))?;
+        let ticket = dl.log.submit_points(txn_id, entries).map_err(|e| self.declog_failed(core, e))?;
         Ok(Some(Logged { slot, plan, guard, log: LogState::Queued(ticket), out, bytes }))
     }
 
     /// Submits the kept entries of the group's insert-only transactions
     /// together; a failure fails each of them.
     fn submit_kept(&self, core: &SeriesCore, group: &mut GroupRun<'_>) {
-        let (kept, txns): (Vec<usize>, Vec<(TxnId, Vec<EntryOwned>)>) = group
+        let (kept, txns): (Vec<usize>, Vec<(TxnId, Vec<PointsEntry>)>) = group
             .pending
             .iter_mut()
             .enumerate()
@@ -369,7 +370,7 @@ impl DeclogProtocol {
         if kept.is_empty() {
             return;
         }
-        match group.dl.log.submit_many_as(txns, PayloadForm::PerKey) {
+        match group.dl.log.submit_points_many(txns) {
             Ok(tickets) => {
                 for (i, ticket) in kept.into_iter().zip(tickets) {
                     group.pending[i].log = LogState::Queued(ticket);
@@ -417,7 +418,8 @@ impl DeclogProtocol {
             let mut batch = core.data().batch();
             for logged in &mut durable {
                 // One run per series (planning grouped them), one shard lock each.
-                let mut planned = std::mem::take(&mut logged.plan.ops);
+                // DecLog dropped the entries' points sources once it queued them.
+                let mut planned = Arc::unwrap_or_clone(std::mem::take(&mut logged.plan.ops));
                 let mut ops = planned.drain(..).peekable();
                 while let Some((id, _, first)) = ops.peek() {
                     let (id, field_type) = (*id, core.field_type_for(*id, first));
@@ -528,7 +530,7 @@ impl DeclogProtocol {
         }
         drop(touched);
         let in_flight = InFlight { touched: &self.touched, token, ids };
-        Ok(PlannedTxn { ops, reads, outcome, _in_flight: in_flight })
+        Ok(PlannedTxn { ops: Arc::new(ops), reads, outcome, _in_flight: in_flight })
     }
 
     /// A series' log key, from the cache or encoded from the index.
