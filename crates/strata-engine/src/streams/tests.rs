@@ -441,6 +441,65 @@ fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
 }
 
 #[test]
+fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), "pmem");
+    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0x5C);
+    let chunk = super::query::SCAN_CHUNK_EVENTS as usize;
+    let model = events(&mut rng, 2 * chunk + 99);
+    let points: Vec<Point> = model.iter().map(point).collect();
+    db.tables().write_request("mydb", &points).unwrap();
+    let sorted_model = sorted(&model);
+    let (first_ts, last_ts) = (sorted_model[0].0, sorted_model[sorted_model.len() - 1].0);
+    let scan = EventSelect {
+        range: TimeRange::ALL,
+        filters: vec![],
+        query: EventQuery::Raw { attrs: vec!["seq".into()], limit: None, newest: false },
+    };
+    // During the first chunk a writer appends one event before the scan's
+    // cursor (not seen) and one after every event (seen): the writer is
+    // not blocked while the reader holds a chunk.
+    let mut got = Vec::new();
+    let mut pieces = Vec::new();
+    db.tables()
+        .scan_events("mydb", "stock", &scan, &mut |rows| {
+            if pieces.is_empty() {
+                let tables = std::sync::Arc::clone(db.tables());
+                let (done, wait) = std::sync::mpsc::channel();
+                std::thread::spawn(move || {
+                    let late = [(first_ts - 1, -1, 0.0, 0, "X".to_string(), true)];
+                    let new = [(last_ts + 1, -2, 0.0, 0, "X".to_string(), true)];
+                    for e in [&late, &new] {
+                        tables.write_request("mydb", &[point(&e[0])]).unwrap();
+                    }
+                    done.send(()).unwrap();
+                });
+                let waited = wait.recv_timeout(std::time::Duration::from_secs(20));
+                assert!(waited.is_ok(), "a writer is blocked while a scan hands a chunk on");
+            }
+            pieces.push(rows.len());
+            got.extend(rows);
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    let mut want: Vec<(i64, Vec<FieldValue>)> =
+        sorted_model.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+    want.push((last_ts + 1, vec![FieldValue::Integer(-2)]));
+    assert_eq!(got, want, "seed {SEED:#x}: every event once, the one behind the cursor not, the new one too");
+    assert_eq!(pieces, vec![chunk, chunk, 100], "pieces of one chunk each");
+
+    let mut calls = 0;
+    db.tables()
+        .scan_events("mydb", "stock", &scan, &mut |_| {
+            calls += 1;
+            std::ops::ControlFlow::Break(())
+        })
+        .unwrap();
+    assert_eq!(calls, 1, "a scan stops when its reader breaks");
+}
+
+#[test]
 fn integer_aggregates_beyond_2_pow_53_are_an_overflow_error_not_a_rounded_answer() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), "ssd");
