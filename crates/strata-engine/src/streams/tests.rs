@@ -457,9 +457,13 @@ fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
         filters: vec![],
         query: EventQuery::Raw { attrs: vec!["seq".into()], limit: None, newest: false },
     };
-    // During the first chunk a writer appends one event before the scan's
-    // cursor (not seen) and one after every event (seen): the writer is
-    // not blocked while the reader holds a chunk.
+    // During the first chunk a writer appends an event behind the scan's
+    // cursor, a late one ahead of it, one at the scan's end timestamp and
+    // one after it: it is not blocked while the reader holds a chunk, and
+    // the scan returns the stream as of its start plus the late event
+    // ahead of its cursor.
+    let ev = |ts: i64, seq: i64| (ts, seq, 0.0, 0, "X".to_string(), true);
+    let during = [ev(first_ts - 1, -1), ev(last_ts - 1, -2), ev(last_ts, -3), ev(last_ts + 1, -4)];
     let mut got = Vec::new();
     let mut pieces = Vec::new();
     db.tables()
@@ -467,11 +471,10 @@ fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
             if pieces.is_empty() {
                 let tables = std::sync::Arc::clone(db.tables());
                 let (done, wait) = std::sync::mpsc::channel();
+                let during = during.clone();
                 std::thread::spawn(move || {
-                    let late = [(first_ts - 1, -1, 0.0, 0, "X".to_string(), true)];
-                    let new = [(last_ts + 1, -2, 0.0, 0, "X".to_string(), true)];
-                    for e in [&late, &new] {
-                        tables.write_request("mydb", &[point(&e[0])]).unwrap();
+                    for e in &during {
+                        tables.write_request("mydb", &[point(e)]).unwrap();
                     }
                     done.send(()).unwrap();
                 });
@@ -483,11 +486,17 @@ fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
             std::ops::ControlFlow::Continue(())
         })
         .unwrap();
-    let mut want: Vec<(i64, Vec<FieldValue>)> =
-        sorted_model.iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
-    want.push((last_ts + 1, vec![FieldValue::Integer(-2)]));
-    assert_eq!(got, want, "seed {SEED:#x}: every event once, the one behind the cursor not, the new one too");
+    let mut seen = model.clone();
+    seen.push(during[1].clone());
+    let want: Vec<(i64, Vec<FieldValue>)> =
+        sorted(&seen).iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+    assert_eq!(
+        got, want,
+        "seed {SEED:#x}: the stream as of the scan's start, and the late event ahead of it"
+    );
     assert_eq!(pieces, vec![chunk, chunk, 100], "pieces of one chunk each");
+    let EventRows::Raw(after) = select(db.tables().as_ref(), scan.clone()) else { panic!("raw rows") };
+    assert_eq!(after.len(), model.len() + during.len(), "a scan begun later sees every write");
 
     let mut calls = 0;
     db.tables()

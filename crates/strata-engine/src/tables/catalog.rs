@@ -303,15 +303,20 @@ impl StreamTables for TableCatalog {
         }
         // A full scan holds the stream's lock one chunk at a time and hands
         // the chunk on after releasing it, so writers wait for a chunk, not
-        // for the scan or its reader (see `ScanCursor` for what a scan sees
-        // of concurrent writes).
+        // for the scan or its reader. Its end is fixed when it begins (see
+        // `ScanEnd` for what a scan sees of concurrent writes).
         let mut cursor = Some(query::ScanCursor::start(select.range.min_ns));
+        let mut end = None;
         while let Some(at) = cursor {
             let stream = open.stream.lock();
             if open.is_dropped() {
                 return Err(gone(db, name));
             }
-            let (chunk, next) = query::select_raw_chunk(name, &stream, select, at)?;
+            let end = match end {
+                Some(end) => end,
+                None => *end.insert(query::scan_end(&stream, select)?),
+            };
+            let (chunk, next) = query::select_raw_chunk(name, &stream, select, at, end)?;
             drop(stream);
             cursor = next;
             if !chunk.is_empty() && each(chunk).is_break() {
