@@ -36,7 +36,7 @@ use strata_events::event;
 use strata_series::{EngineError, LineRejection, Point, SeriesEngine, SeriesStore, WriteOutcome};
 
 use super::streams::{
-    EventQuery, EventRow, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables,
+    hand_on, EventQuery, EventRow, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables,
 };
 use super::{TableKind, Tables};
 use crate::streams::placement::from_event_error;
@@ -292,14 +292,9 @@ impl StreamTables for TableCatalog {
             if open.is_dropped() {
                 return Err(gone(db, name));
             }
-            let EventRows::Raw(rows) = query::select(name, &stream, select)? else {
-                return Err(StreamError::Invalid(format!("stream '{name}': a scan of an aggregate query")));
-            };
+            let answer = query::select(name, &stream, select)?;
             drop(stream);
-            if !rows.is_empty() {
-                let _ = each(rows);
-            }
-            return Ok(());
+            return hand_on(name, answer, each);
         }
         // A full scan holds the stream's lock one chunk at a time and hands
         // the chunk on after releasing it, so writers wait for a chunk, not

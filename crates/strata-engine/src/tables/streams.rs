@@ -257,6 +257,25 @@ pub enum StreamError {
     Unavailable(String),
 }
 
+/// Hands a whole raw answer of stream `name` to a scan's `each` in one
+/// piece (nothing when it is empty); an aggregate answer is an error.
+pub fn hand_on(
+    name: &str,
+    answer: EventRows,
+    each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+) -> Result<(), StreamError> {
+    match answer {
+        EventRows::Raw(rows) if rows.is_empty() => Ok(()),
+        EventRows::Raw(rows) => {
+            let _ = each(rows);
+            Ok(())
+        }
+        EventRows::Aggregate(_) => {
+            Err(StreamError::Invalid(format!("stream '{name}': a scan of an aggregate query")))
+        }
+    }
+}
+
 /// Event streams of a store: created with a schema, persistent, queried
 /// through [`EventSelect`]. Writes arrive through
 /// [`super::Tables::write_request`] (the measurement names the stream).
@@ -289,16 +308,7 @@ pub trait StreamTables: Send + Sync {
         select: &EventSelect,
         each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
     ) -> Result<(), StreamError> {
-        match self.select_events(db, name, select)? {
-            EventRows::Raw(rows) if rows.is_empty() => Ok(()),
-            EventRows::Raw(rows) => {
-                let _ = each(rows);
-                Ok(())
-            }
-            EventRows::Aggregate(_) => {
-                Err(StreamError::Invalid(format!("stream '{name}': a scan of an aggregate query")))
-            }
-        }
+        hand_on(name, self.select_events(db, name, select)?, each)
     }
 }
 
