@@ -403,17 +403,22 @@ fn unsupported_queries_are_errors_not_answers() {
     );
 }
 
-#[test]
-fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), "pmem");
+/// A PMem stream `stock` of `n` events from `seed`, written 700 per request.
+fn loaded(dir: &Path, seed: u64, n: usize) -> (Db, Vec<Ev>) {
+    let db = open(dir, "pmem");
     db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0xC4);
-    let model = events(&mut rng, 3 * super::query::SCAN_CHUNK_EVENTS as usize + 321);
+    let model = events(&mut ChaCha8Rng::seed_from_u64(seed), n);
     for chunk in model.chunks(700) {
         let points: Vec<Point> = chunk.iter().map(point).collect();
         assert_eq!(db.tables().write_request("mydb", &points).unwrap().points_written, chunk.len());
     }
+    (db, model)
+}
+
+#[test]
+fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = loaded(dir.path(), SEED ^ 0xC4, 3 * super::query::SCAN_CHUNK_EVENTS as usize + 321);
     let all: Vec<(i64, Vec<FieldValue>)> =
         sorted(&model).iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
     let raw = |limit, newest| EventQuery::Raw { attrs: vec!["seq".into()], limit, newest };
@@ -443,13 +448,8 @@ fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
 #[test]
 fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), "pmem");
-    db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0x5C);
     let chunk = super::query::SCAN_CHUNK_EVENTS as usize;
-    let model = events(&mut rng, 2 * chunk + 99);
-    let points: Vec<Point> = model.iter().map(point).collect();
-    db.tables().write_request("mydb", &points).unwrap();
+    let (db, model) = loaded(dir.path(), SEED ^ 0x5C, 2 * chunk + 99);
     let sorted_model = sorted(&model);
     let (first_ts, last_ts) = (sorted_model[0].0, sorted_model[sorted_model.len() - 1].0);
     let scan = EventSelect {
