@@ -10,7 +10,11 @@
 //! - `writer-*`: the acknowledgement latency of a writer appending one
 //!   event per request, alone, during a full scan (the stream's lock held
 //!   one chunk at a time), and during a scan that holds the lock for the
-//!   whole scan (the previous behaviour, for comparison).
+//!   whole scan (the previous behaviour, for comparison);
+//! - `streamed-query`: `SELECT price FROM stock` through InfluxQL into a
+//!   sink, as `/query` streams it: the time to its first and last row, the
+//!   largest piece it was handed (what the response holds at once), and a
+//!   writer's acknowledgements meanwhile.
 //!
 //! One stream of Stock-like events (price f64, volume i64, sym string) on
 //! the PMem placement, loaded in time order; medians of the rounds.
@@ -25,7 +29,8 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 use strata_engine::tables::streams::{EventQuery, EventRows, EventSelect, StreamAttr, StreamAttrType};
 use strata_engine::{Config, Db, Tables};
-use strata_influx::influxql::{execute, QueryParams};
+use strata_influx::influxql::sink::{ResultSink, SeriesHead, SinkStop};
+use strata_influx::influxql::{execute, execute_into, QueryParams};
 use strata_pmem::PmemMode;
 use strata_series::{FieldValue, Point, TimeRange};
 
@@ -190,6 +195,7 @@ pub fn run_stream_queries_bench(o: &StreamQueriesOptions) -> anyhow::Result<Benc
         "writer-alone",
         "writer-during-chunked-scan",
         "writer-during-one-lock-scan",
+        "streamed-query",
     ];
     let mut samples: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
     let mut next = o.events;
@@ -240,6 +246,26 @@ pub fn run_stream_queries_bench(o: &StreamQueriesOptions) -> anyhow::Result<Benc
         next = n;
         push_writer(&mut samples[6], &h);
         samples[6].push("scan_ms", ms);
+        let (h, n, (ms, sink)) = with_writer(&db, next, || {
+            timed(|| {
+                let mut sink = Counting::new();
+                execute_into(db.tables().as_ref(), "SELECT price FROM stock", &params, &mut sink)?;
+                Ok(sink)
+            })
+        })?;
+        next = n;
+        anyhow::ensure!(sink.error.is_none(), "the streamed query failed: {:?}", sink.error);
+        anyhow::ensure!(
+            sink.rows >= o.events,
+            "the streamed query sent {} of {} events",
+            sink.rows,
+            o.events
+        );
+        push_writer(&mut samples[7], &h);
+        samples[7].push("latency_ms", ms);
+        samples[7].push("first_row_ms", sink.first_row_ms.unwrap_or(ms));
+        samples[7].push("events", sink.rows as f64);
+        samples[7].push("largest_piece_rows", sink.largest_piece as f64);
         if o.print {
             eprintln!("stream-queries: round {round} done ({next} events)");
         }
@@ -257,15 +283,63 @@ pub fn run_stream_queries_bench(o: &StreamQueriesOptions) -> anyhow::Result<Benc
     for (name, s) in names.iter().zip(&samples) {
         report.results.push(s.median_row(name));
     }
-    report.columns = ["latency_ms", "events", "scan_ms", "ack_us_p50", "ack_us_p99", "ack_ms_max", "writes"]
-        .map(String::from)
-        .to_vec();
+    report.columns = [
+        "latency_ms",
+        "first_row_ms",
+        "events",
+        "largest_piece_rows",
+        "scan_ms",
+        "ack_us_p50",
+        "ack_us_p99",
+        "ack_ms_max",
+        "writes",
+    ]
+    .map(String::from)
+    .to_vec();
     report.notes.push(format!(
         "{} Stock-like events in one stream (PMem placement, loaded in {load_s:.1} s); queries through InfluxQL (limit, count) or the engine (full scan of one attribute); medians of {} rounds, {QUERY_RUNS} runs per query and round",
         o.events, o.rounds
     ));
     report.notes.push("writer: one event per request, acknowledged when durable; during a chunked scan it waits for at most one chunk of the scan; the one-lock scan (the previous behaviour) blocks it for the whole scan".into());
+    report.notes.push("streamed-query: SELECT price FROM stock through InfluxQL into a sink that counts rows (as /query streams a response); largest_piece_rows is the most rows the sink was handed at once".into());
     report.publish(o.print, o.json_path.as_deref())
+}
+
+/// Counts what a streamed query hands it, as `/query` writing it out sees it.
+struct Counting {
+    started: Instant,
+    first_row_ms: Option<f64>,
+    rows: u64,
+    largest_piece: usize,
+    error: Option<String>,
+}
+
+impl Counting {
+    fn new() -> Counting {
+        Counting { started: Instant::now(), first_row_ms: None, rows: 0, largest_piece: 0, error: None }
+    }
+}
+
+impl ResultSink for Counting {
+    fn begin_series(&mut self, _: usize, _: &SeriesHead) -> Result<(), SinkStop> {
+        Ok(())
+    }
+
+    fn rows(&mut self, rows: Vec<Vec<Value>>) -> Result<(), SinkStop> {
+        self.first_row_ms.get_or_insert_with(|| self.started.elapsed().as_secs_f64() * 1e3);
+        self.rows += rows.len() as u64;
+        self.largest_piece = self.largest_piece.max(rows.len());
+        Ok(())
+    }
+
+    fn end_series(&mut self) -> Result<(), SinkStop> {
+        Ok(())
+    }
+
+    fn end_statement(&mut self, _: usize, error: Option<&str>) -> Result<(), SinkStop> {
+        self.error = error.map(String::from);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -288,9 +362,18 @@ mod tests {
             assert!(metric(v, "latency_ms").is_some_and(|ms| ms > 0.0), "{v}");
         }
         assert!(metric("full-scan", "events").unwrap() >= 30_000.0);
-        for v in ["writer-alone", "writer-during-chunked-scan", "writer-during-one-lock-scan"] {
+        for v in
+            ["writer-alone", "writer-during-chunked-scan", "writer-during-one-lock-scan", "streamed-query"]
+        {
             assert!(metric(v, "writes").unwrap() > 0.0, "{v}: the writer wrote");
         }
+        assert!(metric("streamed-query", "events").unwrap() >= 30_000.0);
+        let piece = metric("streamed-query", "largest_piece_rows").unwrap();
+        let chunk = strata_engine::streams::query::SCAN_CHUNK_EVENTS as f64;
+        assert!(
+            piece > 0.0 && piece <= chunk,
+            "a streamed query is handed one chunk at a time, not {piece} rows"
+        );
         let json: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
         assert_eq!(json["benchmark"], "stream-queries");

@@ -237,8 +237,7 @@ pub const SCAN_CHUNK_EVENTS: u64 = 4096;
 /// and the first `passed` events of timestamp `ts` (matching or not).
 /// Events are ordered by timestamp, then arrival; an event that arrives
 /// during the scan lands after every event of its timestamp, so each event
-/// present when the scan began is returned exactly once; one that arrives
-/// during it is returned if its timestamp is after the cursor.
+/// present when the scan began is returned exactly once.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ScanCursor {
     pub ts: i64,
@@ -249,6 +248,42 @@ impl ScanCursor {
     pub fn start(t_lo: i64) -> ScanCursor {
         ScanCursor { ts: t_lo, passed: 0 }
     }
+}
+
+/// Where a chunked scan ends: the newest timestamp of its range when it
+/// began, and how many events had it then. In-order appends made during
+/// the scan land at or after this end (after the events of its timestamp),
+/// so the scan leaves them out: it reads the stream as of its start, except
+/// late (out-of-order) events that arrive during it with a timestamp
+/// between its cursor and its end, which it returns (they land ahead of
+/// the cursor and no version of the tree older than them is kept; see
+/// ARCHITECTURE.md, "Event-stream scans").
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ScanEnd {
+    pub ts: i64,
+    pub count: u64,
+}
+
+impl ScanEnd {
+    /// No end but the range's: `t_hi` and every event of it.
+    pub fn at(t_hi: i64) -> ScanEnd {
+        ScanEnd { ts: t_hi, count: u64::MAX }
+    }
+}
+
+/// The end of a scan of `select` beginning now (of a range without events:
+/// before its first event, so the scan still checks the query and ends).
+pub fn scan_end(stream: &EventStream, select: &EventSelect) -> Result<ScanEnd, StreamError> {
+    let nothing = ScanEnd { ts: select.range.min_ns, count: 0 };
+    if select.range.is_empty() {
+        return Ok(nothing);
+    }
+    let whole = stream.aggregate(select.range.min_ns, select.range.max_ns).map_err(ev)?;
+    if whole.count == 0 {
+        return Ok(nothing);
+    }
+    let count = stream.aggregate(whole.ts_max, whole.ts_max).map_err(ev)?.count;
+    Ok(ScanEnd { ts: whole.ts_max, count })
 }
 
 /// Decoded events: `(timestamp, every attribute's value)`.
@@ -266,20 +301,20 @@ pub fn project(events: Decoded, idx: &[usize]) -> RawRows {
     events.into_iter().map(|(ts, v)| (ts, idx.iter().map(|&i| field_value(&v[i])).collect())).collect()
 }
 
-/// Up to `max` events matching `filters` from `cursor` to `t_hi`, read
+/// Up to `max` events matching `filters` from `cursor` to `end`, read
 /// lazily, and the cursor after them (`None` once the range is exhausted).
 fn raw_chunk(
     stream: &EventStream,
     schema: &StreamSchema,
     filters: &[Compiled],
     cursor: ScanCursor,
-    t_hi: i64,
+    end: ScanEnd,
     max: u64,
 ) -> Result<(Decoded, Option<ScanCursor>), StreamError> {
     let mut out = Vec::new();
     let mut at = cursor;
     let mut skip = cursor.passed;
-    for bytes in stream.range_iter(cursor.ts, t_hi).map_err(ev)? {
+    for bytes in stream.range_iter(cursor.ts, end.ts).map_err(ev)? {
         let bytes = bytes.map_err(ev)?;
         let ts = event::timestamp_of(&bytes);
         if ts == cursor.ts && skip > 0 {
@@ -288,6 +323,9 @@ fn raw_chunk(
         }
         at =
             if ts == at.ts { ScanCursor { ts, passed: at.passed + 1 } } else { ScanCursor { ts, passed: 1 } };
+        if at.ts == end.ts && at.passed > end.count {
+            break; // appended after the scan began
+        }
         let e = event::decode(schema, &bytes).map_err(ev)?;
         if filters.iter().all(|c| holds(c.op, &e.values[c.attr], &c.value)) {
             out.push((e.ts, e.values));
@@ -299,14 +337,15 @@ fn raw_chunk(
     Ok((out, None))
 }
 
-/// A full raw scan of `select` from `cursor`, one chunk: the rows and where
-/// the next chunk starts (`None`: done). The caller holds the stream's lock
-/// for this call only.
+/// A full raw scan of `select` from `cursor` to `end` ([`scan_end`] at its
+/// start), one chunk: the rows and where the next chunk starts (`None`:
+/// done). The caller holds the stream's lock for this call only.
 pub fn select_raw_chunk(
     stream_name: &str,
     stream: &EventStream,
     select: &EventSelect,
     cursor: ScanCursor,
+    end: ScanEnd,
 ) -> Result<(RawRows, Option<ScanCursor>), StreamError> {
     let schema = &stream.config().tree.schema;
     let EventQuery::Raw { attrs, .. } = &select.query else {
@@ -318,7 +357,7 @@ pub fn select_raw_chunk(
     if select.range.is_empty() {
         return Ok((Vec::new(), None));
     }
-    let (events, next) = raw_chunk(stream, schema, &filters, cursor, select.range.max_ns, SCAN_CHUNK_EVENTS)?;
+    let (events, next) = raw_chunk(stream, schema, &filters, cursor, end, SCAN_CHUNK_EVENTS)?;
     Ok((project(events, &idx), next))
 }
 
@@ -483,7 +522,9 @@ pub fn select(
             }
             let events = match (*limit, *newest) {
                 (None, _) => matching_events(stream, schema, &filters, t_lo, t_hi)?,
-                (Some(n), false) => raw_chunk(stream, schema, &filters, ScanCursor::start(t_lo), t_hi, n)?.0,
+                (Some(n), false) => {
+                    raw_chunk(stream, schema, &filters, ScanCursor::start(t_lo), ScanEnd::at(t_hi), n)?.0
+                }
                 (Some(n), true) => last_events(stream, schema, &filters, t_lo, t_hi, n)?,
             };
             Ok(EventRows::Raw(project(events, &idx)))

@@ -403,17 +403,22 @@ fn unsupported_queries_are_errors_not_answers() {
     );
 }
 
-#[test]
-fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), "pmem");
+/// A PMem stream `stock` of `n` events from `seed`, written 700 per request.
+fn loaded(dir: &Path, seed: u64, n: usize) -> (Db, Vec<Ev>) {
+    let db = open(dir, "pmem");
     db.tables().create_stream("mydb", "stock", &attrs()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0xC4);
-    let model = events(&mut rng, 3 * super::query::SCAN_CHUNK_EVENTS as usize + 321);
+    let model = events(&mut ChaCha8Rng::seed_from_u64(seed), n);
     for chunk in model.chunks(700) {
         let points: Vec<Point> = chunk.iter().map(point).collect();
         assert_eq!(db.tables().write_request("mydb", &points).unwrap().points_written, chunk.len());
     }
+    (db, model)
+}
+
+#[test]
+fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = loaded(dir.path(), SEED ^ 0xC4, 3 * super::query::SCAN_CHUNK_EVENTS as usize + 321);
     let all: Vec<(i64, Vec<FieldValue>)> =
         sorted(&model).iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
     let raw = |limit, newest| EventQuery::Raw { attrs: vec!["seq".into()], limit, newest };
@@ -438,6 +443,69 @@ fn full_scans_cross_chunks_and_limits_read_the_ends_of_a_large_stream() {
         );
         assert_eq!(last, EventRows::Raw(all[all.len() - n as usize..].to_vec()), "last {n}");
     }
+}
+
+#[test]
+fn scans_hand_chunks_on_without_the_lock_and_stop_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = super::query::SCAN_CHUNK_EVENTS as usize;
+    let (db, model) = loaded(dir.path(), SEED ^ 0x5C, 2 * chunk + 99);
+    let sorted_model = sorted(&model);
+    let (first_ts, last_ts) = (sorted_model[0].0, sorted_model[sorted_model.len() - 1].0);
+    let scan = EventSelect {
+        range: TimeRange::ALL,
+        filters: vec![],
+        query: EventQuery::Raw { attrs: vec!["seq".into()], limit: None, newest: false },
+    };
+    // During the first chunk a writer appends an event behind the scan's
+    // cursor, a late one ahead of it, one at the scan's end timestamp and
+    // one after it: it is not blocked while the reader holds a chunk, and
+    // the scan returns the stream as of its start plus the late event
+    // ahead of its cursor.
+    let ev = |ts: i64, seq: i64| (ts, seq, 0.0, 0, "X".to_string(), true);
+    let during = [ev(first_ts - 1, -1), ev(last_ts - 1, -2), ev(last_ts, -3), ev(last_ts + 1, -4)];
+    let mut got = Vec::new();
+    let mut pieces = Vec::new();
+    db.tables()
+        .scan_events("mydb", "stock", &scan, &mut |rows| {
+            if pieces.is_empty() {
+                let tables = std::sync::Arc::clone(db.tables());
+                let (done, wait) = std::sync::mpsc::channel();
+                let during = during.clone();
+                std::thread::spawn(move || {
+                    for e in &during {
+                        tables.write_request("mydb", &[point(e)]).unwrap();
+                    }
+                    done.send(()).unwrap();
+                });
+                let waited = wait.recv_timeout(std::time::Duration::from_secs(20));
+                assert!(waited.is_ok(), "a writer is blocked while a scan hands a chunk on");
+            }
+            pieces.push(rows.len());
+            got.extend(rows);
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    let mut seen = model.clone();
+    seen.push(during[1].clone());
+    let want: Vec<(i64, Vec<FieldValue>)> =
+        sorted(&seen).iter().map(|e| (e.0, vec![FieldValue::Integer(e.1)])).collect();
+    assert_eq!(
+        got, want,
+        "seed {SEED:#x}: the stream as of the scan's start, and the late event ahead of it"
+    );
+    assert_eq!(pieces, vec![chunk, chunk, 100], "pieces of one chunk each");
+    let EventRows::Raw(after) = select(db.tables().as_ref(), scan.clone()) else { panic!("raw rows") };
+    assert_eq!(after.len(), model.len() + during.len(), "a scan begun later sees every write");
+
+    let mut calls = 0;
+    db.tables()
+        .scan_events("mydb", "stock", &scan, &mut |_| {
+            calls += 1;
+            std::ops::ControlFlow::Break(())
+        })
+        .unwrap();
+    assert_eq!(calls, 1, "a scan stops when its reader breaks");
 }
 
 #[test]

@@ -19,20 +19,25 @@
 //! - Queries of a stream hold its lock; a full raw scan (no `LIMIT`, no
 //!   attribute filter) holds it one chunk of
 //!   [`query::SCAN_CHUNK_EVENTS`] at a time, so a writer waits for a chunk,
-//!   not a scan. `LIMIT n` reads only the first (or, with `ORDER BY time
-//!   DESC`, the last) `n` events.
+//!   not a scan. [`StreamTables::scan_events`] hands each chunk on after
+//!   the lock is released (the streamed `/query` path), so neither a writer
+//!   nor memory waits for the whole answer. `LIMIT n` reads only the first
+//!   (or, with `ORDER BY time DESC`, the last) `n` events.
 //! - A stream cannot be created over a measurement that holds series
 //!   (checked at creation; a series write racing the creation can still
 //!   land in the series engine under the same name, and is then hidden
 //!   behind the stream).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use strata_events::event;
 use strata_series::{EngineError, LineRejection, Point, SeriesEngine, SeriesStore, WriteOutcome};
 
-use super::streams::{EventQuery, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables};
+use super::streams::{
+    hand_on, EventQuery, EventRow, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables,
+};
 use super::{TableKind, Tables};
 use crate::streams::placement::from_event_error;
 use crate::streams::write::point_to_event;
@@ -254,38 +259,79 @@ impl StreamTables for TableCatalog {
     }
 
     fn select_events(&self, db: &str, name: &str, select: &EventSelect) -> Result<EventRows, StreamError> {
-        if let Some(e) = self.streams.unavailable(db, name) {
-            return Err(e);
-        }
-        let open = self
-            .streams
-            .get(db, name)
-            .ok_or_else(|| StreamError::NotFound(format!("stream {db}/{name} not found")))?;
-        let gone = || StreamError::NotFound(format!("stream {db}/{name} not found"));
-        let full_scan =
-            matches!(select.query, EventQuery::Raw { limit: None, .. }) && select.filters.is_empty();
-        if !full_scan {
+        if !matches!(select.query, EventQuery::Raw { .. }) {
+            let open = self.open_stream(db, name)?;
             let stream = open.stream.lock();
             if open.is_dropped() {
-                return Err(gone());
+                return Err(gone(db, name));
             }
             return query::select(name, &stream, select);
         }
-        // A full scan holds the stream's lock one chunk at a time, so
-        // writers wait for a chunk, not for the scan (see `ScanCursor` for
-        // what a scan sees of concurrent writes).
         let mut rows = Vec::new();
+        self.scan_events(db, name, select, &mut |chunk| {
+            rows.extend(chunk);
+            ControlFlow::Continue(())
+        })?;
+        Ok(EventRows::Raw(rows))
+    }
+
+    fn scan_events(
+        &self,
+        db: &str,
+        name: &str,
+        select: &EventSelect,
+        each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+    ) -> Result<(), StreamError> {
+        let open = self.open_stream(db, name)?;
+        let full_scan =
+            matches!(select.query, EventQuery::Raw { limit: None, .. }) && select.filters.is_empty();
+        if !full_scan {
+            // LIMIT reads only the ends; a filtered scan prunes by the
+            // tree's aggregates: one hold of the lock, one piece.
+            let stream = open.stream.lock();
+            if open.is_dropped() {
+                return Err(gone(db, name));
+            }
+            let answer = query::select(name, &stream, select)?;
+            drop(stream);
+            return hand_on(name, answer, each);
+        }
+        // A full scan holds the stream's lock one chunk at a time and hands
+        // the chunk on after releasing it, so writers wait for a chunk, not
+        // for the scan or its reader. Its end is fixed when it begins (see
+        // `ScanEnd` for what a scan sees of concurrent writes).
         let mut cursor = Some(query::ScanCursor::start(select.range.min_ns));
+        let mut end = None;
         while let Some(at) = cursor {
             let stream = open.stream.lock();
             if open.is_dropped() {
-                return Err(gone());
+                return Err(gone(db, name));
             }
-            let (chunk, next) = query::select_raw_chunk(name, &stream, select, at)?;
+            let end = match end {
+                Some(end) => end,
+                None => *end.insert(query::scan_end(&stream, select)?),
+            };
+            let (chunk, next) = query::select_raw_chunk(name, &stream, select, at, end)?;
             drop(stream);
-            rows.extend(chunk);
             cursor = next;
+            if !chunk.is_empty() && each(chunk).is_break() {
+                break;
+            }
         }
-        Ok(EventRows::Raw(rows))
+        Ok(())
     }
+}
+
+impl TableCatalog {
+    /// Stream `db/name`, or why it cannot be read (failed at startup: 503; missing: 404).
+    fn open_stream(&self, db: &str, name: &str) -> Result<Arc<crate::streams::OpenStream>, StreamError> {
+        if let Some(e) = self.streams.unavailable(db, name) {
+            return Err(e);
+        }
+        self.streams.get(db, name).ok_or_else(|| gone(db, name))
+    }
+}
+
+fn gone(db: &str, name: &str) -> StreamError {
+    StreamError::NotFound(format!("stream {db}/{name} not found"))
 }

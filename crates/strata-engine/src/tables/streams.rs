@@ -15,6 +15,7 @@
 //! - [`StreamTables`]: create, list, drop and query streams.
 
 use std::fmt;
+use std::ops::ControlFlow;
 
 use strata_series::{EngineError, FieldType, FieldValue, TimeRange};
 
@@ -221,12 +222,15 @@ pub struct AggRow {
     pub selected_ns: Option<i64>,
 }
 
+/// One raw event row: `(timestamp, values of the projected attributes)`.
+pub type EventRow = (i64, Vec<FieldValue>);
+
 /// The answer to an [`EventSelect`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventRows {
     /// `(timestamp, values of the projected attributes)`, in time order
     /// (arrival order among equal timestamps), one row per event.
-    Raw(Vec<(i64, Vec<FieldValue>)>),
+    Raw(Vec<EventRow>),
     /// Rows of non-empty windows in time order (without a window: one row,
     /// or none when no event matched).
     Aggregate(Vec<AggRow>),
@@ -253,6 +257,25 @@ pub enum StreamError {
     Unavailable(String),
 }
 
+/// Hands a whole raw answer of stream `name` to a scan's `each` in one
+/// piece (nothing when it is empty); an aggregate answer is an error.
+pub fn hand_on(
+    name: &str,
+    answer: EventRows,
+    each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+) -> Result<(), StreamError> {
+    match answer {
+        EventRows::Raw(rows) if rows.is_empty() => Ok(()),
+        EventRows::Raw(rows) => {
+            let _ = each(rows);
+            Ok(())
+        }
+        EventRows::Aggregate(_) => {
+            Err(StreamError::Invalid(format!("stream '{name}': a scan of an aggregate query")))
+        }
+    }
+}
+
 /// Event streams of a store: created with a schema, persistent, queried
 /// through [`EventSelect`]. Writes arrive through
 /// [`super::Tables::write_request`] (the measurement names the stream).
@@ -272,6 +295,21 @@ pub trait StreamTables: Send + Sync {
     fn drop_stream(&self, db: &str, name: &str) -> Result<(), StreamError>;
     /// Runs one query on one snapshot of the stream.
     fn select_events(&self, db: &str, name: &str, select: &EventSelect) -> Result<EventRows, StreamError>;
+    /// Runs a raw query ([`EventQuery::Raw`]) and hands its rows to `each`
+    /// in time order, in pieces, until `each` breaks: the streamed form of
+    /// [`StreamTables::select_events`], so a caller holds one piece and not
+    /// the answer. An implementation that scans in chunks holds the stream
+    /// for one chunk at a time and never while `each` runs. This default
+    /// hands the whole answer over in one piece.
+    fn scan_events(
+        &self,
+        db: &str,
+        name: &str,
+        select: &EventSelect,
+        each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+    ) -> Result<(), StreamError> {
+        hand_on(name, self.select_events(db, name, select)?, each)
+    }
 }
 
 #[cfg(test)]

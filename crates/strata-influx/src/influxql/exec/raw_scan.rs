@@ -123,41 +123,18 @@ impl RawScan<'_> {
         let span_ns = i128::from(last) - i128::from(first) + 1;
         let mut width = (span_ns * i128::from(TARGET_POINTS) / i128::from(bound.max(1))).clamp(1, span_ns);
         let mut next = i128::from(first);
-        let mut skip = self.plan.offset.unwrap_or(0);
-        let mut take = self.plan.limit.filter(|&n| n > 0).unwrap_or(u64::MAX);
-        let mut open = false;
-        while next <= i128::from(last) && take > 0 {
+        let mut out = StreamedSeries::new(statement_id, head, self.plan);
+        while next <= i128::from(last) && !out.done() {
             let max_ns = (next + width - 1).min(i128::from(last)) as i64;
             let data = store.read(db, &ids, TimeRange { min_ns: next as i64, max_ns })?;
             let points: u64 = data.iter().map(|p| p.len() as u64).sum();
             *points_read += points;
             check_memory(*points_read, self.max_memory_bytes)?;
-            let mut out = Vec::new();
-            for row in self.window_rows(tagsets, &where_read, data) {
-                let Some(cells) = raw_row(self.columns, &row, self.epoch) else {
-                    continue;
-                };
-                if skip > 0 {
-                    skip -= 1;
-                } else if take > 0 {
-                    take -= 1;
-                    out.push(cells);
-                }
-            }
-            if !out.is_empty() {
-                if !open {
-                    sink.begin_series(statement_id, head)?;
-                    open = true;
-                }
-                sink.rows(out)?;
-            }
+            out.send(sink, self.window_rows(tagsets, &where_read, data), self.columns, self.epoch)?;
             next = i128::from(max_ns) + 1;
             width = next_width(width, points, span_ns);
         }
-        if open {
-            sink.end_series()?;
-        }
-        Ok(())
+        out.end(sink)
     }
 
     /// The rows of one window that pass the condition: joined per tag set by
@@ -194,4 +171,74 @@ impl RawScan<'_> {
 fn next_width(width: i128, points: u64, span_ns: i128) -> i128 {
     let aimed = width * i128::from(TARGET_POINTS) / i128::from(points.max(1));
     aimed.clamp((width / WIDTH_STEP).max(1), width.saturating_mul(WIDTH_STEP)).min(span_ns).max(1)
+}
+
+/// One output series sent piece by piece: OFFSET and LIMIT counted across
+/// its pieces, its head sent before the first row and its end after the
+/// last (a series without rows is not sent). Streamed series scans and
+/// streamed event-stream scans (`super::stream`) both send through it.
+pub struct StreamedSeries<'h> {
+    statement_id: usize,
+    head: &'h SeriesHead,
+    skip: u64,
+    take: u64,
+    open: bool,
+}
+
+impl<'h> StreamedSeries<'h> {
+    pub fn new(statement_id: usize, head: &'h SeriesHead, plan: &SelectPlan) -> StreamedSeries<'h> {
+        StreamedSeries {
+            statement_id,
+            head,
+            skip: plan.offset.unwrap_or(0),
+            take: plan.limit.filter(|&n| n > 0).unwrap_or(u64::MAX),
+            open: false,
+        }
+    }
+
+    /// Whether LIMIT is reached (no more rows are wanted).
+    pub fn done(&self) -> bool {
+        self.take == 0
+    }
+
+    /// Sends the output rows of `rows` (in output order) after OFFSET, up to LIMIT.
+    pub fn send(
+        &mut self,
+        sink: &mut dyn ResultSink,
+        rows: Vec<Row<'_>>,
+        columns: &[ColumnSource],
+        epoch: Epoch,
+    ) -> Result<(), SinkStop> {
+        let mut out = Vec::new();
+        for row in rows {
+            if self.take == 0 {
+                break;
+            }
+            let Some(cells) = raw_row(columns, &row, epoch) else {
+                continue;
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+            } else {
+                self.take -= 1;
+                out.push(cells);
+            }
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        if !self.open {
+            sink.begin_series(self.statement_id, self.head)?;
+            self.open = true;
+        }
+        sink.rows(out)
+    }
+
+    /// Ends the series if any of it was sent.
+    pub fn end(self, sink: &mut dyn ResultSink) -> Result<(), ScanError> {
+        if self.open {
+            sink.end_series()?;
+        }
+        Ok(())
+    }
 }

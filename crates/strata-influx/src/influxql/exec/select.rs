@@ -2,7 +2,8 @@
 //! snapshot), rows joined by timestamp per tag set, the condition applied,
 //! rows grouped by the GROUP BY tags, then raw or aggregate output (a raw
 //! SELECT given a sink streams instead: [`super::raw_scan`]). A
-//! measurement that is an event stream goes to [`super::stream`] instead.
+//! measurement that is an event stream goes to [`super::stream`] instead
+//! (which streams a raw SELECT given a sink too).
 
 use std::collections::BTreeMap;
 
@@ -74,9 +75,7 @@ pub fn select(
                 .into());
             }
             if let Some(attrs) = streams.stream_schema(&db, &stmt.from.name) {
-                return Ok(Selected::Series(super::stream::run_stream_select(
-                    streams, &db, &attrs, stmt, params, epoch,
-                )?));
+                return super::stream::select_stream(streams, &db, &attrs, stmt, params, epoch, stream);
             }
         }
     }

@@ -15,8 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use std::ops::ControlFlow;
+
 use strata_engine::tables::streams::{
-    EventAgg, EventCmp, EventFilter, EventQuery, EventRows, EventSelect, EventWindow, StreamAttr,
+    EventAgg, EventCmp, EventFilter, EventQuery, EventRow, EventRows, EventSelect, EventWindow, StreamAttr,
     StreamTables,
 };
 use strata_series::{FieldType, FieldValue};
@@ -26,9 +28,12 @@ use super::condition::split_time;
 use super::error::StatementError;
 use super::plan::{column_names, AggColumn, AggFunc, ColumnSource, Projection, SelectPlan, Window};
 use super::raw::raw_rows;
+use super::raw_scan::{ScanError, StreamedSeries};
 use super::row::Row;
+use super::select::{check_memory, Selected};
 use crate::influxql::ast::{BinaryOp, Dimension, Expr, RefKind, SelectStatement};
 use crate::influxql::response::{cell_json, limit_rows, Epoch, SeriesOut};
+use crate::influxql::sink::{ResultSink, SeriesHead};
 use crate::influxql::QueryParams;
 
 enum Item {
@@ -142,18 +147,42 @@ impl Ctx<'_> {
 }
 
 /// Runs a SELECT on stream `name` of `db` whose attributes are `attrs`.
-pub fn run_stream_select(
+/// With `stream` (statement id and sink), a raw SELECT in ascending time
+/// hands its rows to the sink as the store scans them
+/// ([`StreamTables::scan_events`]: one chunk held at a time, the stream's
+/// lock not held while the sink writes); anything else is answered whole.
+pub fn select_stream(
     streams: &dyn StreamTables,
     db: &str,
     attrs: &[StreamAttr],
     stmt: &SelectStatement,
     params: &QueryParams,
     epoch: Epoch,
-) -> Result<Vec<SeriesOut>, StatementError> {
+    stream: Option<(usize, &mut dyn ResultSink)>,
+) -> Result<Selected, ScanError> {
     let ctx = Ctx {
         name: &stmt.from.name,
         types: attrs.iter().map(|a| (a.name.as_str(), a.ty.field_type())).collect(),
     };
+    let (select, plan) = plan_stream_select(&ctx, db, stmt, params)?;
+    if let (Some((statement_id, sink)), Projection::Raw(columns)) = (stream, &plan.projection) {
+        if !plan.order_desc && plan.soffset.unwrap_or(0) == 0 {
+            let scan = StreamScan { streams, ctx: &ctx, select: &select, plan: &plan, columns, epoch };
+            scan.run(statement_id, sink, params.max_memory_bytes)?;
+            return Ok(Selected::Streamed);
+        }
+    }
+    let answer = streams.select_events(db, &stmt.from.name, &select).map_err(StatementError::Stream)?;
+    Ok(Selected::Series(shape(&ctx, &plan, answer, epoch, params.max_memory_bytes)?))
+}
+
+/// The store's query for `stmt` and the plan that shapes its answer.
+fn plan_stream_select(
+    ctx: &Ctx<'_>,
+    db: &str,
+    stmt: &SelectStatement,
+    params: &QueryParams,
+) -> Result<(EventSelect, SelectPlan), StatementError> {
     let mut window = None;
     for dimension in &stmt.dimensions {
         match dimension {
@@ -282,8 +311,6 @@ pub fn run_stream_select(
         (query, Projection::Raw(columns), attrs)
     };
     let select = EventSelect { range, filters, query };
-    let answer = streams.select_events(db, &stmt.from.name, &select).map_err(StatementError::Stream)?;
-
     let plan = SelectPlan {
         db: db.to_string(),
         measurement: stmt.from.name.clone(),
@@ -305,30 +332,43 @@ pub fn run_stream_select(
         limit: stmt.limit,
         offset: stmt.offset,
     };
-    let width = match &plan.projection {
-        Projection::Raw(columns) => columns.len(),
-        Projection::Aggregate(columns) => columns.len(),
-    };
-    let widths_ok = match &answer {
-        EventRows::Raw(rows) => rows.iter().all(|(_, v)| v.len() == width),
-        EventRows::Aggregate(rows) => rows.iter().all(|r| r.values.len() == width),
-    };
-    if !widths_ok {
+    Ok((select, plan))
+}
+
+/// The rows of raw events, after checking the store answered `width` values each.
+fn event_rows(
+    ctx: &Ctx<'_>,
+    events: Vec<EventRow>,
+    width: usize,
+) -> Result<Vec<Row<'static>>, StatementError> {
+    if events.iter().any(|(_, v)| v.len() != width) {
         return Err(ctx.err("the store answered rows of the wrong width"));
     }
+    let row = |(time_ns, values): EventRow| Row {
+        time_ns,
+        tags: &[],
+        values: values.into_iter().map(Some).collect(),
+    };
+    Ok(events.into_iter().map(row).collect())
+}
+
+/// The output series of a whole answer.
+fn shape(
+    ctx: &Ctx<'_>,
+    plan: &SelectPlan,
+    answer: EventRows,
+    epoch: Epoch,
+    max_memory_bytes: u64,
+) -> Result<Vec<SeriesOut>, StatementError> {
     let values = match (&plan.projection, answer) {
         (Projection::Raw(columns), EventRows::Raw(events)) => {
-            let rows: Vec<Row<'_>> = events
-                .into_iter()
-                .map(|(time_ns, values)| Row {
-                    time_ns,
-                    tags: &[],
-                    values: values.into_iter().map(Some).collect(),
-                })
-                .collect();
-            raw_rows(&plan, columns, &rows, epoch)
+            check_memory((events.len() * columns.len()) as u64, max_memory_bytes)?;
+            raw_rows(plan, columns, &event_rows(ctx, events, columns.len())?, epoch)
         }
         (Projection::Aggregate(columns), EventRows::Aggregate(rows)) => match plan.window {
+            _ if rows.iter().any(|r| r.values.len() != columns.len()) => {
+                return Err(ctx.err("the store answered rows of the wrong width"))
+            }
             None => {
                 let out = match rows.into_iter().next() {
                     None => Vec::new(),
@@ -353,7 +393,7 @@ pub fn run_stream_select(
                     .filter(|r| r.values.iter().any(Option::is_some))
                     .map(|r| (w.start(r.start_ns), r.values))
                     .collect();
-                limit_rows(fill_windows(&plan, w, columns, &filled, epoch)?, plan.limit, plan.offset)
+                limit_rows(fill_windows(plan, w, columns, &filled, epoch)?, plan.limit, plan.offset)
             }
         },
         _ => return Err(ctx.err("the store answered a different kind of query")),
@@ -370,183 +410,52 @@ pub fn run_stream_select(
     Ok(super::select::limit_series(series, plan.slimit, plan.soffset))
 }
 
-#[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
+/// A raw SELECT of a stream streamed to a sink: the store's chunks, each
+/// shaped and sent before the next is read. The per-query memory bound
+/// counts every value read, as [`super::raw_scan`] counts points.
+struct StreamScan<'a> {
+    streams: &'a dyn StreamTables,
+    ctx: &'a Ctx<'a>,
+    select: &'a EventSelect,
+    plan: &'a SelectPlan,
+    columns: &'a [ColumnSource],
+    epoch: Epoch,
+}
 
-    use serde_json::json;
-    use strata_engine::tables::streams::{AggRow, StreamError, StreamInfo};
-    use strata_engine::{TableKind, Tables};
-    use strata_series::reference::MemStore;
-    use strata_series::{EngineError, Point, SeriesStore, TimeRange, WriteOutcome};
-
-    use super::*;
-    use crate::influxql::execute;
-
-    /// A catalog with one stream `s` (price f64, n i32, sym string) that
-    /// records the query it is asked and answers with canned rows.
-    struct Fake {
-        series: MemStore,
-        asked: Mutex<Vec<EventSelect>>,
-        answer: Mutex<Option<EventRows>>,
-    }
-
-    impl Fake {
-        fn new(answer: EventRows) -> Fake {
-            let series = MemStore::new();
-            series.create_database("db").unwrap();
-            Fake { series, asked: Mutex::new(Vec::new()), answer: Mutex::new(Some(answer)) }
-        }
-    }
-
-    impl Tables for Fake {
-        fn series_store(&self) -> &dyn SeriesStore {
-            &self.series
-        }
-        fn stream_tables(&self) -> Option<&dyn StreamTables> {
-            Some(self)
-        }
-        fn kind_of(&self, db: &str, name: &str) -> Option<TableKind> {
-            if self.stream_schema(db, name).is_some() {
-                return Some(TableKind::EventStream);
+impl StreamScan<'_> {
+    fn run(
+        &self,
+        statement_id: usize,
+        sink: &mut dyn ResultSink,
+        max_memory_bytes: u64,
+    ) -> Result<(), ScanError> {
+        let plan = self.plan;
+        let head =
+            SeriesHead { name: Some(plan.measurement.clone()), tags: None, columns: plan.columns.clone() };
+        let mut out = StreamedSeries::new(statement_id, &head, plan);
+        let mut values_read = 0u64;
+        let mut stopped: Option<ScanError> = None;
+        let mut each = |events: Vec<EventRow>| {
+            values_read += (events.len() * self.columns.len()) as u64;
+            let sent = check_memory(values_read, max_memory_bytes)
+                .and_then(|()| event_rows(self.ctx, events, self.columns.len()))
+                .map_err(ScanError::from)
+                .and_then(|rows| Ok(out.send(sink, rows, self.columns, self.epoch)?));
+            match sent {
+                Ok(()) if out.done() => ControlFlow::Break(()),
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    stopped = Some(e);
+                    ControlFlow::Break(())
+                }
             }
-            Tables::kind_of(&self.series, db, name)
-        }
-        fn tables(&self, db: &str) -> Result<Vec<(String, TableKind)>, EngineError> {
-            let mut out = Tables::tables(&self.series, db)?;
-            out.push(("s".to_string(), TableKind::EventStream));
-            out.sort();
-            Ok(out)
-        }
-        fn write_request(&self, db: &str, points: &[Point]) -> Result<WriteOutcome, EngineError> {
-            self.series.write(db, points)
-        }
-        fn drop_table(&self, db: &str, m: &str) -> Result<(), EngineError> {
-            self.series.drop_measurement(db, m)
-        }
-    }
-
-    impl StreamTables for Fake {
-        fn create_stream(&self, _: &str, _: &str, _: &[StreamAttr]) -> Result<StreamInfo, StreamError> {
-            Err(StreamError::Invalid("not in this fake".into()))
-        }
-        fn list_streams(&self, _: Option<&str>) -> Vec<StreamInfo> {
-            Vec::new()
-        }
-        fn stream_schema(&self, db: &str, m: &str) -> Option<Vec<StreamAttr>> {
-            use strata_engine::tables::streams::StreamAttrType as T;
-            let a = |name: &str, ty| StreamAttr { name: name.into(), ty };
-            (db == "db" && m == "s")
-                .then(|| vec![a("price", T::F64), a("n", T::I32), a("sym", T::Str { len_bytes: 4 })])
-        }
-        fn drop_stream(&self, _: &str, _: &str) -> Result<(), StreamError> {
-            Ok(())
-        }
-        fn select_events(&self, _: &str, _: &str, s: &EventSelect) -> Result<EventRows, StreamError> {
-            self.asked.lock().unwrap().push(s.clone());
-            Ok(self.answer.lock().unwrap().take().expect("one query per fake"))
-        }
-    }
-
-    fn params() -> QueryParams {
-        QueryParams { db: Some("db".into()), epoch: Some("ns".into()), now_ns: 1000, ..Default::default() }
-    }
-
-    fn run(store: &Fake, q: &str) -> serde_json::Value {
-        execute(store, q, &params()).unwrap()["results"][0].clone()
-    }
-
-    #[test]
-    fn raw_queries_become_one_event_select_and_keep_equal_timestamps() {
-        let answer = EventRows::Raw(vec![
-            (5, vec![FieldValue::Integer(1), FieldValue::Float(2.5), FieldValue::String("AB".into())]),
-            (5, vec![FieldValue::Integer(2), FieldValue::Float(3.5), FieldValue::String("AB".into())]),
-        ]);
-        let store = Fake::new(answer);
-        let out = run(&store, "SELECT * FROM s WHERE price > 2 AND 'AB' = sym AND time >= 3 AND time < 9");
-        let asked = store.asked.lock().unwrap()[0].clone();
-        assert_eq!(asked.range, TimeRange { min_ns: 3, max_ns: 8 });
-        let attrs = vec!["n".into(), "price".into(), "sym".into()];
-        assert_eq!(asked.query, EventQuery::Raw { attrs, limit: None, newest: false });
-        assert_eq!(
-            asked.filters,
-            vec![
-                EventFilter { attr: "price".into(), op: EventCmp::Gt, value: FieldValue::Integer(2) },
-                EventFilter { attr: "sym".into(), op: EventCmp::Eq, value: FieldValue::String("AB".into()) },
-            ]
-        );
-        assert_eq!(out["series"][0]["values"], json!([[5, 1, 2.5, "AB"], [5, 2, 3.5, "AB"]]), "{out}");
-        assert_eq!(out["series"][0]["columns"], json!(["time", "n", "price", "sym"]));
-    }
-
-    #[test]
-    fn limits_go_to_the_store_which_answers_the_newest_in_time_order_for_desc() {
-        let ev = |t: i64| (t, vec![FieldValue::Integer(t)]);
-        // The store's answer to "the newest 3": in time order.
-        let store = Fake::new(EventRows::Raw(vec![ev(7), ev(8), ev(9)]));
-        let out = run(&store, "SELECT n FROM s ORDER BY time DESC LIMIT 2 OFFSET 1");
-        let asked = store.asked.lock().unwrap()[0].clone();
-        assert_eq!(asked.query, EventQuery::Raw { attrs: vec!["n".into()], limit: Some(3), newest: true });
-        assert_eq!(out["series"][0]["values"], json!([[8, 8], [7, 7]]), "{out}");
-        let store = Fake::new(EventRows::Raw(vec![ev(1), ev(2)]));
-        let out = run(&store, "SELECT n FROM s LIMIT 2");
-        let asked = store.asked.lock().unwrap()[0].clone();
-        assert_eq!(asked.query, EventQuery::Raw { attrs: vec!["n".into()], limit: Some(2), newest: false });
-        assert_eq!(out["series"][0]["values"], json!([[1, 1], [2, 2]]), "{out}");
-    }
-
-    #[test]
-    fn windows_are_filled_and_selectors_carry_their_time() {
-        let row = |start_ns, v: f64| AggRow {
-            start_ns,
-            values: vec![Some(FieldValue::Integer(2)), Some(FieldValue::Float(v))],
-            selected_ns: None,
         };
-        let store = Fake::new(EventRows::Aggregate(vec![row(0, 1.0), row(20_000_000_000, 3.0)]));
-        let out = run(
-            &store,
-            "SELECT count(price), max(price) FROM s WHERE time >= 0 AND time < 30s GROUP BY time(10s)",
-        );
-        let asked = store.asked.lock().unwrap()[0].clone();
-        let window = Some(EventWindow { interval_ns: 10_000_000_000, offset_ns: 0 });
-        assert_eq!(
-            asked.query,
-            EventQuery::Aggregate {
-                columns: vec![(EventAgg::Count, "price".into()), (EventAgg::Max, "price".into())],
-                window
-            }
-        );
-        assert_eq!(
-            out["series"][0]["values"],
-            json!([[0, 2, 1.0], [10_000_000_000i64, 0, null], [20_000_000_000i64, 2, 3.0]]),
-            "the empty window is filled (count 0, max null)"
-        );
-
-        let store = Fake::new(EventRows::Aggregate(vec![AggRow {
-            start_ns: 0,
-            values: vec![Some(FieldValue::Float(9.0))],
-            selected_ns: Some(7),
-        }]));
-        let out = run(&store, "SELECT max(price) FROM s");
-        assert_eq!(out["series"][0]["values"], json!([[7, 9.0]]), "a lone selector reports its event's time");
-    }
-
-    #[test]
-    fn what_the_stream_path_cannot_answer_is_an_error() {
-        for (q, message) in [
-            ("SELECT price FROM s GROUP BY sym", "GROUP BY tags is not supported"),
-            ("SELECT first(price) FROM s", "first() is not supported"),
-            ("SELECT * FROM s WHERE price > 1 OR n < 2", "OR in WHERE is not supported"),
-            ("SELECT * FROM s WHERE sym =~ /a/", "unsupported operator"),
-            ("SELECT nope FROM s", "no attribute 'nope'"),
-            ("SELECT sum(sym) FROM s", "unsupported sum()"),
-            ("SELECT * FROM s WHERE price > n", "compare attributes with constants"),
-        ] {
-            let store = Fake::new(EventRows::Raw(Vec::new()));
-            let out = run(&store, q);
-            let error = out["error"].as_str().unwrap_or_else(|| panic!("{q}: {out}"));
-            assert!(error.contains(message), "{q}: {error}");
-            assert!(store.asked.lock().unwrap().is_empty(), "{q}: nothing was read");
+        self.streams
+            .scan_events(&plan.db, &plan.measurement, self.select, &mut each)
+            .map_err(StatementError::Stream)?;
+        if let Some(e) = stopped {
+            return Err(e);
         }
+        out.end(sink)
     }
 }
