@@ -99,6 +99,26 @@ fn unknown_database_is_404_and_missing_database_400() {
     assert_eq!(response.error(), "database is required");
 }
 
+/// A write naming a retention policy the database lacks is refused and
+/// stores nothing, as InfluxDB refuses it (`retention policy not found: x`;
+/// InfluxDB 1.6.7 answers 500, Strata 404 as for a missing database); a
+/// policy it has, or none, is written.
+#[test]
+fn a_write_to_an_unknown_retention_policy_is_404_and_stores_nothing() {
+    let server = TestServer::start(ServerConfig::default());
+    let response = server.post("/write?db=db&rp=nope", &[], b"cpu value=1 1");
+    assert_eq!(response.status, 404, "{}", response.text());
+    assert_eq!(response.error(), "retention policy not found: nope");
+    let response = server.post("/api/v2/write?bucket=db/nope", &[], b"cpu value=1 1");
+    assert_eq!(response.status, 404, "{}", response.text());
+    assert!(stored(&server.store, "cpu").is_empty(), "a refused write stores nothing");
+    for path in ["/write?db=db&rp=autogen", "/write?db=db&rp=", "/api/v2/write?bucket=db/autogen"] {
+        let response = server.post(path, &[], b"cpu value=2 2");
+        assert_eq!(response.status, 204, "{path}: {}", response.text());
+    }
+    assert_eq!(stored(&server.store, "cpu")[0].1, vec![(2, FieldValue::Float(2.0))]);
+}
+
 #[test]
 fn bad_precision_is_400() {
     let server = TestServer::start(ServerConfig::default());

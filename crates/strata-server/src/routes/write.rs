@@ -36,7 +36,8 @@ pub async fn write_v1(
     let Some(db) = params.get_nonblank("db").or(state.config.default_database.as_deref()) else {
         return ApiError::bad_request("database is required").into_response();
     };
-    respond(write_lines(&state, db, precision, &headers, body, ApiFlavor::V1).await)
+    let target = WriteTarget { db, rp: params.get_nonblank("rp") };
+    respond(write_lines(&state, target, precision, &headers, body, ApiFlavor::V1).await)
 }
 
 /// `POST /api/v2/write?bucket=<db>[/<rp>]&org=&precision=`.
@@ -62,10 +63,19 @@ pub async fn write_v2(
         Ok(db) => db,
         Err(e) => return v2(e),
     };
-    respond(write_lines(&state, db, precision, &headers, body, ApiFlavor::V2).await)
+    let rp =
+        params.get("bucket").and_then(|b| b.split_once('/')).map(|(_, rp)| rp).filter(|rp| !rp.is_empty());
+    respond(write_lines(&state, WriteTarget { db, rp }, precision, &headers, body, ApiFlavor::V2).await)
 }
 
-/// The database of a v2 bucket, `db` or `db/rp` (the retention policy is ignored).
+/// Where a write goes: its database and the retention policy it names
+/// (none: the database's default).
+struct WriteTarget<'a> {
+    db: &'a str,
+    rp: Option<&'a str>,
+}
+
+/// The database of a v2 bucket, `db` or `db/rp` (the policy must exist).
 pub fn bucket_database(bucket: &str) -> Result<&str, ApiError> {
     let db = bucket.split_once('/').map_or(bucket, |(db, _rp)| db);
     if bucket.is_empty() {
@@ -95,7 +105,7 @@ fn now_ns() -> i64 {
 /// then parse, write and report off the async workers.
 async fn write_lines(
     state: &Arc<AppState>,
-    db: &str,
+    target: WriteTarget<'_>,
     precision: Precision,
     headers: &HeaderMap,
     body: Body,
@@ -103,8 +113,18 @@ async fn write_lines(
 ) -> Result<(), ApiError> {
     let result = async {
         let encoding = limits::content_encoding(headers)?;
+        let db = target.db;
         if !state.store.list_databases().iter().any(|name| name == db) {
             return Err(database_not_found(db, flavor));
+        }
+        if let Some(rp) = target.rp {
+            // One series store holds every policy's points (docs/http-api.md),
+            // but a policy the database does not have is refused, as InfluxDB does.
+            match state.store.series_store().retention_policies(db) {
+                Ok(policies) if policies.policy(rp).is_some() => {}
+                Ok(_) => return Err(policy_not_found(rp)),
+                Err(_) => return Err(database_not_found(db, flavor)),
+            }
         }
         let raw = limits::read_body(headers, body, &limits::body_limits(&state.config)).await?;
         state.metrics.record_write_body(raw.len());
@@ -118,6 +138,12 @@ async fn write_lines(
     }
     .await;
     result.map_err(|e| e.with_flavor(flavor))
+}
+
+/// InfluxDB 1.x's message; its status there is 500, a 404 here, as for a
+/// database that does not exist.
+fn policy_not_found(rp: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, format!("retention policy not found: {rp}"))
 }
 
 fn database_not_found(db: &str, flavor: ApiFlavor) -> ApiError {
