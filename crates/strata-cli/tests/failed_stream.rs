@@ -14,7 +14,7 @@ fn post(port: u16, path: &str, body: &str) -> (u16, String) {
     http(port, "POST", path, body.as_bytes()).expect("request")
 }
 
-fn stop(mut child: std::process::Child) {
+fn stop(mut child: common::KillOnDrop) {
     child.kill().expect("kill");
     child.wait().expect("reap");
 }

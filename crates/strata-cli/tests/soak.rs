@@ -233,7 +233,7 @@ fn duration() -> Duration {
 
 /// The server, killed when the guard drops (also when the test panics).
 fn start_server(data: &Path, port: u16) -> KillOnDrop {
-    KillOnDrop(start(data, CONFIG, "declog-ssd", port))
+    start(data, CONFIG, "declog-ssd", port)
 }
 
 #[test]

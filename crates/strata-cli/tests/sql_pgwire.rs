@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Output};
+use std::process::{Command, Output};
 
 use common::{free_port, http, start_with};
 
@@ -16,7 +16,7 @@ const LINES: &str = "cpu,host=a,region=eu usage=1.5,idle=3i 1700000000000000000\
                      cpu,host=a,region=eu usage=1.7 1700000002000000000\n";
 
 struct Server {
-    child: Child,
+    child: common::KillOnDrop,
     http_port: u16,
     sql_port: u16,
     _dir: tempfile::TempDir,

@@ -70,6 +70,19 @@ pub fn free_port() -> u16 {
 #[allow(dead_code)] // not every test binary uses it
 pub struct KillOnDrop(pub Child);
 
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         // Already killed and reaped by the test is fine: both fail quietly.
@@ -81,15 +94,23 @@ impl Drop for KillOnDrop {
 /// Starts `strata serve` without SQL on `data_dir` (inside a temporary
 /// directory, which also gets the configuration file `config` and the
 /// server's stderr, `serve-stderr.log`) and waits until it answers `/ping`.
+/// The server is killed when the returned guard drops, so a test that
+/// fails leaves none running.
 /// An empty `protocol` passes no `--protocol`: the configuration's, by
 /// default `auto`.
 #[allow(dead_code)] // each test binary compiles this module; the SQL tests start with SQL on
-pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> Child {
+pub fn start(data_dir: &Path, config_text: &str, protocol: &str, port: u16) -> KillOnDrop {
     start_with(data_dir, config_text, protocol, port, &["--no-sql"])
 }
 
 /// [`start`] with more arguments to `strata serve`.
-pub fn start_with(data_dir: &Path, config_text: &str, protocol: &str, port: u16, extra: &[&str]) -> Child {
+pub fn start_with(
+    data_dir: &Path,
+    config_text: &str,
+    protocol: &str,
+    port: u16,
+    extra: &[&str],
+) -> KillOnDrop {
     start_limited(data_dir, config_text, protocol, port, extra, None)
 }
 
@@ -101,7 +122,7 @@ pub fn start_limited(
     port: u16,
     extra: &[&str],
     fd_limit: Option<u32>,
-) -> Child {
+) -> KillOnDrop {
     let config = data_dir.parent().expect("data dir inside a temp dir").join("strata.toml");
     std::fs::write(&config, config_text).expect("write config");
     let stderr_path = data_dir.parent().expect("data dir inside a temp dir").join("serve-stderr.log");
@@ -114,7 +135,7 @@ pub fn start_limited(
             sh
         }
     };
-    let mut child = command
+    let child = command
         .arg("serve")
         .arg("--config")
         .arg(&config)
@@ -127,6 +148,7 @@ pub fn start_limited(
         .stderr(stderr)
         .spawn()
         .expect("spawn strata serve");
+    let mut child = KillOnDrop(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         // 401: up, with a token configured.
