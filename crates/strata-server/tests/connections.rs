@@ -52,6 +52,16 @@ fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
 fn idle_connections_make_room_and_a_new_ping_answers_within_a_second() {
     let server = TestServer::start(config(60_000, 50));
     let idle: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(server.addr).unwrap()).collect();
+    // Held open, not a burst: once the server has taken the 300 (and closed
+    // the longest idle for room, keeping 50), each new ping must still find
+    // room within a second. Timing the first ping behind the burst of
+    // connects measured how fast a loaded machine drains a backlog instead
+    // (1.02 s once, beside parallel builds).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while refused(&server, "idle_closed_for_room") < 250 {
+        assert!(Instant::now() < deadline, "the server did not take the 300 idle connections in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for round in 0..5 {
         let started = Instant::now();
         let ping = request(server.addr, "GET", "/ping", &[], b"");
