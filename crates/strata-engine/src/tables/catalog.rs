@@ -36,7 +36,8 @@ use strata_events::event;
 use strata_series::{EngineError, LineRejection, Point, SeriesEngine, SeriesStore, WriteOutcome};
 
 use super::streams::{
-    hand_on, EventQuery, EventRow, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo, StreamTables,
+    hand_on, EventPieces, EventQuery, EventRows, EventSelect, StreamAttr, StreamError, StreamInfo,
+    StreamTables,
 };
 use super::{TableKind, Tables};
 use crate::streams::placement::from_event_error;
@@ -280,7 +281,7 @@ impl StreamTables for TableCatalog {
         db: &str,
         name: &str,
         select: &EventSelect,
-        each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+        each: &mut EventPieces<'_>,
     ) -> Result<(), StreamError> {
         let open = self.open_stream(db, name)?;
         let full_scan =

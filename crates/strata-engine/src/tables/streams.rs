@@ -257,13 +257,12 @@ pub enum StreamError {
     Unavailable(String),
 }
 
+/// Where a scan hands its pieces of rows, in time order; breaking stops it.
+pub type EventPieces<'a> = dyn FnMut(Vec<EventRow>) -> ControlFlow<()> + 'a;
+
 /// Hands a whole raw answer of stream `name` to a scan's `each` in one
 /// piece (nothing when it is empty); an aggregate answer is an error.
-pub fn hand_on(
-    name: &str,
-    answer: EventRows,
-    each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
-) -> Result<(), StreamError> {
+pub fn hand_on(name: &str, answer: EventRows, each: &mut EventPieces<'_>) -> Result<(), StreamError> {
     match answer {
         EventRows::Raw(rows) if rows.is_empty() => Ok(()),
         EventRows::Raw(rows) => {
@@ -306,7 +305,7 @@ pub trait StreamTables: Send + Sync {
         db: &str,
         name: &str,
         select: &EventSelect,
-        each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+        each: &mut EventPieces<'_>,
     ) -> Result<(), StreamError> {
         hand_on(name, self.select_events(db, name, select)?, each)
     }

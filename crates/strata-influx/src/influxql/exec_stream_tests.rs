@@ -2,12 +2,11 @@
 //! store is asked, how its answer is shaped, and how a raw SELECT streams
 //! piece by piece to a sink (issue 22 item 3), against a fake catalog.
 
-use std::ops::ControlFlow;
 use std::sync::Mutex;
 
 use serde_json::json;
 use strata_engine::tables::streams::{
-    AggRow, EventAgg, EventCmp, EventFilter, EventQuery, EventRow, EventRows, EventSelect, EventWindow,
+    AggRow, EventAgg, EventCmp, EventFilter, EventPieces, EventQuery, EventRows, EventSelect, EventWindow,
     StreamAttr, StreamError, StreamInfo, StreamTables,
 };
 use strata_engine::{TableKind, Tables};
@@ -92,7 +91,7 @@ impl StreamTables for Fake {
         db: &str,
         name: &str,
         s: &EventSelect,
-        each: &mut dyn FnMut(Vec<EventRow>) -> ControlFlow<()>,
+        each: &mut EventPieces<'_>,
     ) -> Result<(), StreamError> {
         let EventRows::Raw(rows) = self.select_events(db, name, s)? else {
             return Err(StreamError::Invalid("a scan of an aggregate query".into()));
