@@ -83,13 +83,15 @@ pub fn decode_key(bytes: &[u8]) -> Result<EntryKey, FormatError> {
 /// The single-point payload of one operation on the series with key bytes
 /// `key` (what a version-2 writer logged).
 pub fn encode_payload(key: &[u8], ts: TimestampNs, op: &EntryOp) -> Vec<u8> {
-    let mut rest = Vec::new();
     let value = match op {
         EntryOp::Write(v) => Some(v),
         EntryOp::Delete => None,
     };
-    let bits = bits_and_rest(value, &mut rest);
-    point_payload::encode(key, ts, bits, &rest)
+    let mut payload = Vec::new();
+    super::run_points::with_point(ts, value, &mut Vec::new(), &mut |p| {
+        payload = point_payload::encode(key, p.timestamp, p.value_bits, p.rest);
+    });
+    payload
 }
 
 /// The value bits of a written value: float bits; i64 / u64 as is;
@@ -101,25 +103,6 @@ pub(crate) fn value_bits(v: &FieldValue) -> u64 {
         FieldValue::Unsigned(u) => *u,
         FieldValue::Boolean(b) => *b as u64,
         FieldValue::String(_) => 0,
-    }
-}
-
-/// The value bits and rest of one operation (a write of `Some` value, or a
-/// delete), as [`encode_payload`] writes them.
-fn bits_and_rest(op: Option<&FieldValue>, rest: &mut Vec<u8>) -> u64 {
-    rest.clear();
-    match op {
-        None => {
-            rest.push(OP_DELETE);
-            0
-        }
-        Some(v) => {
-            rest.push(OP_WRITE);
-            if let FieldValue::String(s) = v {
-                rest.extend_from_slice(s.as_bytes());
-            }
-            value_bits(v)
-        }
     }
 }
 
