@@ -227,6 +227,16 @@ impl SeriesStore for SeriesEngine {
         self.read_series(ids, range)
     }
 
+    fn read_last(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Option<(TimestampNs, FieldValue)>>, EngineError> {
+        self.known_database(db)?;
+        self.core.read_last(ids, range)
+    }
+
     fn time_span(&self, db: &str, ids: &[SeriesId]) -> Result<Option<TimeRange>, EngineError> {
         self.known_database(db)?;
         let data = self.core.data();

@@ -20,6 +20,7 @@ pub mod error;
 mod framed_file;
 pub mod gorilla;
 pub mod index;
+pub mod last_point;
 pub mod manifest;
 pub mod model;
 pub mod options;

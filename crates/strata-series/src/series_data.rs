@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::block_file::BlockIndexEntry;
 use crate::error::EngineError;
 use crate::gorilla::{encode_points, BlockWriter};
+use crate::last_point::LastPointCache;
 use crate::model::{FieldType, FieldValue, TimeRange, TimestampNs};
 
 /// A sealed block: where it is and what it covers.
@@ -45,6 +46,8 @@ pub struct SeriesData {
     point_deletes: BTreeSet<TimestampNs>,
     pub sealed: Vec<SealedBlock>,
     pub tombstones: Vec<Tombstone>,
+    /// The newest point, told of every change made here.
+    last: LastPointCache,
 }
 
 /// The DRAM points of a series at a checkpoint's cut.
@@ -128,7 +131,50 @@ impl SeriesData {
             point_deletes: BTreeSet::new(),
             sealed: Vec::new(),
             tombstones: Vec::new(),
+            last: LastPointCache::empty(),
         }
+    }
+
+    /// The last-point cache entry.
+    pub fn last_point(&self) -> &LastPointCache {
+        &self.last
+    }
+
+    /// The last-point cache entry, to fill or forget.
+    pub fn last_point_mut(&mut self) -> &mut LastPointCache {
+        &mut self.last
+    }
+
+    /// The newest DRAM point, if no sealed block reaches past it (then it
+    /// is the series' newest point: DRAM wins over sealed blocks at equal
+    /// times, and tombstones mask only sealed points). None when that
+    /// takes I/O to know.
+    pub fn newest_in_dram(&self) -> Option<(TimestampNs, FieldValue)> {
+        let mut dram = BTreeMap::new();
+        let newest_dram = self.max_dram_ts()?;
+        if self.sealed.iter().any(|b| b.entry.max_ts > newest_dram) {
+            return None;
+        }
+        self.overlay_dram(TimeRange { min_ns: newest_dram, max_ns: newest_dram }, &mut dram);
+        dram.pop_last()
+    }
+
+    /// Whether the series holds no point at all, known without I/O.
+    pub fn holds_nothing(&self) -> bool {
+        self.sealed.is_empty() && self.max_dram_ts().is_none()
+    }
+
+    fn max_dram_ts(&self) -> Option<TimestampNs> {
+        let frozen = self.frozen.as_ref();
+        [
+            self.open.last_ts(),
+            self.patch.keys().next_back().copied(),
+            frozen.and_then(|f| f.open.last_ts()),
+            frozen.and_then(|f| f.patch.keys().next_back().copied()),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
     }
 
     pub fn field_type(&self) -> FieldType {
@@ -149,17 +195,7 @@ impl SeriesData {
     /// The largest timestamp this series ever held that is still known
     /// (sealed blocks count their masked points too), if any.
     pub fn max_ts(&self) -> Option<TimestampNs> {
-        let frozen = self.frozen.as_ref();
-        [
-            self.open.last_ts(),
-            self.patch.keys().next_back().copied(),
-            frozen.and_then(|f| f.open.last_ts()),
-            frozen.and_then(|f| f.patch.keys().next_back().copied()),
-            self.sealed.iter().map(|b| b.entry.max_ts).max(),
-        ]
-        .into_iter()
-        .flatten()
-        .max()
+        self.max_dram_ts().into_iter().chain(self.sealed.iter().map(|b| b.entry.max_ts)).max()
     }
 
     /// The smallest and largest timestamps this series holds or masks
@@ -208,15 +244,18 @@ impl SeriesData {
         // descent.
         if appendable && self.patch.last_key_value().is_none_or(|(last, _)| *last < ts) {
             self.open.push(ts, &value).expect("field type checked before apply");
+            self.last.wrote_owned(ts, value);
             return;
         }
         match self.patch.entry(ts) {
             std::collections::btree_map::Entry::Occupied(_) => {}
             std::collections::btree_map::Entry::Vacant(slot) if !appendable => {
+                self.last.wrote(ts, &value);
                 slot.insert(value);
             }
             std::collections::btree_map::Entry::Vacant(_) => {
                 self.open.push(ts, &value).expect("field type checked before apply");
+                self.last.wrote_owned(ts, value);
             }
         }
     }
@@ -225,6 +264,7 @@ impl SeriesData {
     /// the same point (see [`SeriesData::apply_insert`]) finds it.
     pub fn apply_update(&mut self, ts: TimestampNs, value: FieldValue) {
         self.point_deletes.remove(&ts);
+        self.last.wrote(ts, &value);
         self.patch.insert(ts, value);
     }
 
@@ -243,7 +283,9 @@ impl SeriesData {
             // tail) would otherwise hide the newer value.
             self.patch.remove(&ts);
             self.open.push(ts, &value).expect("field type checked before apply");
+            self.last.wrote_owned(ts, value);
         } else {
+            self.last.wrote(ts, &value);
             self.patch.insert(ts, value);
         }
     }
@@ -254,6 +296,7 @@ impl SeriesData {
         if range.is_empty() {
             return;
         }
+        self.last.deleted(range);
         if let Some(kept) = without_range(&self.open, range) {
             self.open = kept;
         }

@@ -102,6 +102,18 @@ pub trait SeriesStore: Send + Sync {
         let points = self.read(db, ids, range)?;
         Ok(points.into_iter().map(|series| series.into_iter().map(|(t, _)| t).collect()).collect())
     }
+    /// The newest point of each series in `ids` within `range` (None: it
+    /// has none there), from one snapshot: the last point
+    /// [`SeriesStore::read`] would return. Engines answer it from a
+    /// last-point cache without reading blocks (`last(*)`, TSBS lastpoint).
+    fn read_last(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+    ) -> Result<Vec<Option<(TimestampNs, FieldValue)>>, EngineError> {
+        Ok(self.read(db, ids, range)?.into_iter().map(|mut points| points.pop()).collect())
+    }
     /// For each series in `ids`, a bound of how many points it holds in
     /// `range`: at least the true count, cheap to compute (block indexes,
     /// not data). Long scans (SQL) size their time windows by it.

@@ -2,7 +2,8 @@
 //! (`strata_series::reference::MemStore`). Random requests (writes with
 //! overwrites, out-of-order points and type conflicts; range deletes;
 //! measurement drops), checkpoints and crash restarts; after every step both
-//! stores must answer every read the same.
+//! stores must answer every read the same, and the engine's newest points
+//! (its last-point cache) must equal the model's, which come from full reads.
 
 mod common;
 
@@ -65,19 +66,30 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Per measurement, per series (described as a string), its points.
-type Snapshot = Vec<(String, Vec<(String, Vec<(i64, FieldValue)>)>)>;
+/// A series' newest point, in all time and in [`LAST_RANGE`].
+type Newest = (Option<(i64, FieldValue)>, Option<(i64, FieldValue)>);
+
+/// Per measurement, per series (described as a string), its points and
+/// its newest points (the engine answers those from its last-point cache).
+type Snapshot = Vec<(String, Vec<(String, Vec<(i64, FieldValue)>, Newest)>)>;
+
+/// A range that ends inside the written times, so some newest points lie
+/// past it and some series have none in it.
+const LAST_RANGE: TimeRange = TimeRange { min_ns: 100, max_ns: 300 };
 
 fn snapshot(s: &dyn SeriesStore) -> Snapshot {
     let mut out = Vec::new();
     for m in s.measurements("db").unwrap() {
         let series = s.series("db", &m).unwrap();
         let ids: Vec<_> = series.iter().map(|x| x.id).collect();
+        let newest = s.read_last("db", &ids, TimeRange::ALL).unwrap();
+        let newest_in_range = s.read_last("db", &ids, LAST_RANGE).unwrap();
         let data = s.read("db", &ids, TimeRange::ALL).unwrap();
         let mut per: Vec<_> = series
             .iter()
             .zip(data)
-            .map(|(x, d)| (format!("{:?}#{}:{:?}", x.tags, x.field, x.field_type), d))
+            .zip(newest.into_iter().zip(newest_in_range))
+            .map(|((x, d), last)| (format!("{:?}#{}:{:?}", x.tags, x.field, x.field_type), d, last))
             .collect();
         per.sort_by(|a, b| a.0.cmp(&b.0));
         out.push((m, per));

@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use crate::block_file::BlockIndexEntry;
 use crate::error::EngineError;
+use crate::last_point::LastPoint;
 use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
 use crate::series_data::{CompactionInput, SealInput, SealedBlock, SeriesData, Tombstone};
 
@@ -48,6 +49,18 @@ pub struct SeriesCopy {
     pub sealed: Vec<SealedBlock>,
     pub tombstones: Vec<Tombstone>,
     pub dram: BTreeMap<TimestampNs, FieldValue>,
+}
+
+/// What the last-point cache gave for one series.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LastLookup {
+    /// Known without I/O: the newest point, or None (no point, or no such
+    /// series).
+    Known(Option<(TimestampNs, FieldValue)>),
+    /// A read must find it: the newest point is at or after `from_ns` (the
+    /// start of the sealed block reaching furthest), unless deletes masked
+    /// everything there. Fill the cache with `epoch`.
+    Read { epoch: u64, from_ns: TimestampNs },
 }
 
 pub struct DataPart {
@@ -108,6 +121,44 @@ impl DataPart {
             .collect()
     }
 
+    /// What the last-point cache knows of each series, from one snapshot
+    /// (the gate held shared). An unknown entry that DRAM answers is filled
+    /// here; the others need a read ([`LastLookup::Read`]).
+    pub fn last_lookup(&self, ids: &[SeriesId]) -> Vec<LastLookup> {
+        let _gate = self.gate.read();
+        ids.iter()
+            .map(|id| {
+                let mut shard = self.shard(*id).lock();
+                let Some(data) = shard.get_mut(id) else { return LastLookup::Known(None) };
+                let epoch = data.last_point().epoch();
+                let known = match data.last_point().state() {
+                    LastPoint::Point(t, v) => return LastLookup::Known(Some((*t, v.clone()))),
+                    LastPoint::Empty => return LastLookup::Known(None),
+                    LastPoint::Unknown if data.holds_nothing() => None,
+                    LastPoint::Unknown => match data.newest_in_dram() {
+                        Some(point) => Some(point),
+                        None => {
+                            let newest_block = data.sealed.iter().max_by_key(|b| b.entry.max_ts);
+                            let from_ns = newest_block.map_or(TimestampNs::MIN, |b| b.entry.min_ts);
+                            return LastLookup::Read { epoch, from_ns };
+                        }
+                    },
+                };
+                data.last_point_mut().fill(epoch, known.clone());
+                LastLookup::Known(known)
+            })
+            .collect()
+    }
+
+    /// Keeps what a read found as a series' newest point, if nothing
+    /// changed since the lookup that gave `epoch`.
+    pub fn fill_last(&self, id: SeriesId, epoch: u64, newest: Option<(TimestampNs, FieldValue)>) {
+        let _gate = self.gate.read();
+        if let Some(data) = self.shard(id).lock().get_mut(&id) {
+            data.last_point_mut().fill(epoch, newest);
+        }
+    }
+
     /// Per series, at least its number of points in `range`
     /// ([`SeriesData::count_bound`]; 0 for an unknown series).
     pub fn count_bounds(&self, ids: &[SeriesId], range: TimeRange) -> Vec<u64> {
@@ -132,17 +183,18 @@ impl DataPart {
 
     /// Loads a sealed block of a checkpoint (recovery).
     pub fn load_sealed(&self, id: SeriesId, field_type: FieldType, block: SealedBlock) {
-        self.shard(id).lock().entry(id).or_insert_with(|| SeriesData::new(field_type)).sealed.push(block);
+        let mut shard = self.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        data.sealed.push(block);
+        data.last_point_mut().forget();
     }
 
     /// Loads a tombstone of a checkpoint (recovery).
     pub fn load_tombstone(&self, id: SeriesId, field_type: FieldType, tombstone: Tombstone) {
-        self.shard(id)
-            .lock()
-            .entry(id)
-            .or_insert_with(|| SeriesData::new(field_type))
-            .tombstones
-            .push(tombstone);
+        let mut shard = self.shard(id).lock();
+        let data = shard.entry(id).or_insert_with(|| SeriesData::new(field_type));
+        data.tombstones.push(tombstone);
+        data.last_point_mut().forget();
     }
 
     /// Moves every series' DRAM points aside for sealing (under the gate,

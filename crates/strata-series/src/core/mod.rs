@@ -10,7 +10,7 @@
 //!
 //! What combines parts lives in its own file: `plan` (type-check a request
 //! and give new series ids), `apply` (a WAL record to index and data),
-//! `read` (one consistent snapshot of some series), `checkpoint` (seal,
+//! `read` (one consistent snapshot of some series), `read_last` (their newest points, from the last-point cache), `checkpoint` (seal,
 //! manifest), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
@@ -24,6 +24,7 @@ pub mod health;
 pub mod load;
 pub mod plan;
 pub mod read;
+pub mod read_last;
 
 use std::sync::atomic::AtomicU64;
 

@@ -301,6 +301,17 @@ fn arithmetic(op: BinaryOp, l: &Val, r: &Val) -> Val {
 }
 
 impl Cond {
+    /// Whether the condition reads a field value (else it depends on tags
+    /// only, and is the same for every row of a tag set).
+    pub fn mentions_field(&self) -> bool {
+        match self {
+            Cond::Field(_) => true,
+            Cond::Tag(_) | Cond::Lit(_) | Cond::Regex(_) => false,
+            Cond::Neg(inner) => inner.mentions_field(),
+            Cond::Binary(_, l, r) => l.mentions_field() || r.mentions_field(),
+        }
+    }
+
     /// Evaluates against `row`; `None` when the result depends on a field
     /// value `row` does not know.
     pub fn eval(&self, row: &dyn RowView) -> Option<Val> {

@@ -13,7 +13,7 @@ use strata_series::{FieldValue, SeriesId, SeriesStore};
 use super::aggregate::aggregate_rows;
 use super::condition::tag_value;
 use super::error::StatementError;
-use super::plan::{plan_select, Projection, SelectPlan, TagSet};
+use super::plan::{plan_select, AggFunc, Projection, SelectPlan, TagSet};
 use super::raw::raw_rows;
 use super::raw_scan::{RawScan, ScanError};
 pub use super::row::Row;
@@ -173,6 +173,20 @@ pub fn group_key(plan: &SelectPlan, tagset: &TagSet) -> Vec<String> {
     plan.group_keys.iter().map(|k| tag_value(&tagset.tags, k).to_string()).collect()
 }
 
+/// Whether each series' newest point in the range is all the plan needs:
+/// every column is a plain `last()`, without GROUP BY time, and WHERE reads
+/// tags only. Then the last of a group's rows is the newest of its series'
+/// newest points, ties included, and the store answers those from its
+/// last-point cache (`SELECT last(*) ... GROUP BY host`, TSBS lastpoint).
+fn newest_points_suffice(plan: &SelectPlan) -> bool {
+    let Projection::Aggregate(columns) = &plan.projection else { return false };
+    plan.window.is_none()
+        && plan.selector_tags.is_empty()
+        && !columns.is_empty()
+        && columns.iter().all(|c| c.func == AggFunc::Last && c.transform.is_none())
+        && plan.condition.as_ref().is_none_or(|c| !c.mentions_field())
+}
+
 /// Reads the plan's series in one call and returns the rows that pass the
 /// condition, grouped by GROUP BY tag values, each group sorted by time
 /// (ties in tag set order).
@@ -195,7 +209,12 @@ fn read_rows<'p>(
     if ids.is_empty() || plan.range.is_empty() {
         return Ok(groups);
     }
-    let data = store.read(&plan.db, &ids, plan.range)?;
+    let data = if newest_points_suffice(plan) {
+        let newest = store.read_last(&plan.db, &ids, plan.range)?;
+        newest.into_iter().map(|point| point.into_iter().collect()).collect()
+    } else {
+        store.read(&plan.db, &ids, plan.range)?
+    };
     check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
     let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
