@@ -20,6 +20,7 @@ use crate::protocol::{ProtocolOpener, Recovered, SeriesProtocol};
 use crate::recovery::{RecoveryPhase, RecoveryReport};
 use crate::retention::{DbRetention, RetentionCatalog, RetentionChange, RetentionFile};
 use crate::store::{SeriesInfo, SeriesStore, WriteOutcome};
+use crate::tag_index::{MeasurementTags, MeasurementTagsCache};
 use crate::txn::{TxnOp, TxnOutcome, ValueRef};
 use crate::wal::WalRecord;
 
@@ -52,6 +53,8 @@ pub struct SeriesEngine {
     protocol: Box<dyn SeriesProtocol>,
     /// Retention policies, in the `RETENTION` file beside the manifest.
     retention: RetentionCatalog,
+    /// Tag indexes of measurements, by series version.
+    tags_cache: MeasurementTagsCache,
 }
 
 impl SeriesEngine {
@@ -71,7 +74,8 @@ impl SeriesEngine {
         let databases = core.index().read().databases();
         let file = RetentionFile { fs: core.options().fs.clone(), dir: core.options().dir.clone() };
         let retention = RetentionCatalog::open(file, &databases)?;
-        let engine = Arc::new(SeriesEngine { core, protocol, retention });
+        let engine =
+            Arc::new(SeriesEngine { core, protocol, retention, tags_cache: MeasurementTagsCache::default() });
         if checkpoint_now {
             engine.checkpoint()?;
         }
@@ -220,6 +224,19 @@ impl SeriesStore for SeriesEngine {
 
     fn series_version(&self, db: &str, measurement: &str) -> Option<u64> {
         self.core.index().read().measurement_version(db, measurement)
+    }
+
+    fn measurement_tags(&self, db: &str, measurement: &str) -> Result<Arc<MeasurementTags>, EngineError> {
+        let index = self.core.index().read();
+        match index.measurement_version(db, measurement) {
+            Some(version) => Ok(self.tags_cache.get_or_build(db, measurement, version, || {
+                MeasurementTags::from_series(&index.series_of(db, measurement).unwrap_or_default())
+            })),
+            None => {
+                drop(index);
+                Ok(Arc::new(MeasurementTags::from_series(&self.series(db, measurement)?)))
+            }
+        }
     }
 
     fn read(&self, db: &str, ids: &[SeriesId], range: TimeRange) -> Result<Vec<SeriesPoints>, EngineError> {

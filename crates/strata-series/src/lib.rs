@@ -32,6 +32,7 @@ pub mod retention_file;
 pub mod series_data;
 pub mod storage_full;
 pub mod store;
+pub mod tag_index;
 pub mod txn;
 pub mod wal;
 

@@ -4,9 +4,12 @@
 //! (`strata_engine::Tables::series`) hands it to the query and write paths.
 //! Each call is one consistent snapshot or one transaction.
 
+use std::sync::Arc;
+
 use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 use crate::retention::{DbRetention, RetentionChange};
+use crate::tag_index::MeasurementTags;
 
 /// One series as the index knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,6 +136,12 @@ pub trait SeriesStore: Send + Sync {
     /// measurement does not exist); callers then list the series anew.
     fn series_version(&self, _db: &str, _measurement: &str) -> Option<u64> {
         None
+    }
+    /// The tag index of a measurement (its tag sets, field types and tag
+    /// postings, [`crate::tag_index`]); empty when it has no series.
+    /// Engines keep it while [`SeriesStore::series_version`] stays the same.
+    fn measurement_tags(&self, db: &str, measurement: &str) -> Result<Arc<MeasurementTags>, EngineError> {
+        Ok(Arc::new(MeasurementTags::from_series(&self.series(db, measurement)?)))
     }
     /// Writes `points` as one transaction and returns once it is durable
     /// under the configured commit protocol. Points whose field type

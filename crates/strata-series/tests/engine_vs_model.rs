@@ -10,7 +10,7 @@ mod common;
 use common::{Harness, LogKind};
 use proptest::prelude::*;
 use strata_series::reference::MemStore;
-use strata_series::{FieldValue, Point, SeriesStore, TimeRange};
+use strata_series::{FieldType, FieldValue, Point, SeriesStore, TimeRange};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -69,13 +69,37 @@ fn op() -> impl Strategy<Value = Op> {
 /// A series' newest point, in all time and in [`LAST_RANGE`].
 type Newest = (Option<(i64, FieldValue)>, Option<(i64, FieldValue)>);
 
-/// Per measurement, per series (described as a string), its points and
-/// its newest points (the engine answers those from its last-point cache).
-type Snapshot = Vec<(String, Vec<(String, Vec<(i64, FieldValue)>, Newest)>)>;
+/// Per measurement, its tag index (the engine's is cached by series
+/// version, the model's built per call), and per series (described as a string) its points and its
+/// newest points (the engine answers those from its last-point cache).
+type Snapshot = Vec<(String, TagIndex, Vec<(String, Vec<(i64, FieldValue)>, Newest)>)>;
 
 /// A range that ends inside the written times, so some newest points lie
 /// past it and some series have none in it.
 const LAST_RANGE: TimeRange = TimeRange { min_ns: 100, max_ns: 300 };
+
+/// A measurement's tag index without series ids (the two stores number
+/// series differently): field types, tag keys, and per tag set its tags,
+/// fields and, per tag, the tag sets its posting lists.
+type TagIndex = (Vec<(String, FieldType)>, Vec<String>, Vec<TagSetView>);
+type TagSetView = (Vec<(String, String)>, Vec<String>, Vec<Vec<u32>>);
+
+fn tag_index(s: &dyn SeriesStore, m: &str) -> TagIndex {
+    let index = s.measurement_tags("db", m).unwrap();
+    let sets = index
+        .tagsets
+        .iter()
+        .map(|set| {
+            let postings = set.tags.iter().map(|(k, v)| index.with_tag(k, v).to_vec()).collect();
+            (set.tags.to_vec(), set.fields.keys().cloned().collect(), postings)
+        })
+        .collect();
+    (
+        index.field_types.iter().map(|(f, t)| (f.clone(), *t)).collect(),
+        index.tag_keys.iter().cloned().collect(),
+        sets,
+    )
+}
 
 fn snapshot(s: &dyn SeriesStore) -> Snapshot {
     let mut out = Vec::new();
@@ -92,7 +116,8 @@ fn snapshot(s: &dyn SeriesStore) -> Snapshot {
             .map(|((x, d), last)| (format!("{:?}#{}:{:?}", x.tags, x.field, x.field_type), d, last))
             .collect();
         per.sort_by(|a, b| a.0.cmp(&b.0));
-        out.push((m, per));
+        let tags = tag_index(s, &m);
+        out.push((m, tags, per));
     }
     out
 }

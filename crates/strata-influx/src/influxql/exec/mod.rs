@@ -42,6 +42,7 @@ pub mod select;
 pub mod sources;
 pub mod stream;
 pub mod subquery;
+pub mod tag_filter;
 pub mod target;
 pub mod top;
 pub mod transform;

@@ -3,11 +3,14 @@
 //! predicates, and which series ids (tag set x field) must be read.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
+use strata_series::tag_index::TagSetSeries;
 use strata_series::{FieldType, SeriesId, SeriesStore, TimeRange};
 
 use super::condition::{compile, referenced_names, split_time, Cond, TagsOnly};
 use super::error::StatementError;
+use super::tag_filter::candidate_tagsets;
 use super::target::resolve_db;
 use super::transform::Transform;
 use crate::influxql::ast::{Dimension, Expr, Fill, RefKind, SelectStatement};
@@ -251,7 +254,8 @@ pub enum Projection {
 /// One tag set of the measurement and its series id per field slot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TagSet {
-    pub tags: Vec<(String, String)>,
+    /// Shared with the measurement's tag index.
+    pub tags: Arc<Vec<(String, String)>>,
     pub ids: Vec<Option<SeriesId>>,
 }
 
@@ -359,13 +363,11 @@ pub fn plan_select(
 ) -> Result<Option<SelectPlan>, StatementError> {
     let db = resolve_db(stmt.from.database.as_deref(), params)?;
     let measurement = stmt.from.name.clone();
-    let series = store.series(&db, &measurement)?;
-
-    let mut schema = Schema { field_types: BTreeMap::new(), tag_keys: BTreeSet::new() };
-    for s in &series {
-        schema.field_types.insert(s.field.clone(), s.field_type);
-        schema.tag_keys.extend(s.tags.iter().map(|(k, _)| k.clone()));
-    }
+    let measurement_tags = store.measurement_tags(&db, &measurement)?;
+    let schema = Schema {
+        field_types: measurement_tags.field_types.clone(),
+        tag_keys: measurement_tags.tag_keys.clone(),
+    };
 
     // GROUP BY.
     let mut window = None;
@@ -609,7 +611,7 @@ pub fn plan_select(
         None => None,
     };
 
-    if series.is_empty() || items.is_empty() {
+    if measurement_tags.is_empty() || items.is_empty() {
         return Ok(None);
     }
     let default_max_ns = if window.is_some() { params.now_ns } else { i64::MAX };
@@ -619,21 +621,23 @@ pub fn plan_select(
         window = Some(Window { interval_ns: 1, offset_ns: 0, zone: None });
     }
 
-    // Tag sets that can match, and their series per slot.
-    let mut by_tags: BTreeMap<&Vec<(String, String)>, BTreeMap<&str, SeriesId>> = BTreeMap::new();
-    for s in &series {
-        by_tags.entry(&s.tags).or_default().insert(s.field.as_str(), s.id);
-    }
+    // Tag sets that can match (those the tag postings allow, then those the
+    // condition does not rule out by tags), and their series per slot.
+    let candidates = condition.as_ref().and_then(|c| candidate_tagsets(c, &measurement_tags));
+    let possible: Box<dyn Iterator<Item = &TagSetSeries>> = match &candidates {
+        Some(nos) => Box::new(nos.iter().map(|no| &measurement_tags.tagsets[*no as usize])),
+        None => Box::new(measurement_tags.tagsets.iter()),
+    };
     let mut tagsets = Vec::new();
-    for (tags, fields) in by_tags {
+    for set in possible {
         if let Some(c) = &condition {
-            if c.decide(&TagsOnly { tags, fields_unknown: true }) == Some(false) {
+            if c.decide(&TagsOnly { tags: &set.tags, fields_unknown: true }) == Some(false) {
                 continue;
             }
         }
-        let ids: Vec<Option<SeriesId>> = slots.iter().map(|f| fields.get(f.as_str()).copied()).collect();
+        let ids: Vec<Option<SeriesId>> = slots.iter().map(|f| set.fields.get(f.as_str()).copied()).collect();
         if ids.iter().any(Option::is_some) {
-            tagsets.push(TagSet { tags: tags.clone(), ids });
+            tagsets.push(TagSet { tags: set.tags.clone(), ids });
         }
     }
 

@@ -56,7 +56,7 @@ pub fn select(
     // Planning lists the measurement's series and `read_rows` reads them:
     // two calls. A request landing between them could add a point to a
     // listed series and create another, and the read would show it half. The
-    // listing is taken again after the read; if it did not change, no series
+    // listing (or the series version) is taken again after the read; if it did not change, no series
     // was created or dropped in between, so every request the read shows had
     // its series listed (the engine publishes a request's new series before
     // applying its points). Otherwise plan and read again. (A streamed scan
@@ -80,13 +80,16 @@ pub fn select(
         }
     }
     let store = tables.series_store();
-    let listing = || -> Result<Vec<SeriesId>, StatementError> {
+    let listing = || -> Result<Listing, StatementError> {
+        if let Some(version) = store.series_version(&db, &stmt.from.name) {
+            return Ok(Listing::Version(version));
+        }
         let mut ids: Vec<SeriesId> = match store.series(&db, &stmt.from.name) {
             Ok(series) => series.iter().map(|s| s.id).collect(),
             Err(_) => Vec::new(), // planning reports the error
         };
         ids.sort_unstable();
-        Ok(ids)
+        Ok(Listing::Ids(ids))
     };
     let mut attempt = 0;
     let mut stream = stream;
@@ -110,6 +113,14 @@ pub fn select(
         }
         return Ok(Selected::Series(output(&plan, groups, epoch)?));
     }
+}
+
+/// What tells whether a measurement's set of series changed: its series
+/// version where the store keeps one, else the listed ids.
+#[derive(PartialEq)]
+enum Listing {
+    Version(u64),
+    Ids(Vec<SeriesId>),
 }
 
 /// Plans are retried at most this often when series keep appearing; the last
