@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use strata_engine::{TableKind, Tables};
-use strata_series::{FieldValue, SeriesId, SeriesStore};
+use strata_series::{SeriesId, SeriesStore};
 
 use super::aggregate::aggregate_rows;
 use super::condition::tag_value;
@@ -17,6 +17,7 @@ use super::plan::{plan_select, AggFunc, Projection, SelectPlan, TagSet};
 use super::raw::raw_rows;
 use super::raw_scan::{RawScan, ScanError};
 pub use super::row::Row;
+use super::row::{join_by_time, SeriesPoints};
 use crate::influxql::ast::SelectStatement;
 use crate::influxql::response::{Epoch, SeriesOut};
 use crate::influxql::sink::ResultSink;
@@ -228,21 +229,19 @@ fn read_rows<'p>(
     };
     check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
-    let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
+    let mut per_tagset: Vec<Vec<(usize, SeriesPoints)>> =
+        (0..plan.tagsets.len()).map(|_| Vec::new()).collect();
     for ((tagset_index, slot), points) in where_read.into_iter().zip(data) {
-        let by_time = &mut joined[tagset_index];
-        for (t, v) in points {
-            by_time.entry(t).or_insert_with(|| vec![None; plan.slots.len()])[slot] = Some(v);
-        }
+        per_tagset[tagset_index].push((slot, points));
     }
-    for (tagset, by_time) in plan.tagsets.iter().zip(joined) {
+    for (tagset, series) in plan.tagsets.iter().zip(per_tagset) {
         let group = groups.entry(group_key(plan, tagset)).or_default();
-        for (time_ns, values) in by_time {
+        join_by_time(series, plan.slots.len(), |time_ns, values| {
             let row = Row { time_ns, tags: &tagset.tags, values };
             if plan.condition.as_ref().is_none_or(|c| c.decide(&row) == Some(true)) {
                 group.push(row);
             }
-        }
+        });
     }
     for rows in groups.values_mut() {
         rows.sort_by_key(|r| r.time_ns);
