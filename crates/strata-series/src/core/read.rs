@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::data::SeriesCopy;
 use super::SeriesCore;
 use crate::block_file::BlockFile;
@@ -18,6 +20,10 @@ use crate::txn::ValueRef;
 
 /// The points of one series, sorted by time.
 pub type SeriesPoints = Vec<(TimestampNs, FieldValue)>;
+
+/// Sealed blocks a read must hold before its series are decoded in
+/// parallel (below that, handing work to the pool costs more than it saves).
+const PARALLEL_READ_BLOCKS_MIN: usize = 8;
 
 impl SeriesCore {
     /// Reads the points of `ids` in `range` from one snapshot.
@@ -37,22 +43,26 @@ impl SeriesCore {
 
     /// `read` of each series' snapshot, taken together (an unknown series
     /// reads as empty).
-    fn read_each<T>(
+    fn read_each<T: Send>(
         &self,
         ids: &[SeriesId],
         range: TimeRange,
-        read: impl Fn(SeriesSnapshot, SeriesId) -> Result<Vec<T>, EngineError>,
+        read: impl Fn(SeriesSnapshot, SeriesId) -> Result<Vec<T>, EngineError> + Sync,
     ) -> Result<Vec<Vec<T>>, EngineError> {
         // Files are resolved under the gate: a checkpoint removes a file
         // only after no series references it.
         let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
-        ids.iter()
-            .zip(snapshots)
-            .map(|(id, snap)| match snap {
-                None => Ok(Vec::new()),
-                Some(snap) => read(snap?, *id),
-            })
-            .collect()
+        let read_one = |(id, snap): (&SeriesId, Option<Result<SeriesSnapshot, EngineError>>)| match snap {
+            None => Ok(Vec::new()),
+            Some(snap) => read(snap?, *id),
+        };
+        // Decoding is the cost of a long read: series are decoded on every
+        // core (issue 21, item 5) once there is enough to share.
+        let blocks: usize = snapshots.iter().flatten().flatten().map(|s| s.sealed.len()).sum();
+        if ids.len() < 2 || blocks < PARALLEL_READ_BLOCKS_MIN {
+            return ids.iter().zip(snapshots).map(read_one).collect();
+        }
+        ids.par_iter().zip(snapshots).map(read_one).collect()
     }
 
     /// One point's value (DRAM and sealed), or None.

@@ -15,13 +15,13 @@
 
 use std::collections::BTreeMap;
 
-use strata_series::{EngineError, FieldValue, SeriesId, SeriesStore, TimeRange, TimestampNs};
+use strata_series::{EngineError, SeriesId, SeriesStore, TimeRange};
 use thiserror::Error;
 
 use super::error::StatementError;
 use super::plan::{ColumnSource, Projection, SelectPlan, TagSet};
 use super::raw::raw_row;
-use super::row::Row;
+use super::row::{join_by_time, Row, SeriesPoints};
 use super::select::{check_memory, group_key};
 use crate::influxql::response::Epoch;
 use crate::influxql::sink::{ResultSink, SeriesHead, SinkStop};
@@ -143,25 +143,25 @@ impl RawScan<'_> {
         &self,
         tagsets: &[&'t TagSet],
         where_read: &[(usize, usize)],
-        data: Vec<Vec<(TimestampNs, FieldValue)>>,
+        data: Vec<SeriesPoints>,
     ) -> Vec<Row<'t>> {
-        let slots = self.plan.slots.len();
-        let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); tagsets.len()];
+        let mut per_tagset: Vec<Vec<(usize, SeriesPoints)>> =
+            (0..tagsets.len()).map(|_| Vec::new()).collect();
         for (&(i, slot), points) in where_read.iter().zip(data) {
-            for (t, v) in points {
-                joined[i].entry(t).or_insert_with(|| vec![None; slots])[slot] = Some(v);
-            }
+            per_tagset[i].push((slot, points));
         }
         let mut rows = Vec::new();
-        for (tagset, by_time) in tagsets.iter().zip(joined) {
-            for (time_ns, values) in by_time {
+        for (tagset, series) in tagsets.iter().zip(per_tagset) {
+            join_by_time(series, self.plan.slots.len(), |time_ns, values| {
                 let row = Row { time_ns, tags: &tagset.tags, values };
                 if self.plan.condition.as_ref().is_none_or(|c| c.decide(&row) == Some(true)) {
                     rows.push(row);
                 }
-            }
+            });
         }
-        rows.sort_by_key(|r| r.time_ns);
+        if tagsets.len() > 1 {
+            rows.sort_by_key(|r| r.time_ns);
+        }
         rows
     }
 }
