@@ -2,8 +2,10 @@
 //! series by output series (GROUP BY key order), each read in time windows
 //! sized to hold about [`TARGET_POINTS`] points, the window's rows joined,
 //! filtered and ordered exactly as [`super::select`] orders a whole read
-//! (by time, ties in tag set order), then handed on, so memory holds one
-//! window and not the result. The first window is sized from the engine's
+//! (by time, ties in tag set order), then handed on, so memory holds a
+//! few windows and not the result: output series that fit one window are
+//! read, joined and encoded `PARALLEL_SERIES` at a time on every core,
+//! and sent in order; a larger one streams window by window on its own. The first window is sized from the engine's
 //! point-count bounds, later ones adapt to the points the last one held.
 //!
 //! Each window is one snapshot read; a scan as a whole is not (as SQL's
@@ -14,6 +16,8 @@
 //! streamed ([`streamable`]).
 
 use std::collections::BTreeMap;
+
+use rayon::prelude::*;
 
 use strata_series::{EngineError, SeriesId, SeriesStore, TimeRange};
 use thiserror::Error;
@@ -28,6 +32,8 @@ use crate::influxql::sink::{ResultSink, SeriesHead, SinkStop};
 
 /// Points a time window aims at.
 pub const TARGET_POINTS: u64 = 32_768;
+/// Output series read at once, on every core (each at most a window).
+const PARALLEL_SERIES: usize = 8;
 /// A window's width changes by at most this factor from one read to the next.
 const WIDTH_STEP: i128 = 16;
 
@@ -65,6 +71,30 @@ pub struct RawScan<'a> {
     pub max_memory_bytes: u64,
 }
 
+/// One output series prepared for reading: its series, where each goes in
+/// the joined rows, and its time windows' plan.
+struct GroupScan<'t> {
+    head: SeriesHead,
+    tagsets: Vec<&'t TagSet>,
+    ids: Vec<SeriesId>,
+    /// Per id, its tag set (index into `tagsets`) and field slot.
+    where_read: Vec<(usize, usize)>,
+    /// The first and last time to read, and the first window's width.
+    first: i64,
+    last: i64,
+    width: i128,
+}
+
+/// What the parallel part of a scan did for one output series.
+enum Prepared<'t> {
+    /// Nothing to read.
+    Empty,
+    /// It fit one window: its output rows, and the points read for them.
+    Whole { rows: Vec<Vec<serde_json::Value>>, points: u64, head: SeriesHead },
+    /// It is read window by window, one after the other.
+    Windows(GroupScan<'t>),
+}
+
 impl RawScan<'_> {
     /// Sends every output series of the plan to `sink` (not the statement's end).
     pub fn run(&self, statement_id: usize, sink: &mut dyn ResultSink) -> Result<(), ScanError> {
@@ -75,28 +105,40 @@ impl RawScan<'_> {
         for tagset in &self.plan.tagsets {
             groups.entry(group_key(self.plan, tagset)).or_default().push(tagset);
         }
+        let groups: Vec<(Vec<String>, Vec<&TagSet>)> = groups.into_iter().collect();
         let mut points_read = 0;
-        for (key, tagsets) in groups {
-            let head = SeriesHead {
-                name: Some(self.plan.measurement.clone()),
-                tags: (!self.plan.group_keys.is_empty())
-                    .then(|| self.plan.group_keys.iter().cloned().zip(key).collect()),
-                columns: self.plan.columns.clone(),
-            };
-            self.series(statement_id, &head, &tagsets, &mut points_read, sink)?;
+        // Output series are read, joined and encoded on every core a few at
+        // a time (issue 21, item 5), and sent in order; one larger than a
+        // window streams window by window on its own.
+        for chunk in groups.chunks(PARALLEL_SERIES) {
+            let prepared: Vec<Result<Prepared, ScanError>> =
+                chunk.par_iter().map(|(key, tagsets)| self.prepare(key, tagsets)).collect();
+            for prepared in prepared {
+                match prepared? {
+                    Prepared::Empty => {}
+                    Prepared::Whole { rows, points, head } => {
+                        points_read += points;
+                        check_memory(points_read, self.max_memory_bytes)?;
+                        let mut out = StreamedSeries::new(statement_id, &head, self.plan);
+                        out.send_cells(sink, rows)?;
+                        out.end(sink)?;
+                    }
+                    Prepared::Windows(scan) => self.series(statement_id, scan, &mut points_read, sink)?,
+                }
+            }
         }
         Ok(())
     }
 
-    /// One output series: the tag sets of one GROUP BY key, window by window.
-    fn series(
-        &self,
-        statement_id: usize,
-        head: &SeriesHead,
-        tagsets: &[&TagSet],
-        points_read: &mut u64,
-        sink: &mut dyn ResultSink,
-    ) -> Result<(), ScanError> {
+    /// Plans one output series (the tag sets of one GROUP BY key) and, if
+    /// it fits one window, reads it and makes its output rows.
+    fn prepare<'t>(&self, key: &[String], tagsets: &[&'t TagSet]) -> Result<Prepared<'t>, ScanError> {
+        let head = SeriesHead {
+            name: Some(self.plan.measurement.clone()),
+            tags: (!self.plan.group_keys.is_empty())
+                .then(|| self.plan.group_keys.iter().cloned().zip(key.iter().cloned()).collect()),
+            columns: self.plan.columns.clone(),
+        };
         let mut ids: Vec<SeriesId> = Vec::new();
         let mut where_read: Vec<(usize, usize)> = Vec::new();
         for (i, tagset) in tagsets.iter().enumerate() {
@@ -109,28 +151,59 @@ impl RawScan<'_> {
         }
         let (store, db, range) = (self.store, self.plan.db.as_str(), self.plan.range);
         if ids.is_empty() {
-            return Ok(());
+            return Ok(Prepared::Empty);
         }
         let Some(span) = store.time_span(db, &ids)? else {
-            return Ok(());
+            return Ok(Prepared::Empty);
         };
         let (first, last) = (span.min_ns.max(range.min_ns), span.max_ns.min(range.max_ns));
         if first > last {
-            return Ok(());
+            return Ok(Prepared::Empty);
         }
         let bound: u64 =
             store.point_count_bounds(db, &ids, TimeRange { min_ns: first, max_ns: last })?.iter().sum();
         let span_ns = i128::from(last) - i128::from(first) + 1;
-        let mut width = (span_ns * i128::from(TARGET_POINTS) / i128::from(bound.max(1))).clamp(1, span_ns);
-        let mut next = i128::from(first);
-        let mut out = StreamedSeries::new(statement_id, head, self.plan);
-        while next <= i128::from(last) && !out.done() {
-            let max_ns = (next + width - 1).min(i128::from(last)) as i64;
-            let data = store.read(db, &ids, TimeRange { min_ns: next as i64, max_ns })?;
+        let width = (span_ns * i128::from(TARGET_POINTS) / i128::from(bound.max(1))).clamp(1, span_ns);
+        let scan = GroupScan { head, tagsets: tagsets.to_vec(), ids, where_read, first, last, width };
+        if width < span_ns {
+            return Ok(Prepared::Windows(scan));
+        }
+        let data = store.read(db, &scan.ids, TimeRange { min_ns: first, max_ns: last })?;
+        let points: u64 = data.iter().map(|p| p.len() as u64).sum();
+        check_memory(points, self.max_memory_bytes)?;
+        let rows = self
+            .window_rows(&scan.tagsets, &scan.where_read, data)
+            .iter()
+            .filter_map(|row| raw_row(self.columns, row, self.epoch))
+            .collect();
+        Ok(Prepared::Whole { rows, points, head: scan.head })
+    }
+
+    /// One output series read window by window.
+    fn series(
+        &self,
+        statement_id: usize,
+        scan: GroupScan<'_>,
+        points_read: &mut u64,
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), ScanError> {
+        let (store, db) = (self.store, self.plan.db.as_str());
+        let span_ns = i128::from(scan.last) - i128::from(scan.first) + 1;
+        let mut width = scan.width;
+        let mut next = i128::from(scan.first);
+        let mut out = StreamedSeries::new(statement_id, &scan.head, self.plan);
+        while next <= i128::from(scan.last) && !out.done() {
+            let max_ns = (next + width - 1).min(i128::from(scan.last)) as i64;
+            let data = store.read(db, &scan.ids, TimeRange { min_ns: next as i64, max_ns })?;
             let points: u64 = data.iter().map(|p| p.len() as u64).sum();
             *points_read += points;
             check_memory(*points_read, self.max_memory_bytes)?;
-            out.send(sink, self.window_rows(tagsets, &where_read, data), self.columns, self.epoch)?;
+            out.send(
+                sink,
+                self.window_rows(&scan.tagsets, &scan.where_read, data),
+                self.columns,
+                self.epoch,
+            )?;
             next = i128::from(max_ns) + 1;
             width = next_width(width, points, span_ns);
         }
@@ -209,14 +282,20 @@ impl<'h> StreamedSeries<'h> {
         columns: &[ColumnSource],
         epoch: Epoch,
     ) -> Result<(), SinkStop> {
+        self.send_cells(sink, rows.iter().filter_map(|row| raw_row(columns, row, epoch)))
+    }
+
+    /// [`Self::send`] of rows already made output rows.
+    pub fn send_cells(
+        &mut self,
+        sink: &mut dyn ResultSink,
+        rows: impl IntoIterator<Item = Vec<serde_json::Value>>,
+    ) -> Result<(), SinkStop> {
         let mut out = Vec::new();
-        for row in rows {
+        for cells in rows {
             if self.take == 0 {
                 break;
             }
-            let Some(cells) = raw_row(columns, &row, epoch) else {
-                continue;
-            };
             if self.skip > 0 {
                 self.skip -= 1;
             } else {
