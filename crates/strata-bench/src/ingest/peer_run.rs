@@ -11,10 +11,11 @@
 //! queries run before the stop (InfluxDB: InfluxQL, QuestDB: SQL;
 //! VictoriaMetrics: none).
 
-use super::generator::Dataset;
+use super::dataset::Dataset;
 use super::load::IngestEndpoint;
 use super::queries::{run_queries, tsbs_queries};
 use super::report::{load_metrics, Metrics, VariantResult};
+use super::rss::RssWatch;
 use super::runner::{load_counted, progress_bar, IngestOptions};
 use super::warmup::{counted_bytes_at_rest, warm_up, warmup_db};
 use crate::peers::{Installed, PeerEndpoint, RunningPeer};
@@ -44,6 +45,7 @@ pub(super) fn run_peer(
         baseline_bytes = settled.bytes;
         warmup_endpoint = Some(endpoint);
     }
+    let rss = peer.process.pid().map(RssWatch::start);
     peer.endpoint.prepare()?;
     let progress = progress_bar(opts.print, dataset.rows(), label.clone());
     let endpoint = peer.endpoint.clone();
@@ -62,13 +64,24 @@ pub(super) fn run_peer(
         }
         _ => Vec::new(),
     };
+    let (peak_rss, rss_note) = match rss {
+        Some(rss) => rss.finish(&format!("{label} ({} process)", installed.kind)),
+        None => (None, Some(format!("{label}: no process id for the peak RSS"))),
+    };
     let warmup_growth = baseline_bytes.saturating_sub(peer.empty_bytes);
     let at_rest = peer.stop_and_measure(warmup_endpoint.as_ref())?;
     let at_rest_bytes = counted_bytes_at_rest(at_rest.bytes, at_rest.warmup_bytes, warmup_growth);
     let mut metrics = load_metrics(&outcome);
     metrics.extend(disk_metrics(at_rest_bytes, quiesced.bytes, baseline_bytes, outcome.values()));
     metrics.push(("quiesce_s", quiesced.time.as_secs_f64()));
-    Ok(VariantResult { metrics, checkpoints_during_load: 0, counted, queries })
+    metrics.extend(peak_rss);
+    Ok(VariantResult {
+        metrics,
+        checkpoints_during_load: 0,
+        counted,
+        queries,
+        notes: rss_note.into_iter().collect(),
+    })
 }
 
 /// `disk_bytes_per_point`: the data directory at rest after the load (the
