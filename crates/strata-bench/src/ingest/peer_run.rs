@@ -9,7 +9,8 @@
 //! rest less the warm-up's share (then the directory is removed; `Drop`
 //! kills the process on any error). With `--queries`, the TSBS-style
 //! queries run before the stop (InfluxDB: InfluxQL, QuestDB: SQL;
-//! VictoriaMetrics: none).
+//! VictoriaMetrics: none). The peer process's peak RSS ([`super::rss`]) is
+//! reset after the warm-up and read after the queries.
 
 use super::dataset::Dataset;
 use super::load::IngestEndpoint;
@@ -66,7 +67,7 @@ pub(super) fn run_peer(
     };
     let (peak_rss, rss_note) = match rss {
         Some(rss) => rss.finish(&format!("{label} ({} process)", installed.kind)),
-        None => (None, Some(format!("{label}: no process id for the peak RSS"))),
+        None => (Vec::new(), Some(format!("{label}: no process id for the peak RSS"))),
     };
     let warmup_growth = baseline_bytes.saturating_sub(peer.empty_bytes);
     let at_rest = peer.stop_and_measure(warmup_endpoint.as_ref())?;

@@ -32,7 +32,7 @@ pub(super) type Metrics = Vec<(&'static str, f64)>;
 pub const RAW_BYTES_PER_POINT: u64 = 16;
 
 /// Table and JSON column order.
-pub const COLUMNS: [&str; 23] = [
+pub const COLUMNS: [&str; 24] = [
     "rows_per_s",
     "values_per_s",
     "ratio_to_none",
@@ -42,6 +42,7 @@ pub const COLUMNS: [&str; 23] = [
     "disk_growth_bytes_per_point",
     "quiesce_s",
     "peak_rss_mib",
+    "peak_rss_growth_mib",
     "single_groupby_ms",
     "double_groupby_ms",
     "max_all_8_ms",
@@ -168,7 +169,7 @@ fn mode(opts: &IngestOptions) -> &'static str {
 }
 
 /// How `peak_rss_mib` is measured (a note, and `config.peak_rss`).
-pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and its queries; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight and, under the PMem protocols, the touched pages of the mapped emulated PMem pool included); each peer's is its own process's";
+pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and its queries; peak rss growth: that peak less the resident size (VmRSS) at the reset; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight, under the PMem protocols the touched pages of the mapped emulated PMem pool, and what the allocator kept from earlier loads included: its growth is the load's own share); each peer's is its own process's";
 
 /// Result-row keys that hold text, not numbers (not shown as table columns).
 pub const TEXT_KEYS: [&str; 2] = ["peer_version", "durability"];
@@ -344,6 +345,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
                     "influxql": q.influxql,
                     "questdb_sql": q.sql,
                     "strata_sql": q.pg_sql,
+                    "scope_values": q.scope_values,
                 })
             })
             .collect::<Vec<_>>());

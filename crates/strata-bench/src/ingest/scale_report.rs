@@ -24,7 +24,7 @@ pub const SCALE_PREFIX: &str = "scale_";
 pub const RATIO_TO_QUICK: &str = "scale_ratio_to_quick";
 
 /// Columns of the printed ingest table: (key in the result row, key shown).
-const INGEST_COLUMNS: [(&str, &str); 11] = [
+const INGEST_COLUMNS: [(&str, &str); 12] = [
     ("rows_per_s", "quick_rows_per_s"),
     ("scale_rows_per_s", "scale_rows_per_s"),
     (RATIO_TO_QUICK, "scale_ratio_to_quick"),
@@ -32,6 +32,7 @@ const INGEST_COLUMNS: [(&str, &str); 11] = [
     ("scale_latency_ms_p99", "scale_latency_ms_p99"),
     ("peak_rss_mib", "quick_peak_rss_mib"),
     ("scale_peak_rss_mib", "scale_peak_rss_mib"),
+    ("scale_peak_rss_growth_mib", "scale_peak_rss_growth_mib"),
     ("disk_bytes_per_point", "quick_disk_bytes_per_point"),
     ("scale_disk_bytes_per_point", "scale_disk_bytes_per_point"),
     ("scale_generating_s", "scale_generating_s"),

@@ -14,7 +14,7 @@ use super::dataset::{Batch, Dataset};
 use super::generator::{CpuSpec, WARMUP_MEASUREMENT};
 use super::load::{load, IngestEndpoint};
 use super::queries::{tsbs_queries, QueryKind};
-use super::rss::{high_water_mark, RssWatch};
+use super::rss::{status_line_bytes, RssWatch};
 use super::runner::{run_ingest_bench, IngestOptions};
 use super::scale::{Scale, ScaleLoad, UnknownScale};
 use super::scale_report::render_scale_tables;
@@ -122,18 +122,25 @@ fn a_streamed_load_sends_every_body_once() {
 
 #[test]
 fn peak_rss_is_the_high_water_mark_of_proc_status() {
-    assert_eq!(
-        high_water_mark("Name:\tx\nVmPeak:\t 9 kB\nVmHWM:\t    1928 kB\nVmRSS: 1 kB\n"),
-        Some(1928 * 1024)
-    );
-    assert_eq!(high_water_mark("VmRSS: 1 kB\n"), None);
-    assert_eq!(high_water_mark("VmHWM: 12 pages\n"), None, "only kB is understood");
-    let peak = RssWatch::this_process().peak().unwrap();
-    assert!(peak.bytes > 0, "{peak:?}");
-    let gone = RssWatch { pid: u32::MAX, since_reset: false };
+    let status = "Name:\tx\nVmPeak:\t 9 kB\nVmHWM:\t    1928 kB\nVmRSS: 1 kB\n";
+    assert_eq!(status_line_bytes(status, "VmHWM:"), Some(1928 * 1024));
+    assert_eq!(status_line_bytes(status, "VmRSS:"), Some(1024));
+    assert_eq!(status_line_bytes("VmRSS: 1 kB\n", "VmHWM:"), None);
+    assert_eq!(status_line_bytes("VmHWM: 12 pages\n", "VmHWM:"), None, "only kB is understood");
+    let watch = RssWatch::this_process();
+    let peak = watch.peak().unwrap();
+    assert!(peak.bytes > 0 && peak.start_bytes.is_some(), "{peak:?}");
+    let (metrics, note) = watch.finish("me");
+    let names: Vec<&str> = metrics.iter().map(|(m, _)| *m).collect();
+    if watch.since_reset {
+        assert_eq!((names.as_slice(), note), (["peak_rss_mib", "peak_rss_growth_mib"].as_slice(), None));
+    } else {
+        assert!(note.unwrap().contains("since the process started"), "a refused reset is said");
+    }
+    let gone = RssWatch { pid: u32::MAX, since_reset: false, start_bytes: None };
     assert!(gone.peak().is_err());
-    let (metric, note) = gone.finish("nobody");
-    assert!(metric.is_none() && note.unwrap().contains("nobody"));
+    let (metrics, note) = gone.finish("nobody");
+    assert!(metrics.is_empty() && note.unwrap().contains("nobody"));
 }
 
 #[test]
