@@ -10,7 +10,8 @@
 //! kills the process on any error). With `--queries`, the TSBS-style
 //! queries run before the stop (InfluxDB: InfluxQL, QuestDB: SQL;
 //! VictoriaMetrics: none). The peer process's peak RSS ([`super::rss`]) is
-//! reset after the warm-up and read after the queries.
+//! reset after the warm-up and read after the load's quiesce step and
+//! count, before the queries.
 
 use super::dataset::Dataset;
 use super::load::IngestEndpoint;
@@ -59,15 +60,16 @@ pub(super) fn run_peer(
             quiesced.time.as_secs_f64()
         );
     }
+    // Before the queries, as for Strata (whose process runs the query client).
+    let (peak_rss, rss_note) = match rss {
+        Some(rss) => rss.finish(&format!("{label} ({} process)", installed.kind)),
+        None => (Vec::new(), Some(format!("{label}: no process id for the peak RSS"))),
+    };
     let queries = match installed.kind.query_target(&peer.endpoint.http.url) {
         Some(target) if opts.queries => {
             run_queries(&target, &opts.db, &tsbs_queries(&dataset.spec, opts.seed), opts.query_runs)
         }
         _ => Vec::new(),
-    };
-    let (peak_rss, rss_note) = match rss {
-        Some(rss) => rss.finish(&format!("{label} ({} process)", installed.kind)),
-        None => (Vec::new(), Some(format!("{label}: no process id for the peak RSS"))),
     };
     let warmup_growth = baseline_bytes.saturating_sub(peer.empty_bytes);
     let at_rest = peer.stop_and_measure(warmup_endpoint.as_ref())?;

@@ -169,7 +169,7 @@ fn mode(opts: &IngestOptions) -> &'static str {
 }
 
 /// How `peak_rss_mib` is measured (a note, and `config.peak_rss`).
-pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and its queries; peak rss growth: that peak less the resident size (VmRSS) at the reset; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight, under the PMem protocols the touched pages of the mapped emulated PMem pool, and what the allocator kept from earlier loads included: its growth is the load's own share); each peer's is its own process's";
+pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and the row count, before the queries (whose client runs in the benchmark process); peak rss growth: that peak less the resident size (VmRSS) at the reset; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight, under the PMem protocols the touched pages of the mapped emulated PMem pool, and what the allocator kept from earlier loads included: its growth is the load's own share); each peer's is its own process's";
 
 /// Result-row keys that hold text, not numbers (not shown as table columns).
 pub const TEXT_KEYS: [&str; 2] = ["peer_version", "durability"];

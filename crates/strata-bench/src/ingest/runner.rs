@@ -394,6 +394,8 @@ fn run_local(
             load_counted(&endpoint, dataset, opts, &progress, after_load)?
         }
     };
+    // Before the queries: their client (answers parsed into maps) runs in this process too.
+    let (peak_rss, rss_note) = rss.finish(&label_of_server(&label));
     let queries = match &server {
         // InfluxQL and SQL alternate query by query, so both see the same machine state.
         Some(server) if opts.queries => {
@@ -409,7 +411,6 @@ fn run_local(
         }
         _ => Vec::new(),
     };
-    let (peak_rss, rss_note) = rss.finish(&label_of_server(&label));
     if let Some(server) = server {
         server.stop()?;
     }

@@ -103,7 +103,7 @@ pub(super) fn add_scale_figures(report: &mut BenchReport, scale: &ScaleRun, fact
         "loads_per_system": 1,
         "warmup": scale.warmup.as_ref().map(|w| json!({"hosts": w.hosts, "rows_per_host": w.rows_per_host, "rows": w.rows()})),
         "generation": "streamed: one thread generates the bodies while the load runs, at most 2 per connection ahead (scale_generating_s: its time spent generating, on the same cores, while the clock ran); the rounds' bodies were generated before their loads",
-        "order": "after the rounds, every variant once in the first round's order, each a fresh instance with the warm-up, then the counted load, flush, count, queries, peak RSS, size at rest",
+        "order": "after the rounds, every variant once in the first round's order, each a fresh instance with the warm-up, then the counted load, flush, count, peak RSS, queries, size at rest",
         "figures": "scale_<metric>: the one large load's figure; scale_ratio_to_quick: scale_rows_per_s / the rounds' median rows_per_s; <query>_ms_per_mvalue: latency per million values of the query's scope (config.query_scope)",
         "queries": scale.queries.iter().map(|q| json!({"name": q.kind.name(), "influxql": q.influxql, "questdb_sql": q.sql, "strata_sql": q.pg_sql, "scope_values": q.scope_values})).collect::<Vec<_>>(),
         "query_answer_rows": scale.answer_rows.iter().map(|(q, rows, by)| json!({"query": q, "rows": rows, "reference": by})).collect::<Vec<_>>(),
