@@ -24,6 +24,7 @@
 //! - [`rss`]: peak resident memory of each system's server process;
 //! - [`scale`] and [`scale_report`]: `--scale quick|default|large`, the
 //!   large streamed loads and their figures beside the rounds';
+//! - [`peer_ratios`]: each Strata query's latency over the fastest peer's;
 //! - [`runner`]: rounds over variants (A B C A B C ...), checkpoint, storage
 //!   figures and verification after each load;
 //! - [`report`]: metrics, table columns, JSON config and notes.
@@ -37,6 +38,7 @@ pub mod in_process;
 pub mod load;
 pub mod local_db;
 pub mod local_server;
+pub mod peer_ratios;
 pub mod peer_run;
 pub mod queries;
 pub mod report;

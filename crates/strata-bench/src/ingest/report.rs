@@ -17,6 +17,7 @@ use super::generator::{CpuSpec, FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
 use super::http_loader::WRITE_PRECISION;
 use super::load::{count_query, LoadOutcome};
 use super::local_server::SERVER_WORKER_THREADS;
+use super::peer_ratios::{add_to_fastest_peer, render_to_fastest_peer};
 use super::queries::{QueryOutcome, TsbsQuery, RELATIVE_TOLERANCE};
 use super::runner::{IngestOptions, StorageFacts, Variant};
 use super::scale_report::{add_per_mvalue, is_scale_key, render_scale_tables};
@@ -168,6 +169,11 @@ fn mode(opts: &IngestOptions) -> &'static str {
     }
 }
 
+/// Names of the run's peers (their result rows' `variant`).
+pub(super) fn peer_names(opts: &IngestOptions) -> Vec<&'static str> {
+    opts.peers.iter().map(|p| p.name()).collect()
+}
+
 /// How `peak_rss_mib` is measured (a note, and `config.peak_rss`).
 pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and the row count, before the queries (whose client runs in the benchmark process); peak rss growth: that peak less the resident size (VmRSS) at the reset; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight, under the PMem protocols the touched pages of the mapped emulated PMem pool, and what the allocator kept from earlier loads included: its growth is the load's own share); each peer's is its own process's";
 
@@ -236,6 +242,7 @@ pub fn print_table(report: &BenchReport) {
         ));
     }
     text.push_str(&render_scale_tables(report));
+    text.push_str(&render_to_fastest_peer(report));
     print!("{text}");
 }
 
@@ -376,6 +383,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
         .collect();
     report.columns = COLUMNS.iter().map(|c| c.to_string()).collect();
     add_per_mvalue(&mut report, &facts.queries);
+    add_to_fastest_peer(&mut report, &peer_names(opts), "");
     report.notes = notes(facts, local);
     report
 }

@@ -12,8 +12,9 @@
 use serde_json::{json, Map, Value};
 
 use super::generator::CpuSpec;
+use super::peer_ratios::add_to_fastest_peer;
 use super::queries::{per_mvalue_metric, QueryKind, TsbsQuery};
-use super::report::RunFacts;
+use super::report::{peer_names, RunFacts};
 use super::scale::ScaleRun;
 use crate::report::BenchReport;
 
@@ -42,7 +43,7 @@ const INGEST_COLUMNS: [(&str, &str); 12] = [
 /// Whether a result-row key stays out of the main table (shown in the
 /// scale tables, or only in the JSON).
 pub fn is_scale_key(key: &str) -> bool {
-    key.starts_with(SCALE_PREFIX) || key.ends_with("_per_mvalue")
+    key.starts_with(SCALE_PREFIX) || key.ends_with("_per_mvalue") || key.ends_with("_to_fastest_peer")
 }
 
 /// The latency metrics of `q` (InfluxQL, SQL) with their per-million-values
@@ -88,6 +89,7 @@ pub(super) fn add_scale_figures(report: &mut BenchReport, scale: &ScaleRun, fact
             row.insert(RATIO_TO_QUICK.into(), json!(large / quick));
         }
     }
+    add_to_fastest_peer(report, &peer_names(&facts.opts), SCALE_PREFIX);
     report
         .columns
         .extend(INGEST_COLUMNS.iter().map(|(k, _)| k.to_string()).filter(|k| k.starts_with(SCALE_PREFIX)));
@@ -131,11 +133,50 @@ pub(super) fn add_scale_figures(report: &mut BenchReport, scale: &ScaleRun, fact
 }
 
 /// A display-only report of `rows` with `columns`, rendered without notes.
-fn table(report: &BenchReport, title: &str, rows: Vec<Map<String, Value>>, columns: Vec<String>) -> String {
+pub(super) fn table(
+    report: &BenchReport,
+    title: &str,
+    rows: Vec<Map<String, Value>>,
+    columns: Vec<String>,
+) -> String {
     let mut t = BenchReport::new(title, report.machine.clone(), Value::Null);
     t.results = rows;
     t.columns = columns;
     t.render_table()
+}
+
+/// Display rows of query figures: one per result row and language
+/// (`<variant> influxql`, `<variant> sql`) that has any. `cells` gives, for
+/// a row and a query's latency metric in that language, the columns it
+/// fills (a value, or none). Columns come in first-seen order.
+pub(super) fn rows_per_language(
+    report: &BenchReport,
+    cells: impl Fn(&Map<String, Value>, QueryKind, &'static str) -> Vec<(String, Option<Value>)>,
+) -> (Vec<Map<String, Value>>, Vec<String>) {
+    let (mut rows, mut columns) = (Vec::new(), Vec::<String>::new());
+    for (language, metric_of) in
+        [("influxql", QueryKind::metric as fn(QueryKind) -> &'static str), ("sql", QueryKind::sql_metric)]
+    {
+        for r in &report.results {
+            let mut row = Map::new();
+            for kind in QueryKind::ALL {
+                for (column, value) in cells(r, kind, metric_of(kind)) {
+                    if !columns.contains(&column) {
+                        columns.push(column.clone());
+                    }
+                    if let Some(v) = value {
+                        row.insert(column, v);
+                    }
+                }
+            }
+            if !row.is_empty() {
+                let name = r.get("variant").and_then(Value::as_str).unwrap_or("?");
+                row.insert("variant".into(), json!(format!("{name} {language}")));
+                rows.push(row);
+            }
+        }
+    }
+    (rows, columns)
 }
 
 /// The ingest and query tables of a large run (empty otherwise).
@@ -159,38 +200,18 @@ pub fn render_scale_tables(report: &BenchReport) -> String {
         .collect();
     let ingest_columns = INGEST_COLUMNS.iter().map(|(_, to)| to.to_string()).collect();
     let mut text = table(report, "ingest at scale", ingest_rows, ingest_columns);
-    let mut query_rows = Vec::new();
-    let mut query_columns = Vec::new();
-    for (language, metric_of) in
-        [("influxql", QueryKind::metric as fn(QueryKind) -> &'static str), ("sql", QueryKind::sql_metric)]
-    {
-        for r in &report.results {
-            let mut row = Map::new();
-            for kind in QueryKind::ALL {
-                let m = metric_of(kind);
-                let pm = per_mvalue_metric(m);
-                for (shown, from) in [
-                    ("quick_ms", m.to_string()),
-                    ("scale_ms", format!("{SCALE_PREFIX}{m}")),
-                    ("quick_ms_per_mvalue", pm.clone()),
-                    ("scale_ms_per_mvalue", format!("{SCALE_PREFIX}{pm}")),
-                ] {
-                    let key = format!("{}_{shown}", kind.name());
-                    if !query_columns.contains(&key) {
-                        query_columns.push(key.clone());
-                    }
-                    if let Some(v) = r.get(&from) {
-                        row.insert(key, v.clone());
-                    }
-                }
-            }
-            if !row.is_empty() {
-                let name = r.get("variant").and_then(Value::as_str).unwrap_or("?");
-                row.insert("variant".into(), json!(format!("{name} {language}")));
-                query_rows.push(row);
-            }
-        }
-    }
+    let (query_rows, query_columns) = rows_per_language(report, |r, kind, m| {
+        let pm = per_mvalue_metric(m);
+        [
+            ("quick_ms", m.to_string()),
+            ("scale_ms", format!("{SCALE_PREFIX}{m}")),
+            ("quick_ms_per_mvalue", pm.clone()),
+            ("scale_ms_per_mvalue", format!("{SCALE_PREFIX}{pm}")),
+        ]
+        .into_iter()
+        .map(|(shown, from)| (format!("{}_{shown}", kind.name()), r.get(&from).cloned()))
+        .collect()
+    });
     if !query_rows.is_empty() {
         text.push_str(&table(report, "queries at scale", query_rows, query_columns));
     }

@@ -245,3 +245,41 @@ fn a_tiny_large_run_reports_scale_figures_beside_the_rounds() {
     main.config["scale"] = Value::Null;
     assert!(render_scale_tables(&main).is_empty(), "no scale tables without a large load");
 }
+
+#[test]
+fn strata_queries_are_set_against_the_fastest_peer_in_either_language() {
+    use super::peer_ratios::{add_to_fastest_peer, render_to_fastest_peer, to_fastest_peer_metric};
+    use crate::machine::Machine;
+    use crate::report::BenchReport;
+    use serde_json::json;
+    let machine = Machine::detect(
+        strata_pmem::PmemMode::Emulated,
+        String::new(),
+        strata_pmem::detected_flush_instruction(),
+    );
+    let mut report = BenchReport::new("ingest", machine, Value::Null);
+    let row = |v: Value| v.as_object().unwrap().clone();
+    report.results = vec![
+        row(
+            json!({"variant": "none", "lastpoint_ms": 6.0, "lastpoint_sql_ms": 1.5, "scale_lastpoint_ms": 30.0}),
+        ),
+        row(json!({"variant": "influxdb", "lastpoint_ms": 4.0, "scale_lastpoint_ms": 10.0})),
+        row(json!({"variant": "questdb", "lastpoint_sql_ms": 3.0, "scale_lastpoint_sql_ms": 20.0})),
+        row(json!({"variant": "victoriametrics", "rows_per_s": 1.0})),
+    ];
+    let peers = ["influxdb", "questdb", "victoriametrics"];
+    add_to_fastest_peer(&mut report, &peers, "");
+    add_to_fastest_peer(&mut report, &peers, "scale_");
+    assert_eq!(to_fastest_peer_metric("lastpoint_sql_ms"), "lastpoint_sql_to_fastest_peer");
+    let none = report.result("none").unwrap();
+    assert_eq!(none["lastpoint_to_fastest_peer"], 2.0, "6 ms over questdb's 3 ms");
+    assert_eq!(none["lastpoint_sql_to_fastest_peer"], 0.5);
+    assert_eq!(none["scale_lastpoint_to_fastest_peer"], 3.0, "30 ms over influxdb's 10 ms at scale");
+    assert!(report.result("influxdb").unwrap().get("lastpoint_to_fastest_peer").is_none(), "peers get none");
+    let table = render_to_fastest_peer(&report);
+    assert!(
+        table.contains("none influxql") && table.contains("none sql") && table.contains("lastpoint scale"),
+        "{table}"
+    );
+    assert!(!table.contains("influxdb sql"), "{table}");
+}
