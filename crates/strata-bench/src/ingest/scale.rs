@@ -1,6 +1,7 @@
 //! `--scale quick|default|large`: the size of an ingest run, and the large
 //! loads of `--scale large`. A large run is the `--quick` run (its rounds
-//! over every variant, queries and all) followed by one load per variant of
+//! over every variant, queries and all; its bodies streamed as well, so
+//! both sides of the ratio pay for generation) followed by one load per variant of
 //! 1,000 hosts x 1 day at 10 s (8.64 M rows, 86.4 M values): a fresh
 //! instance, an uncounted warm-up of the `--quick` size, the counted load
 //! streamed batch by batch from the generator (memory does not grow with

@@ -225,6 +225,7 @@ fn a_tiny_large_run_reports_scale_figures_beside_the_rounds() {
             "peak_rss_mib",
             "scale_disk_bytes_per_point",
             "scale_generating_s",
+            "generating_s",
             "scale_single_groupby_ms",
             "scale_single_groupby_sql_ms",
             "scale_lastpoint_ms_per_mvalue",
