@@ -534,7 +534,7 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
             opts.rows_per_host,
             dataset.values(),
             body_bytes as f64 / 1e6,
-            if dataset.stored().is_some() { "generated" } else { "counted (streamed during each load)" },
+            if dataset.stored().is_some() { "generated" } else { "to stream during each load; sized" },
             generate_time.as_secs_f64(),
             dataset.requests(),
             opts.batch_lines

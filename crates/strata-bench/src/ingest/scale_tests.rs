@@ -120,6 +120,47 @@ fn a_streamed_load_sends_every_body_once() {
     assert!(load(&sink, &stored, 2, &ProgressBar::hidden()).unwrap().generating.is_none());
 }
 
+/// Refuses every body after the first `ok`.
+struct FailAfter {
+    ok: usize,
+    taken: Mutex<usize>,
+}
+
+impl IngestEndpoint for FailAfter {
+    type Connection = ();
+    fn describe(&self) -> String {
+        "a failing endpoint".into()
+    }
+    fn prepare(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn connect(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn write_batch(&self, _: &mut (), _: &Batch) -> anyhow::Result<()> {
+        let mut taken = self.taken.lock().unwrap();
+        *taken += 1;
+        anyhow::ensure!(*taken <= self.ok, "refused");
+        Ok(())
+    }
+    fn count_rows(&self) -> anyhow::Result<u64> {
+        Ok(0)
+    }
+}
+
+#[test]
+fn a_failed_streamed_load_stops_its_generator_and_reports_the_error() {
+    // 200 bodies, a channel of a few: the generator is blocked on a full
+    // channel when the load fails, and must still end.
+    let streamed = Dataset::streamed(&CpuSpec::new(2, 10, 200), 10).unwrap();
+    for connections in [1, 2] {
+        let sink = FailAfter { ok: 3, taken: Mutex::new(0) };
+        let err = load(&sink, &streamed, connections, &ProgressBar::hidden()).unwrap_err();
+        assert!(format!("{err:#}").contains("refused"), "{err:#}");
+        assert!(*sink.taken.lock().unwrap() < 200, "the load stopped early");
+    }
+}
+
 #[test]
 fn peak_rss_is_the_high_water_mark_of_proc_status() {
     let status = "Name:\tx\nVmPeak:\t 9 kB\nVmHWM:\t    1928 kB\nVmRSS: 1 kB\n";
