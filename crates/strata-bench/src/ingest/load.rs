@@ -224,10 +224,13 @@ pub fn load<E: IngestEndpoint>(
             .collect();
         ready.wait();
         let start = Instant::now();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("load worker panicked")).collect();
+        let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         let elapsed = start.elapsed();
+        // Closed before any panic is passed on: a generating thread blocked on
+        // a full channel would otherwise keep the scope from ending.
         feed.close();
         let generating = generator.map(|g| g.join().expect("the generating thread panicked"));
+        let results: Vec<_> = joined.into_iter().map(|r| r.expect("load worker panicked")).collect();
         (results, elapsed, generating)
     });
     let mut outcome =
