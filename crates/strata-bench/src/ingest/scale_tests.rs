@@ -76,10 +76,20 @@ fn streamed_bytes_equal_the_in_memory_generators_output() {
 const GOLDEN_A: (usize, u64) = (33_055, 8_335_611_061_518_060_555);
 const GOLDEN_B: (usize, u64) = (109_576, 13_230_658_331_473_870_485);
 
-/// Takes every body it is sent (in whatever order the workers send them).
-struct Collect(Mutex<Vec<Batch>>);
+/// Takes every body it is sent (in whatever order the workers send them),
+/// refusing every one after the first `accept` if that is set.
+struct Sink {
+    accept: Option<usize>,
+    taken: Mutex<Vec<Batch>>,
+}
 
-impl IngestEndpoint for Collect {
+impl Sink {
+    fn new(accept: Option<usize>) -> Sink {
+        Sink { accept, taken: Mutex::new(Vec::new()) }
+    }
+}
+
+impl IngestEndpoint for Sink {
     type Connection = ();
     fn describe(&self) -> String {
         "a collecting endpoint".into()
@@ -91,11 +101,13 @@ impl IngestEndpoint for Collect {
         Ok(())
     }
     fn write_batch(&self, _: &mut (), batch: &Batch) -> anyhow::Result<()> {
-        self.0.lock().unwrap().push(batch.clone());
+        let mut taken = self.taken.lock().unwrap();
+        anyhow::ensure!(self.accept.is_none_or(|n| taken.len() < n), "refused");
+        taken.push(batch.clone());
         Ok(())
     }
     fn count_rows(&self) -> anyhow::Result<u64> {
-        Ok(self.0.lock().unwrap().iter().map(|b| b.lines).sum())
+        Ok(self.taken.lock().unwrap().iter().map(|b| b.lines).sum())
     }
 }
 
@@ -105,47 +117,19 @@ fn a_streamed_load_sends_every_body_once() {
     let streamed = Dataset::streamed(&spec, 9).unwrap();
     let stored = Dataset::generate(&spec, 9).unwrap();
     for connections in [1, 3] {
-        let sink = Collect(Mutex::new(Vec::new()));
+        let sink = Sink::new(None);
         let outcome = load(&sink, &streamed, connections, &ProgressBar::hidden()).unwrap();
         assert_eq!((outcome.rows, outcome.requests), (spec.rows(), streamed.requests()));
         assert!(outcome.generating.is_some(), "a streamed load says how long it generated");
-        let mut got = sink.0.into_inner().unwrap();
+        let mut got = sink.taken.into_inner().unwrap();
         let mut want = stored.stored().unwrap().to_vec();
         got.sort_by(|a, b| a.body.cmp(&b.body));
         want.sort_by(|a, b| a.body.cmp(&b.body));
         assert_eq!(got, want, "{connections} connections");
         assert_eq!(outcome.body_bytes, stored.body_bytes().unwrap());
     }
-    let sink = Collect(Mutex::new(Vec::new()));
+    let sink = Sink::new(None);
     assert!(load(&sink, &stored, 2, &ProgressBar::hidden()).unwrap().generating.is_none());
-}
-
-/// Refuses every body after the first `ok`.
-struct FailAfter {
-    ok: usize,
-    taken: Mutex<usize>,
-}
-
-impl IngestEndpoint for FailAfter {
-    type Connection = ();
-    fn describe(&self) -> String {
-        "a failing endpoint".into()
-    }
-    fn prepare(&self) -> anyhow::Result<()> {
-        Ok(())
-    }
-    fn connect(&self) -> anyhow::Result<()> {
-        Ok(())
-    }
-    fn write_batch(&self, _: &mut (), _: &Batch) -> anyhow::Result<()> {
-        let mut taken = self.taken.lock().unwrap();
-        *taken += 1;
-        anyhow::ensure!(*taken <= self.ok, "refused");
-        Ok(())
-    }
-    fn count_rows(&self) -> anyhow::Result<u64> {
-        Ok(0)
-    }
 }
 
 #[test]
@@ -154,10 +138,10 @@ fn a_failed_streamed_load_stops_its_generator_and_reports_the_error() {
     // channel when the load fails, and must still end.
     let streamed = Dataset::streamed(&CpuSpec::new(2, 10, 200), 10).unwrap();
     for connections in [1, 2] {
-        let sink = FailAfter { ok: 3, taken: Mutex::new(0) };
+        let sink = Sink::new(Some(3));
         let err = load(&sink, &streamed, connections, &ProgressBar::hidden()).unwrap_err();
         assert!(format!("{err:#}").contains("refused"), "{err:#}");
-        assert!(*sink.taken.lock().unwrap() < 200, "the load stopped early");
+        assert_eq!(sink.taken.lock().unwrap().len(), 3, "only the accepted bodies");
     }
 }
 
