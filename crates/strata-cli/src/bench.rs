@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use strata_bench::fir_recovery::{run_fir_recovery_bench, FirRecoveryOptions};
-use strata_bench::ingest::{default_protocols, rows_per_host_for, BenchDirs};
+use strata_bench::ingest::{default_protocols, rows_per_host_for, BenchDirs, Scale};
 use strata_bench::peers::parse_peer_list;
 use strata_bench::stream_queries::{run_stream_queries_bench, StreamQueriesOptions};
 use strata_bench::ycsb_ts::{self, ChildCommand, Variant, Workload, YcsbTsOptions};
@@ -251,9 +251,22 @@ struct IngestArgs {
     /// Write the JSON report here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// A smaller run (1 hour of data instead of 6; well under a minute).
-    #[arg(long)]
+    /// A smaller run (1 hour of data instead of 6; well under a minute): --scale quick.
+    #[arg(long, conflicts_with = "scale")]
     quick: bool,
+    /// The run's size: quick (100 hosts x 1 h, as --quick), default (100
+    /// hosts x 6 h), or large: the quick run, then one load per system of
+    /// 1,000 hosts x 1 day (8.64 M rows, streamed) after a quick-size
+    /// warm-up, with rows/s, query latency, peak RSS and bytes on disk per
+    /// point at scale beside the quick figures.
+    #[arg(long, value_name = "quick|default|large")]
+    scale: Option<String>,
+    /// With --scale large: hosts of the large load (default 1000).
+    #[arg(long)]
+    scale_hosts: Option<u32>,
+    /// With --scale large: time span of the large load (default 1d).
+    #[arg(long)]
+    scale_duration: Option<String>,
     /// Hosts (one series per host and field). Default 100.
     #[arg(long)]
     hosts: Option<u32>,
@@ -321,7 +334,24 @@ struct IngestArgs {
 
 impl IngestArgs {
     fn options(self) -> anyhow::Result<IngestOptions> {
-        let mut o = if self.quick { IngestOptions::quick() } else { IngestOptions::full() };
+        let scale = match (&self.scale, self.quick) {
+            (Some(s), _) => s.parse::<Scale>()?,
+            (None, true) => Scale::Quick,
+            (None, false) => Scale::Default,
+        };
+        let mut o = IngestOptions::at_scale(scale);
+        match (&mut o.scale, self.scale_hosts, &self.scale_duration) {
+            (_, None, None) => {}
+            (None, _, _) => anyhow::bail!("--scale-hosts and --scale-duration need --scale large"),
+            (Some(load), hosts, duration) => {
+                if let Some(h) = hosts {
+                    load.hosts = h;
+                }
+                if let Some(d) = duration {
+                    load.rows_per_host = rows_per_host_for(d)?;
+                }
+            }
+        }
         if let Some(h) = self.hosts {
             o.hosts = h;
         }

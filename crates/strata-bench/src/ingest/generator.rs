@@ -8,7 +8,7 @@
 //! Everything is derived from the seed: host `h` draws its tags, initial
 //! values and steps from its own ChaCha8 stream `h`, so the bytes do not
 //! depend on how generation is split up. Lines are written straight into
-//! byte buffers, `batch_lines` lines per request body.
+//! byte buffers; [`super::dataset`] cuts them into request bodies.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -226,60 +226,13 @@ impl CpuGenerator {
         self.next_row += n;
         n
     }
-}
 
-/// One request body: whole lines.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Batch {
-    pub body: Vec<u8>,
-    pub lines: u64,
-}
-
-/// The whole data set, generated up front (so generation is never timed)
-/// and split into request bodies.
-#[derive(Clone, Debug)]
-pub struct Dataset {
-    pub spec: CpuSpec,
-    /// [`MEASUREMENT`], or [`WARMUP_MEASUREMENT`] for the warm-up.
-    pub measurement: String,
-    pub batch_lines: u64,
-    pub batches: Vec<Batch>,
-}
-
-impl Dataset {
-    pub fn generate(spec: &CpuSpec, batch_lines: u64) -> anyhow::Result<Dataset> {
-        Dataset::generate_as(spec, batch_lines, MEASUREMENT)
-    }
-
-    /// [`Dataset::generate`] with every line in `measurement`.
-    pub fn generate_as(spec: &CpuSpec, batch_lines: u64, measurement: &str) -> anyhow::Result<Dataset> {
-        spec.check()?;
-        anyhow::ensure!(batch_lines >= 1, "a batch holds at least one line");
-        let mut generator = CpuGenerator::with_measurement(spec.clone(), measurement);
-        let mut batches = Vec::new();
-        while generator.remaining_rows() > 0 {
-            let mut body = Vec::with_capacity(batch_lines.min(generator.remaining_rows()) as usize * 400);
-            let lines = generator.write_rows(batch_lines, &mut body);
-            batches.push(Batch { body, lines });
-        }
-        Ok(Dataset { spec: spec.clone(), measurement: measurement.to_string(), batch_lines, batches })
-    }
-
-    pub fn rows(&self) -> u64 {
-        self.batches.iter().map(|b| b.lines).sum()
-    }
-
-    pub fn values(&self) -> u64 {
-        self.rows() * FIELDS_PER_ROW
-    }
-
-    /// Bytes of line protocol over all batches.
-    pub fn body_bytes(&self) -> u64 {
-        self.batches.iter().map(|b| b.body.len() as u64).sum()
-    }
-
-    /// Bytes of the largest request body.
-    pub fn max_body_bytes(&self) -> usize {
-        self.batches.iter().map(|b| b.body.len()).max().unwrap_or(0)
+    /// An upper bound on the bytes of one line: the longest host prefix,
+    /// every field at its widest (`100.00`) and a 20-character timestamp.
+    pub fn max_line_bytes(&self) -> usize {
+        let prefix = self.hosts.iter().map(|h| h.prefix.len()).max().unwrap_or(0);
+        let fields: usize = FIELD_NAMES.iter().map(|f| f.len() + "=100.00".len()).sum();
+        let commas = FIELD_NAMES.len() - 1;
+        prefix + fields + commas + " ".len() + "-9223372036854775808".len() + "\n".len()
     }
 }

@@ -8,7 +8,7 @@
 use anyhow::Context;
 use serde_json::Value;
 
-use super::generator::Batch;
+use super::dataset::Batch;
 use super::http_client::{form_encode, HttpConnection, HttpResponse, HttpUrl};
 use super::load::{count_in_influx_response, count_query, IngestEndpoint};
 

@@ -12,7 +12,7 @@ use strata_engine::Tables;
 use strata_influx::influxql::{execute, QueryParams};
 use strata_influx::line_protocol::{parse_lines, LineLimits, Precision};
 
-use super::generator::Batch;
+use super::dataset::Batch;
 use super::load::{count_in_influx_response, count_query, IngestEndpoint};
 
 pub struct InProcessTarget {

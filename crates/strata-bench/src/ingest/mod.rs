@@ -3,7 +3,9 @@
 //! protocol (DESIGN.md sections 5 and 6).
 //!
 //! - [`generator`]: the deterministic data set (hosts x 10 float fields,
-//!   ten tags, 10 s interval, seeded), written straight into request bodies;
+//!   ten tags, 10 s interval, seeded), written straight into byte buffers;
+//! - [`dataset`]: those rows cut into request bodies, generated up front or
+//!   streamed during the load (`--scale large`);
 //! - [`load`]: the [`IngestEndpoint`] trait and the parallel loader (N
 //!   connections, batches of B lines, latency per request in an HdrHistogram);
 //! - [`http_client`] and [`http_loader`]: any InfluxDB-v1-compatible HTTP
@@ -17,10 +19,18 @@
 //!   SQL, canonical answers compared across systems, median latencies;
 //! - [`warmup`]: the uncounted warm-up load every system's fresh instance
 //!   takes into a database of its own before its counted load;
+//! - [`checks`]: every load's row count and query answers verified, its
+//!   figures collected;
+//! - [`rss`]: peak resident memory of each system's server process;
+//! - [`scale`] and [`scale_report`]: `--scale quick|default|large`, the
+//!   large streamed loads and their figures beside the rounds';
+//! - [`peer_ratios`]: each Strata query's latency over the fastest peer's;
 //! - [`runner`]: rounds over variants (A B C A B C ...), checkpoint, storage
 //!   figures and verification after each load;
 //! - [`report`]: metrics, table columns, JSON config and notes.
 
+pub mod checks;
+pub mod dataset;
 pub mod generator;
 pub mod http_client;
 pub mod http_loader;
@@ -28,21 +38,29 @@ pub mod in_process;
 pub mod load;
 pub mod local_db;
 pub mod local_server;
+pub mod peer_ratios;
 pub mod peer_run;
 pub mod queries;
 pub mod report;
+pub mod rss;
 pub mod runner;
+pub mod scale;
+pub mod scale_report;
 pub mod warmup;
 
 #[cfg(test)]
 pub(crate) mod queries_tests;
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 mod tests;
 
-pub use generator::{CpuGenerator, CpuSpec, Dataset};
+pub use dataset::{Batch, BatchStream, Dataset};
+pub use generator::{CpuGenerator, CpuSpec};
 pub use http_client::HttpUrl;
 pub use http_loader::HttpTarget;
 pub use in_process::InProcessTarget;
 pub use load::{load, IngestEndpoint, LoadOutcome};
 pub use local_db::BenchDirs;
 pub use runner::{default_protocols, load_order, rows_per_host_for, run_ingest_bench, IngestOptions};
+pub use scale::{Scale, ScaleLoad, UnknownScale};

@@ -9,12 +9,15 @@
 //! rest less the warm-up's share (then the directory is removed; `Drop`
 //! kills the process on any error). With `--queries`, the TSBS-style
 //! queries run before the stop (InfluxDB: InfluxQL, QuestDB: SQL;
-//! VictoriaMetrics: none).
+//! VictoriaMetrics: none). The peer process's peak RSS ([`super::rss`]) is
+//! reset after the warm-up and read after the load's quiesce step and
+//! count, before the queries.
 
-use super::generator::Dataset;
+use super::dataset::Dataset;
 use super::load::IngestEndpoint;
 use super::queries::{run_queries, tsbs_queries};
 use super::report::{load_metrics, Metrics, VariantResult};
+use super::rss::RssWatch;
 use super::runner::{load_counted, progress_bar, IngestOptions};
 use super::warmup::{counted_bytes_at_rest, warm_up, warmup_db};
 use crate::peers::{Installed, PeerEndpoint, RunningPeer};
@@ -44,6 +47,7 @@ pub(super) fn run_peer(
         baseline_bytes = settled.bytes;
         warmup_endpoint = Some(endpoint);
     }
+    let rss = peer.process.pid().map(RssWatch::start);
     peer.endpoint.prepare()?;
     let progress = progress_bar(opts.print, dataset.rows(), label.clone());
     let endpoint = peer.endpoint.clone();
@@ -56,6 +60,11 @@ pub(super) fn run_peer(
             quiesced.time.as_secs_f64()
         );
     }
+    // Before the queries, as for Strata (whose process runs the query client).
+    let (peak_rss, rss_note) = match rss {
+        Some(rss) => rss.finish(&format!("{label} ({} process)", installed.kind)),
+        None => (Vec::new(), Some(format!("{label}: no process id for the peak RSS"))),
+    };
     let queries = match installed.kind.query_target(&peer.endpoint.http.url) {
         Some(target) if opts.queries => {
             run_queries(&target, &opts.db, &tsbs_queries(&dataset.spec, opts.seed), opts.query_runs)
@@ -68,7 +77,14 @@ pub(super) fn run_peer(
     let mut metrics = load_metrics(&outcome);
     metrics.extend(disk_metrics(at_rest_bytes, quiesced.bytes, baseline_bytes, outcome.values()));
     metrics.push(("quiesce_s", quiesced.time.as_secs_f64()));
-    Ok(VariantResult { metrics, checkpoints_during_load: 0, counted, queries })
+    metrics.extend(peak_rss);
+    Ok(VariantResult {
+        metrics,
+        checkpoints_during_load: 0,
+        counted,
+        queries,
+        notes: rss_note.into_iter().collect(),
+    })
 }
 
 /// `disk_bytes_per_point`: the data directory at rest after the load (the

@@ -116,6 +116,23 @@ pub struct TsbsQuery {
     /// Strata's SQL (DataFusion over the PostgreSQL protocol): `date_bin`
     /// buckets, `last_value(x ORDER BY time)`; times as ns (`BIGINT`).
     pub pg_sql: String,
+    /// Values in the query's scope: hosts it names x fields it names x rows
+    /// per host in its time window (what a full scan would read; the
+    /// denominator of `<query>_ms_per_mvalue`).
+    pub scope_values: u64,
+}
+
+impl TsbsQuery {
+    /// Milliseconds per million values of its scope.
+    pub fn ms_per_mvalue(&self, ms: f64) -> f64 {
+        ms / (self.scope_values.max(1) as f64 / 1e6)
+    }
+}
+
+/// `ms` metric name -> its per-million-values metric (`single_groupby_ms`
+/// -> `single_groupby_ms_per_mvalue`).
+pub fn per_mvalue_metric(ms_metric: &str) -> String {
+    format!("{ms_metric}_per_mvalue")
 }
 
 /// `2016-01-01T00:00:00.000000Z` for nanoseconds since the epoch (microsecond precision).
@@ -169,6 +186,19 @@ pub fn tsbs_queries(spec: &CpuSpec, seed: u64) -> Vec<TsbsQuery> {
         FIELD_NAMES.iter().map(|f| format!("max({f}) AS {f}")).collect::<Vec<_>>().join(", ");
     let fields = FIELD_NAMES.join(", ");
     let m = MEASUREMENT;
+    let rows_until = |to: i64| {
+        let span = (to.saturating_sub(start)).max(0) as u64;
+        span.div_ceil(spec.interval_ns.max(1) as u64).min(spec.rows_per_host)
+    };
+    let hosts = spec.hosts as u64;
+    let all_fields = FIELD_NAMES.len() as u64;
+    let scope = |kind: QueryKind| match kind {
+        QueryKind::SingleGroupby => rows_until(until(1)),
+        QueryKind::DoubleGroupby => hosts * rows_until(until(12)),
+        QueryKind::MaxAll8 => eight.len() as u64 * all_fields * rows_until(until(8)),
+        QueryKind::Lastpoint => hosts * all_fields * spec.rows_per_host,
+        QueryKind::HighCpuAll => hosts * all_fields * rows_until(until(12)),
+    };
     QueryKind::ALL
         .iter()
         .map(|&kind| {
@@ -238,7 +268,7 @@ pub fn tsbs_queries(spec: &CpuSpec, seed: u64) -> Vec<TsbsQuery> {
                     pg_time(until(12))
                 ),
             };
-            TsbsQuery { kind, influxql, sql, pg_sql }
+            TsbsQuery { kind, influxql, sql, pg_sql, scope_values: scope(kind) }
         })
         .collect()
 }

@@ -11,7 +11,8 @@ use strata_engine::Protocol;
 use strata_influx::line_protocol::{parse_lines, LineLimits, Precision};
 use strata_series::FieldValue;
 
-use super::generator::{CpuSpec, Dataset, FIELD_NAMES};
+use super::dataset::Dataset;
+use super::generator::{CpuSpec, FIELD_NAMES};
 use super::http_loader::HttpTarget;
 use super::load::{load, IngestEndpoint};
 use super::local_db::{BenchDirs, LocalDb};
@@ -110,7 +111,7 @@ fn answers_from_every_shape_become_the_same_canonical_form() {
 /// The five answers computed from the generated lines themselves.
 pub(crate) fn expected_answers(data: &Dataset, seed: u64) -> BTreeMap<QueryKind, Answer> {
     let spec = &data.spec;
-    let body: Vec<u8> = data.batches.iter().flat_map(|b| b.body.iter().copied()).collect();
+    let body: Vec<u8> = data.stream().flat_map(|b| b.body).collect();
     let points = parse_lines(&body, Precision::Nanoseconds, 0, &LineLimits::default()).points;
     let rows: Vec<(String, i64, Vec<f64>)> = points
         .iter()

@@ -17,8 +17,10 @@ use super::generator::{CpuSpec, FIELDS_PER_ROW, FIELD_NAMES, MEASUREMENT};
 use super::http_loader::WRITE_PRECISION;
 use super::load::{count_query, LoadOutcome};
 use super::local_server::SERVER_WORKER_THREADS;
+use super::peer_ratios::{add_to_fastest_peer, render_to_fastest_peer};
 use super::queries::{QueryOutcome, TsbsQuery, RELATIVE_TOLERANCE};
 use super::runner::{IngestOptions, StorageFacts, Variant};
+use super::scale_report::{add_per_mvalue, is_scale_key, render_scale_tables};
 use crate::machine::{fs_type, load_note, Machine};
 use crate::measure::Samples;
 use crate::peers::PeerKind;
@@ -31,7 +33,7 @@ pub(super) type Metrics = Vec<(&'static str, f64)>;
 pub const RAW_BYTES_PER_POINT: u64 = 16;
 
 /// Table and JSON column order.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 24] = [
     "rows_per_s",
     "values_per_s",
     "ratio_to_none",
@@ -40,6 +42,8 @@ pub const COLUMNS: [&str; 22] = [
     "disk_bytes_per_point",
     "disk_growth_bytes_per_point",
     "quiesce_s",
+    "peak_rss_mib",
+    "peak_rss_growth_mib",
     "single_groupby_ms",
     "double_groupby_ms",
     "max_all_8_ms",
@@ -82,6 +86,9 @@ pub(super) struct VariantResult {
     pub counted: Counted,
     /// `--queries`: each query's answer and median latency (or error).
     pub queries: Vec<QueryOutcome>,
+    /// What the figures of this load do not say by themselves (a peak RSS
+    /// since the process started, or none).
+    pub notes: Vec<String>,
 }
 
 /// Throughput and acknowledgement latency of one load.
@@ -92,6 +99,9 @@ pub(super) fn load_metrics(outcome: &LoadOutcome) -> Metrics {
         ("latency_ms_p50", outcome.latency_ms(0.50)),
         ("latency_ms_p99", outcome.latency_ms(0.99)),
     ]
+    .into_iter()
+    .chain(outcome.generating.map(|g| ("generating_s", g.as_secs_f64())))
+    .collect()
 }
 
 /// Sizes on SSD and PMem and persist counts of one load into a local Strata.
@@ -146,6 +156,9 @@ pub(super) struct RunFacts {
     pub queries: Vec<TsbsQuery>,
     /// `--queries`: rows in each query's reference answer, and whose it is.
     pub query_answer_rows: Vec<(&'static str, usize, String)>,
+    /// What single loads' figures do not say by themselves (a peak RSS not
+    /// reset before its load, say).
+    pub load_notes: Vec<String>,
 }
 
 fn mode(opts: &IngestOptions) -> &'static str {
@@ -155,6 +168,14 @@ fn mode(opts: &IngestOptions) -> &'static str {
         (None, false) => "http",
     }
 }
+
+/// Names of the run's peers (their result rows' `variant`).
+pub(super) fn peer_names(opts: &IngestOptions) -> Vec<&'static str> {
+    opts.peers.iter().map(|p| p.name()).collect()
+}
+
+/// How `peak_rss_mib` is measured (a note, and `config.peak_rss`).
+pub const PEAK_RSS_NOTE: &str = "peak RSS: VmHWM of the server process, reset (echo 5 > /proc/PID/clear_refs) after the warm-up and read after the load, its flush and the row count, before the queries (whose client runs in the benchmark process); peak rss growth: that peak less the resident size (VmRSS) at the reset; Strata's server runs inside the benchmark process, so its figure is that process's (the loader's bodies in flight, under the PMem protocols the touched pages of the mapped emulated PMem pool, and what the allocator kept from earlier loads included: its growth is the load's own share); each peer's is its own process's";
 
 /// Result-row keys that hold text, not numbers (not shown as table columns).
 pub const TEXT_KEYS: [&str; 2] = ["peer_version", "durability"];
@@ -208,6 +229,7 @@ pub fn print_table(report: &BenchReport) {
         for k in TEXT_KEYS {
             row.remove(k);
         }
+        row.retain(|k, _| !is_scale_key(k));
     }
     let mut text = shown.render_table();
     for row in &report.results {
@@ -219,6 +241,8 @@ pub fn print_table(report: &BenchReport) {
             get("durability")
         ));
     }
+    text.push_str(&render_scale_tables(report));
+    text.push_str(&render_to_fastest_peer(report));
     print!("{text}");
 }
 
@@ -314,6 +338,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
         config["disk_bytes"] = json!(disk_note(facts.warmup.is_some()));
     }
     config["verification_failures"] = json!(facts.verification_failures);
+    config["peak_rss"] = json!(PEAK_RSS_NOTE);
     if !facts.queries.is_empty() {
         config["queries"] = json!(facts
             .queries
@@ -327,6 +352,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
                     "influxql": q.influxql,
                     "questdb_sql": q.sql,
                     "strata_sql": q.pg_sql,
+                    "scope_values": q.scope_values,
                 })
             })
             .collect::<Vec<_>>());
@@ -336,6 +362,7 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
             "compared with the first system's answer per query, relative tolerance {RELATIVE_TOLERANCE}"
         ));
         config["query_errors"] = json!(facts.query_errors);
+        config["query_scope"] = json!("<query>_ms_per_mvalue: median latency / (values in the query's scope / 10^6); scope = hosts the query names x fields it names x rows per host in its time window (lastpoint: every row), what a full scan would read, not what a system actually reads");
         config["query_answer_rows"] = json!(facts
             .query_answer_rows
             .iter()
@@ -355,6 +382,8 @@ pub(super) fn build_report(facts: &RunFacts, variants: &[Variant], samples: &[Sa
         })
         .collect();
     report.columns = COLUMNS.iter().map(|c| c.to_string()).collect();
+    add_per_mvalue(&mut report, &facts.queries);
+    add_to_fastest_peer(&mut report, &peer_names(opts), "");
     report.notes = notes(facts, local);
     report
 }
@@ -429,6 +458,11 @@ fn notes(facts: &RunFacts, local: bool) -> Vec<String> {
                 facts.query_answer_rows.iter().map(|(q, n, _)| format!("{q} {n}")).collect::<Vec<_>>().join(", ")
             ));
         }
+        notes.push(PEAK_RSS_NOTE.into());
+        let mut load_notes = facts.load_notes.clone();
+        load_notes.sort();
+        load_notes.dedup();
+        notes.extend(load_notes);
         if !opts.peers.is_empty() {
             notes.push("peers: a fresh instance per load on 127.0.0.1, same batches, connections and /write?precision=n as Strata; Strata's server runs inside the benchmark process, peers in their own".into());
         }

@@ -8,9 +8,10 @@
 //! in-process), remote HTTP targets (no warm-up: not our instance), or peers
 //! (InfluxDB, VictoriaMetrics, QuestDB; [`crate::peers`]) started afresh for
 //! every load. A count that differs from the rows loaded is printed loudly
-//! and fails the run once the table and the JSON are out.
+//! and fails the run once the table and the JSON are out ([`super::checks`]).
+//! `--scale large` adds one large, streamed load per variant after the
+//! rounds ([`super::scale`]).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -19,7 +20,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use strata_engine::Protocol;
 use strata_pmem::PersistStats;
 
-use super::generator::{CpuSpec, Dataset, INTERVAL_NS};
+use super::checks::{Checks, ReferenceAnswers};
+use super::dataset::Dataset;
+use super::generator::{CpuSpec, INTERVAL_NS};
 use super::http_client::HttpUrl;
 use super::http_loader::HttpTarget;
 use super::in_process::InProcessTarget;
@@ -27,12 +30,13 @@ use super::load::{load, IngestEndpoint, LoadOutcome};
 use super::local_db::{pmem_log_bytes_for, BenchDirs, LocalDb};
 use super::local_server::LocalServer;
 use super::peer_run::{disk_metrics, run_peer};
-use super::queries::{
-    compare_answers, run_queries, tsbs_queries, Answer, Language, QueryKind, QueryOutcome, QueryTarget,
-};
+use super::queries::{run_queries, tsbs_queries, QueryTarget};
 use super::report::{
     build_report, load_metrics, print_table, storage_metrics, Counted, RunFacts, VariantResult,
 };
+use super::rss::RssWatch;
+use super::scale::{run_scale_loads, ScaleLoad};
+use super::scale_report::add_scale_figures;
 use super::warmup::{counted_bytes_at_rest, warm_up, warmup_dataset, warmup_db};
 use crate::machine::load_average_1m;
 use crate::peers::disk::allocated_bytes;
@@ -90,6 +94,10 @@ pub struct IngestOptions {
     /// Give every system's fresh instance an uncounted warm-up load before
     /// the counted one ([`super::warmup`]; not for `--target`).
     pub warmup: bool,
+    /// `--scale large`: after the rounds, one load of this size per variant
+    /// (streamed, after a warm-up of the `--quick` size), compared with the
+    /// rounds' figures ([`super::scale`]).
+    pub scale: Option<ScaleLoad>,
     /// Print progress (stderr) and the table (stdout).
     pub print: bool,
 }
@@ -116,6 +124,7 @@ impl IngestOptions {
             queries: false,
             query_runs: 5,
             warmup: true,
+            scale: None,
             print: true,
         }
     }
@@ -143,6 +152,13 @@ impl IngestOptions {
             "--queries runs over HTTP against a local Strata and the peers; not with --in-process or --target"
         );
         anyhow::ensure!(
+            !(self.scale.is_some() && self.target.is_some()),
+            "--scale large loads fresh local instances (Strata and peers); not with --target"
+        );
+        if let Some(s) = &self.scale {
+            s.spec(self.seed).check()?;
+        }
+        anyhow::ensure!(
             self.target.is_some() || !self.protocols.is_empty() || !self.peers.is_empty(),
             "--protocols is empty"
         );
@@ -151,6 +167,11 @@ impl IngestOptions {
 
     pub fn spec(&self) -> CpuSpec {
         CpuSpec::new(self.seed, self.hosts, self.rows_per_host)
+    }
+
+    /// The large load's data (`--scale large`), same seed.
+    pub fn scale_spec(&self) -> Option<CpuSpec> {
+        self.scale.map(|s| s.spec(self.seed))
     }
 }
 
@@ -215,7 +236,7 @@ impl Variant {
 
     /// Whether a failed count query fails the run (local Strata and peers)
     /// or only warns (a remote endpoint may not speak InfluxQL).
-    fn count_required(&self) -> bool {
+    pub(super) fn count_required(&self) -> bool {
         !matches!(self, Variant::Remote { .. })
     }
 }
@@ -338,6 +359,7 @@ fn run_local(
         // load starts from a clean log, and its checkpoint seals only its points.
         engine.checkpoint().context("checkpoint after the warm-up")?;
     }
+    let rss = RssWatch::this_process();
     let baseline_disk_bytes = allocated_bytes(&local.data_dir_path)?;
     let stats_before = engine.stats();
     let persist_before = local.persist_stats();
@@ -359,7 +381,7 @@ fn run_local(
             log_throttled_ns: loaded.log_throttled_ns - stats_before.log_throttled_ns,
         })
     };
-    let progress = progress_bar(opts.print, dataset.rows(), label);
+    let progress = progress_bar(opts.print, dataset.rows(), label.clone());
     let (outcome, storage, counted) = match &server {
         Some(server) => {
             let endpoint = HttpTarget::new(server.url(), &opts.db);
@@ -372,6 +394,8 @@ fn run_local(
             load_counted(&endpoint, dataset, opts, &progress, after_load)?
         }
     };
+    // Before the queries: their client (answers parsed into maps) runs in this process too.
+    let (peak_rss, rss_note) = rss.finish(&label_of_server(&label));
     let queries = match &server {
         // InfluxQL and SQL alternate query by query, so both see the same machine state.
         Some(server) if opts.queries => {
@@ -402,7 +426,19 @@ fn run_local(
         storage.baseline_disk_bytes,
         outcome.values(),
     ));
-    Ok(VariantResult { metrics, checkpoints_during_load: storage.checkpoints_during_load, counted, queries })
+    metrics.extend(peak_rss);
+    Ok(VariantResult {
+        metrics,
+        checkpoints_during_load: storage.checkpoints_during_load,
+        counted,
+        queries,
+        notes: rss_note.into_iter().collect(),
+    })
+}
+
+/// Who [`RssWatch::finish`] names for a local load.
+fn label_of_server(label: &str) -> String {
+    format!("{label} (the benchmark process, Strata's server inside)")
 }
 
 fn run_remote(
@@ -419,16 +455,8 @@ fn run_remote(
         checkpoints_during_load: 0,
         counted,
         queries: Vec::new(),
+        notes: Vec::new(),
     })
-}
-
-/// One system's SQL latency for `kind` over its InfluxQL latency, when it
-/// answered in both.
-fn sql_to_influxql(outcomes: &[QueryOutcome], kind: QueryKind) -> Option<f64> {
-    let ms = |language: Language| {
-        outcomes.iter().find(|o| o.kind == kind && o.language == language)?.result.as_ref().ok().map(|r| r.1)
-    };
-    Some(ms(Language::Sql)? / ms(Language::InfluxQl)?)
 }
 
 /// Installs (if needed) the peers of `opts`; a peer that cannot be had is an
@@ -456,17 +484,42 @@ fn prepare_peers(opts: &IngestOptions) -> anyhow::Result<Vec<Installed>> {
     Ok(ready)
 }
 
+/// One load of `dataset` into `v` (named `label` in messages), after the
+/// warm-up where `v` is a fresh instance of ours.
+pub(super) fn run_variant(
+    v: &Variant,
+    dataset: &Dataset,
+    warmup: Option<&Dataset>,
+    opts: &IngestOptions,
+    label: &str,
+) -> anyhow::Result<VariantResult> {
+    match v {
+        Variant::Local(p) => run_local(*p, dataset, warmup, opts, label.to_string()),
+        Variant::Remote { target, .. } => run_remote(target, dataset, opts, label.to_string()),
+        Variant::Peer(installed) => run_peer(installed, dataset, warmup, opts, label.to_string()),
+    }
+    .with_context(|| label.to_string())
+}
+
 /// Runs the ingest benchmark, prints its table (if `print`), writes its JSON
 /// (if `json_path`) and returns the report. A variant that does not hold
 /// every row after its load is printed loudly and fails the run (after the
-/// table and the JSON, which list the failures).
+/// table and the JSON, which list the failures). With `--scale large`, the
+/// rounds are followed by one large load per variant ([`super::scale`]).
 pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     opts.check()?;
     let peers = prepare_peers(opts)?;
     let load_at_start = load_average_1m();
     let generated_at = Instant::now();
-    let dataset = Dataset::generate(&opts.spec(), opts.batch_lines)?;
-    let warmup = warmup_dataset(opts)?;
+    // A large run streams the rounds' loads too: both sides of its
+    // scale-to-quick ratio then pay for generation alike.
+    let dataset = match opts.scale {
+        Some(_) => Dataset::streamed(&opts.spec(), opts.batch_lines)?,
+        None => Dataset::generate(&opts.spec(), opts.batch_lines)?,
+    };
+    let warmup = warmup_dataset(opts, &opts.spec())?;
+    let body_bytes =
+        dataset.body_bytes().unwrap_or_else(|| dataset.stream().map(|b| b.body.len() as u64).sum());
     let generate_time = generated_at.elapsed();
     let target = match &opts.target {
         Some(url) => Some(HttpTarget::new(HttpUrl::parse(url)?, &opts.db)),
@@ -475,14 +528,15 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     let variants = variants_in_order(&opts.protocols, peers, target);
     if opts.print {
         eprintln!(
-            "ingest bench: {} rows ({} hosts x {} rows, {} values, {:.1} MB of line protocol) generated in {:.2} s; {} requests of {} lines per load",
+            "ingest bench: {} rows ({} hosts x {} rows, {} values, {:.1} MB of line protocol) {} in {:.2} s; {} requests of {} lines per load",
             dataset.rows(),
             opts.hosts,
             opts.rows_per_host,
             dataset.values(),
-            dataset.body_bytes() as f64 / 1e6,
+            body_bytes as f64 / 1e6,
+            if dataset.stored().is_some() { "generated" } else { "to stream during each load; sized" },
             generate_time.as_secs_f64(),
-            dataset.batches.len(),
+            dataset.requests(),
             opts.batch_lines
         );
         if let Some(w) = &warmup {
@@ -511,9 +565,9 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
     }
     let mut samples: Vec<crate::measure::Samples> = variants.iter().map(|_| Default::default()).collect();
     let mut checkpoints_during_load = 0;
-    let mut failures: Vec<String> = Vec::new();
-    let mut query_errors: Vec<String> = Vec::new();
-    let mut reference_answers: BTreeMap<QueryKind, (String, Answer)> = BTreeMap::new();
+    let mut checks = Checks::default();
+    let mut answers = ReferenceAnswers::default();
+    let mut load_notes: Vec<String> = Vec::new();
     let started = Instant::now();
     let mut rows_per_s = vec![f64::NAN; variants.len()];
     let mut unsettled_loads = 0u32;
@@ -522,80 +576,15 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
         if !crate::settle::settle().1 {
             unsettled_loads += 1;
         }
-        {
-            // `s` borrows `samples` only in this block (the ratios below need all of them).
-            let (v, s) = (&variants[at], &mut samples[at]);
-            let label = format!("round {}/{} {}", round + 1, opts.rounds, v.name());
-            let result = match v {
-                Variant::Local(p) => run_local(*p, &dataset, warmup.as_ref(), opts, label.clone()),
-                Variant::Remote { target, .. } => run_remote(target, &dataset, opts, label.clone()),
-                Variant::Peer(installed) => {
-                    run_peer(installed, &dataset, warmup.as_ref(), opts, label.clone())
-                }
-            }
-            .with_context(|| label.clone())?;
-            if let Some(failure) = result.counted.failure(dataset.rows()) {
-                // A remote target may not speak InfluxQL: only a count it gave must match.
-                let query_failed = matches!(result.counted, Counted::Failed(_));
-                if v.count_required() || !query_failed {
-                    eprintln!("ingest bench: !!!!! VERIFICATION FAILED: {label}: {failure} !!!!!");
-                    failures.push(format!("{label}: {failure}"));
-                } else if opts.print {
-                    eprintln!("ingest bench: warning: {label}: {failure}");
-                }
-            }
-            for kind in QueryKind::ALL {
-                if let Some(ratio) = sql_to_influxql(&result.queries, kind) {
-                    s.push(kind.sql_ratio_metric(), ratio);
-                }
-            }
-            for q in &result.queries {
-                match &q.result {
-                    Ok((answer, ms)) => {
-                        s.push(q.metric(), *ms);
-                        match reference_answers.get(&q.kind) {
-                            None => {
-                                reference_answers.insert(q.kind, (v.name(), answer.clone()));
-                            }
-                            Some((by, reference)) => {
-                                if let Err(diff) = compare_answers(reference, answer) {
-                                    let f = format!(
-                                        "{label}: query {} answers differently from {by}: {diff}",
-                                        q.kind.name()
-                                    );
-                                    eprintln!("ingest bench: !!!!! QUERY ANSWERS DIFFER: {f} !!!!!");
-                                    failures.push(f);
-                                }
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let f = format!("{label}: query {} failed: {e}", q.kind.name());
-                        eprintln!("ingest bench: warning: {f}");
-                        query_errors.push(f);
-                    }
-                }
-            }
-            checkpoints_during_load += result.checkpoints_during_load;
-            let mut this_rows_per_s = f64::NAN;
-            for (metric, value) in &result.metrics {
-                if *metric == "rows_per_s" {
-                    this_rows_per_s = *value;
-                }
-                s.push(metric, *value);
-            }
-            if opts.print {
-                let get =
-                    |m: &str| result.metrics.iter().find(|(k, _)| *k == m).map_or(f64::NAN, |(_, v)| *v);
-                eprintln!(
-                    "ingest bench: {label}: {:.0} rows/s, ack p50 {:.2} ms, p99 {:.2} ms, {:.2} disk bytes/point",
-                    this_rows_per_s,
-                    get("latency_ms_p50"),
-                    get("latency_ms_p99"),
-                    get("disk_bytes_per_point"),
-                );
-            }
-            rows_per_s[at] = this_rows_per_s;
+        let v = &variants[at];
+        let label = format!("round {}/{} {}", round + 1, opts.rounds, v.name());
+        let result = run_variant(v, &dataset, warmup.as_ref(), opts, &label)?;
+        let figures = checks.check(v, &label, &result, dataset.rows(), &mut answers, opts.print);
+        checkpoints_during_load += result.checkpoints_during_load;
+        load_notes.extend(result.notes);
+        rows_per_s[at] = figures.iter().find(|(m, _)| *m == "rows_per_s").map_or(f64::NAN, |(_, v)| *v);
+        for (metric, value) in figures {
+            samples[at].push(metric, value);
         }
         let round_done = order.get(i + 1).is_none_or(|&(next, _)| next != round);
         if let Some(none_at) = variants.iter().position(|v| matches!(v, Variant::Local(Protocol::None))) {
@@ -607,28 +596,34 @@ pub fn run_ingest_bench(opts: &IngestOptions) -> anyhow::Result<BenchReport> {
             }
         }
     }
+    let scale = match opts.scale_spec() {
+        Some(spec) => Some(run_scale_loads(&variants, &spec, opts, &mut checks, &mut unsettled_loads)?),
+        None => None,
+    };
+    let failures = checks.failures.clone();
     let facts = RunFacts {
         opts: opts.clone(),
         warmup: warmup.as_ref().map(|w| (w.spec.clone(), warmup_db(&opts.db), w.measurement.clone())),
         dataset_rows: dataset.rows(),
         dataset_values: dataset.values(),
-        body_bytes: dataset.body_bytes(),
-        requests_per_load: dataset.batches.len() as u64,
+        body_bytes,
+        requests_per_load: dataset.requests(),
         pmem_log_bytes: log_bytes_for(Protocol::SerialPmem, dataset.rows()),
         declog_file_bytes: log_bytes_for(Protocol::DeclogPmem, dataset.rows()),
         load_average_1m: [load_at_start, load_average_1m()],
         unsettled_loads,
         checkpoints_during_load,
         run_time: started.elapsed(),
-        verification_failures: failures.clone(),
-        query_errors,
-        query_answer_rows: reference_answers
-            .iter()
-            .map(|(k, (by, a))| (k.name(), a.rows.len(), by.clone()))
-            .collect(),
+        verification_failures: checks.failures,
+        query_errors: checks.query_errors,
+        query_answer_rows: answers.rows(),
         queries: if opts.queries { tsbs_queries(&dataset.spec, opts.seed) } else { Vec::new() },
+        load_notes,
     };
-    let report = build_report(&facts, &variants, &samples);
+    let mut report = build_report(&facts, &variants, &samples);
+    if let Some(scale) = &scale {
+        add_scale_figures(&mut report, scale, &facts);
+    }
     if opts.print {
         print_table(&report);
     }

@@ -15,7 +15,8 @@ use strata_engine::Protocol;
 use strata_influx::line_protocol::{parse_lines, LineLimits, Precision};
 use strata_series::{FieldValue, SeriesStore};
 
-use super::generator::{CpuSpec, Dataset, DEFAULT_START_NS, FIELD_NAMES, INTERVAL_NS};
+use super::dataset::Dataset;
+use super::generator::{CpuSpec, DEFAULT_START_NS, FIELD_NAMES, INTERVAL_NS};
 use super::http_client::{form_encode, HttpConnection, HttpUrl};
 use super::http_loader::HttpTarget;
 use super::in_process::InProcessTarget;
@@ -26,7 +27,7 @@ use super::report::COLUMNS;
 use super::runner::{load_order, rows_per_host_for, run_ingest_bench, IngestOptions};
 
 fn concat(d: &Dataset) -> Vec<u8> {
-    d.batches.iter().flat_map(|b| b.body.iter().copied()).collect()
+    d.stored().unwrap().iter().flat_map(|b| b.body.iter().copied()).collect()
 }
 
 #[test]
@@ -35,12 +36,13 @@ fn same_seed_gives_the_same_bytes_however_batched() {
     let a = Dataset::generate(&spec, 5).unwrap();
     let b = Dataset::generate(&spec, 5).unwrap();
     let c = Dataset::generate(&spec, 1000).unwrap();
-    assert_eq!(a.batches, b.batches);
+    assert_eq!(a.stored(), b.stored());
     assert_eq!(concat(&a), concat(&c), "batch size must not change the data");
     assert_eq!(a.rows(), 7 * 13);
-    assert_eq!(a.batches.len(), (7 * 13usize).div_ceil(5));
+    assert_eq!(a.stored().unwrap().len(), (7 * 13usize).div_ceil(5));
     assert!(a
-        .batches
+        .stored()
+        .unwrap()
         .iter()
         .all(|b| b.lines <= 5 && b.body.iter().filter(|&&c| c == b'\n').count() as u64 == b.lines));
     let other = Dataset::generate(&CpuSpec::new(43, 7, 13), 5).unwrap();
@@ -228,7 +230,7 @@ fn a_rejected_write_fails_the_load_with_the_servers_message() {
     assert!(text.contains("HTTP 400") && text.contains("partial write"), "{text}");
 }
 
-fn tiny_options(json_path: Option<PathBuf>) -> IngestOptions {
+pub(super) fn tiny_options(json_path: Option<PathBuf>) -> IngestOptions {
     IngestOptions {
         hosts: 3,
         rows_per_host: 20,
@@ -247,6 +249,7 @@ fn tiny_options(json_path: Option<PathBuf>) -> IngestOptions {
         queries: false,
         query_runs: 1,
         warmup: true,
+        scale: None,
         print: false,
     }
 }

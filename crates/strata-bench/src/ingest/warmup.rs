@@ -16,7 +16,8 @@
 
 use anyhow::Context;
 
-use super::generator::{CpuSpec, Dataset, WARMUP_MEASUREMENT};
+use super::dataset::Dataset;
+use super::generator::{CpuSpec, WARMUP_MEASUREMENT};
 use super::load::{load, IngestEndpoint};
 use super::runner::{progress_bar, IngestOptions};
 
@@ -47,12 +48,13 @@ pub fn warmup_db(counted_db: &str) -> String {
     }
 }
 
-/// The warm-up data set of a run (`None` when the run has none).
-pub fn warmup_dataset(opts: &IngestOptions) -> anyhow::Result<Option<Dataset>> {
+/// The warm-up data set before loads of `spec` in a run (`None` when the
+/// run has none).
+pub fn warmup_dataset(opts: &IngestOptions, spec: &CpuSpec) -> anyhow::Result<Option<Dataset>> {
     if !opts.warmup || opts.target.is_some() {
         return Ok(None);
     }
-    Dataset::generate_as(&warmup_spec(&opts.spec()), opts.batch_lines, WARMUP_MEASUREMENT).map(Some)
+    Dataset::generate_as(&warmup_spec(spec), opts.batch_lines, WARMUP_MEASUREMENT).map(Some)
 }
 
 /// Loads `data` into `endpoint` (its database created first) over the

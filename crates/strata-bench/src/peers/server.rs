@@ -41,7 +41,8 @@ use super::disk::{allocated_bytes, wait_until_stable, Settled};
 use super::install::Installed;
 use super::kind::PeerKind;
 use super::process::{free_port, PeerProcess};
-use crate::ingest::generator::{Batch, CpuSpec, MEASUREMENT};
+use crate::ingest::dataset::Batch;
+use crate::ingest::generator::{CpuSpec, MEASUREMENT};
 use crate::ingest::http_client::{HttpConnection, HttpUrl};
 use crate::ingest::http_loader::HttpTarget;
 use crate::ingest::load::{count_in_influx_response, count_query_of, IngestEndpoint};
@@ -52,8 +53,18 @@ const START_ATTEMPTS: u32 = 3;
 const SETTLE_POLL: Duration = Duration::from_millis(500);
 const SETTLE_REPEATS: u32 = 4;
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Longest wait for a peer-specific flush condition (snapshot, WAL apply).
+/// Longest wait for a peer-specific flush condition (snapshot, WAL apply)
+/// after a load of up to `FLUSH_TIMEOUT_ROWS_PER_S` x 90 s rows...
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(90);
+/// ... and a second per this many rows for larger loads (`--scale large`:
+/// 8.64 M rows, 432 s).
+const FLUSH_TIMEOUT_ROWS_PER_S: u64 = 20_000;
+
+/// How long the quiesce step waits for a peer's flush condition after a
+/// load of `rows` rows.
+pub fn flush_timeout(rows: u64) -> Duration {
+    FLUSH_TIMEOUT.max(Duration::from_secs(rows / FLUSH_TIMEOUT_ROWS_PER_S))
+}
 /// InfluxDB's WAL directory counts as snapshotted below this many bytes of segments.
 const INFLUX_WAL_EMPTY_BYTES: u64 = 64 << 10;
 
@@ -247,15 +258,16 @@ impl RunningPeer {
     pub fn quiesce_after(&mut self, endpoint: &PeerEndpoint, expected_rows: u64) -> anyhow::Result<Quiesced> {
         let started = Instant::now();
         let mut settled = true;
+        let flush_timeout = flush_timeout(expected_rows);
         match endpoint.kind {
             PeerKind::InfluxDb => {
                 let wal = self.process.root().join("wal");
-                settled &= wait_for(FLUSH_TIMEOUT, || Ok(wal_segment_bytes(&wal)? < INFLUX_WAL_EMPTY_BYTES))?;
+                settled &= wait_for(flush_timeout, || Ok(wal_segment_bytes(&wal)? < INFLUX_WAL_EMPTY_BYTES))?;
             }
             PeerKind::VictoriaMetrics => endpoint.force_flush()?,
             PeerKind::QuestDb => {
                 let sees_every_row = || Ok(endpoint.count_rows().ok() == Some(expected_rows));
-                let mut applied = wait_for(FLUSH_TIMEOUT, sees_every_row)?;
+                let mut applied = wait_for(flush_timeout, sees_every_row)?;
                 // A WAL table whose apply job failed stays suspended until resumed:
                 // resume it once (and say so on stderr) rather than measure a table
                 // that never shows its rows.
@@ -266,7 +278,7 @@ impl RunningPeer {
                         self.diagnosis(endpoint)
                     );
                     endpoint.questdb_exec(&format!("alter table {} resume wal", endpoint.measurement))?;
-                    applied = wait_for(FLUSH_TIMEOUT, sees_every_row)?;
+                    applied = wait_for(flush_timeout, sees_every_row)?;
                 }
                 settled &= applied;
             }
