@@ -9,6 +9,8 @@
 //! - `reader`: [`BlockFile`], opening, validating and reading blocks;
 //! - `fuzz`: the entry point of the `block_file_open` fuzz target.
 
+#[cfg(test)]
+mod fixture_v1;
 mod format;
 #[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
