@@ -11,7 +11,7 @@
 //! What combines parts lives in its own file: `plan` (type-check a request
 //! and give new series ids), `apply` (a WAL record to index and data),
 //! `read` (one consistent snapshot of some series), `checkpoint` (seal,
-//! manifest), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
+//! manifest), `cut` (sorted points into summarized blocks), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
 
@@ -19,6 +19,7 @@ pub mod apply;
 pub mod blocks;
 pub mod checkpoint;
 pub mod compact;
+pub mod cut;
 pub mod data;
 pub mod health;
 pub mod load;
