@@ -227,6 +227,17 @@ impl SeriesStore for SeriesEngine {
         self.read_series(ids, range)
     }
 
+    fn window_aggregates(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        window: Option<crate::window_agg::WindowSpec>,
+    ) -> Result<Vec<Vec<crate::window_agg::PartialAggregate>>, EngineError> {
+        self.known_database(db)?;
+        self.core.window_aggregates(ids, range, window)
+    }
+
     fn time_span(&self, db: &str, ids: &[SeriesId]) -> Result<Option<TimeRange>, EngineError> {
         self.known_database(db)?;
         let data = self.core.data();

@@ -33,6 +33,7 @@ pub mod storage_full;
 pub mod store;
 pub mod txn;
 pub mod wal;
+pub mod window_agg;
 
 pub use crate::core::checkpoint::CheckpointReport;
 pub use crate::core::EngineCounters;
@@ -46,3 +47,4 @@ pub use protocol::{ProtocolOpener, SeriesProtocol};
 pub use recovery::{RecoveryPhase, RecoveryReport};
 pub use store::{LineRejection, SeriesInfo, SeriesStore, WriteOutcome};
 pub use txn::{TxnOp, TxnOutcome, ValueRef};
+pub use window_agg::{PartialAggregate, WindowSpec};

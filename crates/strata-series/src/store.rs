@@ -7,6 +7,7 @@
 use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 use crate::retention::{DbRetention, RetentionChange};
+use crate::window_agg::{fold_points, PartialAggregate, WindowSpec};
 
 /// One series as the index knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +114,23 @@ pub trait SeriesStore: Send + Sync {
     ) -> Result<Vec<u64>, EngineError> {
         let points = self.read(db, ids, range)?;
         Ok(points.iter().map(|series| series.len() as u64).collect())
+    }
+    /// For each series in `ids`, the partial aggregates (count, sum, min,
+    /// max, first, last) of its points in `range`, one per window of
+    /// `window` that holds points (None: one for the whole range), by
+    /// window start, from one snapshot. What a query combines over a group
+    /// of series; equal to folding [`SeriesStore::read`]'s points, except
+    /// that a float sum may round differently (engines add a block's summed
+    /// sum at once: `crate::window_agg`).
+    fn window_aggregates(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        window: Option<WindowSpec>,
+    ) -> Result<Vec<Vec<PartialAggregate>>, EngineError> {
+        let points = self.read(db, ids, range)?;
+        Ok(points.iter().map(|p| fold_points(p, range, window)).collect())
     }
     /// A version of a measurement's set of series: it changes whenever a
     /// series is added or removed and never returns to an earlier value, so

@@ -10,7 +10,8 @@
 //!
 //! What combines parts lives in its own file: `plan` (type-check a request
 //! and give new series ids), `apply` (a WAL record to index and data),
-//! `read` (one consistent snapshot of some series), `checkpoint` (seal,
+//! `read` (one consistent snapshot of some series), `window` (aggregates
+//! per window, from block summaries where they answer), `checkpoint` (seal,
 //! manifest), `cut` (sorted points into summarized blocks), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
@@ -25,6 +26,7 @@ pub mod health;
 pub mod load;
 pub mod plan;
 pub mod read;
+pub mod window;
 
 use std::sync::atomic::AtomicU64;
 

@@ -37,7 +37,7 @@ impl SeriesCore {
 
     /// `read` of each series' snapshot, taken together (an unknown series
     /// reads as empty).
-    fn read_each<T>(
+    pub(super) fn read_each<T>(
         &self,
         ids: &[SeriesId],
         range: TimeRange,
@@ -95,16 +95,16 @@ impl SeriesCore {
 
 /// One series' part of a read snapshot: the sealed blocks to read (with
 /// their files, immutable), its tombstones and a copy of its DRAM points.
-struct SeriesSnapshot {
-    sealed: Vec<(Arc<BlockFile>, SealedBlock)>,
-    tombstones: Vec<Tombstone>,
-    dram: BTreeMap<TimestampNs, FieldValue>,
+pub(super) struct SeriesSnapshot {
+    pub(super) sealed: Vec<(Arc<BlockFile>, SealedBlock)>,
+    pub(super) tombstones: Vec<Tombstone>,
+    pub(super) dram: BTreeMap<TimestampNs, FieldValue>,
 }
 
 impl SeriesSnapshot {
     /// The points in `range`: the sealed blocks' (a newer file's over an
     /// older's, tombstones masking), then the DRAM points over them.
-    fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
+    pub(super) fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
         let decode = |bytes: &[u8]| {
             let block = crate::gorilla::decode_block(bytes)?;
             Ok(block.timestamps.iter().enumerate().map(|(i, t)| (*t, block.value(i))).collect())
