@@ -38,6 +38,8 @@ mod exec_integral_tests;
 #[cfg(test)]
 mod exec_into_tests;
 #[cfg(test)]
+mod exec_partial_tests;
+#[cfg(test)]
 mod exec_selector_tests;
 #[cfg(test)]
 mod exec_stream_tests;

@@ -4,8 +4,11 @@
 
 use crate::model::{FieldType, FieldValue, SeriesId, TimestampNs};
 
-/// (series, field type, points) of each block of the fixture, in append order.
-pub(crate) fn fixture_v1_blocks() -> Vec<(SeriesId, FieldType, Vec<(TimestampNs, FieldValue)>)> {
+/// One block of the fixture: its series, field type and points.
+pub(crate) type FixtureBlock = (SeriesId, FieldType, Vec<(TimestampNs, FieldValue)>);
+
+/// The blocks of the fixture, in append order.
+pub(crate) fn fixture_v1_blocks() -> Vec<FixtureBlock> {
     let floats = (0..20).map(|i| (1_000 + i * 10, FieldValue::Float(i as f64 * 0.5))).collect();
     let later = (20..30).map(|i| (1_000 + i * 10, FieldValue::Float(-(i as f64)))).collect();
     let ints = (0..12).map(|i| (5_000 + i * 7, FieldValue::Integer(i * i - 40))).collect();

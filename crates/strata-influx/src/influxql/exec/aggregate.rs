@@ -31,6 +31,10 @@ use crate::influxql::response::{cell_json, limit_rows, Epoch};
 /// A window's start and its columns' values.
 pub type WindowRow = (i128, Vec<Option<FieldValue>>);
 
+/// One group's accumulators per window start (one entry, at 0, without
+/// GROUP BY time), a column's at its index.
+pub type Buckets = BTreeMap<i128, Vec<Acc>>;
+
 /// Most windows one output series may have when empty windows are filled.
 pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
 
@@ -326,13 +330,32 @@ pub fn aggregate_rows(
     if let [column @ AggColumn { func: AggFunc::Top { .. }, .. }] = columns {
         return Ok(super::top::top_rows(plan, column, rows, epoch));
     }
-    let fresh = || columns.iter().map(|c| Acc::new(c.func)).collect::<Vec<Acc>>();
+    let mut buckets = Buckets::new();
+    for row in rows {
+        let start = plan.window.map_or(0, |w| w.start(row.time_ns));
+        let accs = buckets.entry(start).or_insert_with(|| fresh_accs(columns));
+        accumulate(columns, accs, row);
+    }
+    aggregate_buckets(plan, columns, buckets, rows, epoch)
+}
+
+/// Fresh accumulators of `columns`.
+pub fn fresh_accs(columns: &[AggColumn]) -> Vec<Acc> {
+    columns.iter().map(|c| Acc::new(c.func)).collect()
+}
+
+/// Output rows of one group from its accumulators; `rows` are the group's
+/// rows, which only integral() reads (it needs the points themselves).
+pub fn aggregate_buckets(
+    plan: &SelectPlan,
+    columns: &[AggColumn],
+    buckets: Buckets,
+    rows: &[Row<'_>],
+    epoch: Epoch,
+) -> Result<Vec<Vec<Value>>, StatementError> {
     let out = match plan.window {
         None => {
-            let mut accs = fresh();
-            for row in rows {
-                accumulate(columns, &mut accs, row);
-            }
+            let accs = buckets.into_values().next().unwrap_or_else(|| fresh_accs(columns));
             let values: Vec<Option<FieldValue>> = accs.iter().map(Acc::value).collect();
             if !accs.iter().any(Acc::has_input)
                 || (values.iter().all(Option::is_none) && only_selectors(columns))
@@ -349,7 +372,7 @@ pub fn aggregate_rows(
             cells.extend(values.iter().map(|v| cell_json(v.as_ref())));
             vec![cells]
         }
-        Some(window) => windowed_rows(plan, window, columns, rows, fresh, epoch)?,
+        Some(window) => windowed_rows(plan, window, columns, buckets, rows, epoch)?,
     };
     Ok(limit_rows(out, plan.limit, plan.offset))
 }
@@ -358,15 +381,10 @@ fn windowed_rows(
     plan: &SelectPlan,
     window: Window,
     columns: &[AggColumn],
+    buckets: Buckets,
     rows: &[Row<'_>],
-    fresh: impl Fn() -> Vec<Acc>,
     epoch: Epoch,
 ) -> Result<Vec<Vec<Value>>, StatementError> {
-    let mut buckets: BTreeMap<i128, Vec<Acc>> = BTreeMap::new();
-    for row in rows {
-        let accs = buckets.entry(window.start(row.time_ns)).or_insert_with(&fresh);
-        accumulate(columns, accs, row);
-    }
     let mut values: BTreeMap<i128, Vec<Option<FieldValue>>> = buckets
         .into_iter()
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))

@@ -351,6 +351,17 @@ impl Cond {
         }
     }
 
+    /// Whether the condition reads a field (otherwise it sees only tags and
+    /// literals, and decides a whole tag set at once).
+    pub fn references_fields(&self) -> bool {
+        match self {
+            Cond::Field(_) => true,
+            Cond::Tag(_) | Cond::Lit(_) | Cond::Regex(_) => false,
+            Cond::Binary(_, l, r) => l.references_fields() || r.references_fields(),
+            Cond::Neg(c) => c.references_fields(),
+        }
+    }
+
     /// `Some(false)` when the condition is false whatever the unknown
     /// fields hold; `Some(true)` when it is true; `None` otherwise.
     pub fn decide(&self, row: &dyn RowView) -> Option<bool> {

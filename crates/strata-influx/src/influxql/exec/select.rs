@@ -1,7 +1,9 @@
 //! Runs a planned SELECT: one `store.read` of every needed series (one
 //! snapshot), rows joined by timestamp per tag set, the condition applied,
 //! rows grouped by the GROUP BY tags, then raw or aggregate output (a raw
-//! SELECT given a sink streams instead: [`super::raw_scan`]). A
+//! SELECT given a sink streams instead: [`super::raw_scan`]; an aggregate
+//! of decomposable functions reads partial aggregates per window instead
+//! of points: [`super::partial`]). A
 //! measurement that is an event stream goes to [`super::stream`] instead
 //! (which streams a raw SELECT given a sink too).
 
@@ -10,7 +12,9 @@ use std::collections::BTreeMap;
 use strata_engine::{TableKind, Tables};
 use strata_series::{FieldValue, SeriesId, SeriesStore};
 
-use super::aggregate::aggregate_rows;
+use serde_json::Value;
+
+use super::aggregate::{aggregate_buckets, aggregate_rows};
 use super::condition::tag_value;
 use super::error::StatementError;
 use super::plan::{plan_select, Projection, SelectPlan, TagSet};
@@ -104,11 +108,25 @@ pub fn select(
                 return Ok(Selected::Streamed);
             }
         }
+        if let (Some(window), Projection::Aggregate(columns)) =
+            (super::partial::answerable(&plan), &plan.projection)
+        {
+            let groups = super::partial::read_partials(store, &plan, window)?;
+            if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
+                continue;
+            }
+            let values = |buckets| aggregate_buckets(&plan, columns, buckets, &[], epoch);
+            return Ok(Selected::Series(output(&plan, groups, values)?));
+        }
         let groups = read_rows(store, &plan, params.max_memory_bytes)?;
         if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
             continue;
         }
-        return Ok(Selected::Series(output(&plan, groups, epoch)?));
+        let values = |rows: Vec<Row<'_>>| match &plan.projection {
+            Projection::Raw(columns) => Ok(raw_rows(&plan, columns, &rows, epoch)),
+            Projection::Aggregate(columns) => aggregate_rows(&plan, columns, &rows, epoch),
+        };
+        return Ok(Selected::Series(output(&plan, groups, values)?));
     }
 }
 
@@ -116,17 +134,16 @@ pub fn select(
 /// attempt's answer is returned as it is.
 const MAX_SNAPSHOT_ATTEMPTS: usize = 8;
 
-fn output(
+/// The output series of the groups (by GROUP BY tag values), each
+/// group's rows made by `values_of`.
+fn output<G>(
     plan: &SelectPlan,
-    groups: BTreeMap<Vec<String>, Vec<Row<'_>>>,
-    epoch: Epoch,
+    groups: BTreeMap<Vec<String>, G>,
+    values_of: impl Fn(G) -> Result<Vec<Vec<Value>>, StatementError>,
 ) -> Result<Vec<SeriesOut>, StatementError> {
     let mut out = Vec::new();
-    for (key, rows) in groups {
-        let values = match &plan.projection {
-            Projection::Raw(columns) => raw_rows(plan, columns, &rows, epoch),
-            Projection::Aggregate(columns) => aggregate_rows(plan, columns, &rows, epoch)?,
-        };
+    for (key, group) in groups {
+        let values = values_of(group)?;
         if values.is_empty() {
             continue;
         }
