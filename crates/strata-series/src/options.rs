@@ -27,8 +27,9 @@ pub struct EngineOptions {
     /// [`COMPACT_ABOVE_FILES_DEFAULT`] (16).
     pub compact_above_files: usize,
     /// Sealed blocks end at the edges of time spans this long, aligned to
-    /// the Unix epoch (`crate::core::cut`), so a `GROUP BY time` window the
-    /// span divides is answered from block summaries; default
+    /// the Unix epoch (`crate::core::cut`), so a `GROUP BY time` window of a whole
+    /// number of spans, starting on a span edge, is answered from block
+    /// summaries; default
     /// [`BLOCK_SPAN_NS_DEFAULT`] (one hour). None: blocks span any time.
     pub block_span_ns: Option<i64>,
 }

@@ -4,8 +4,8 @@
 //! epoch) and at most [`BLOCK_POINTS_MAX`] points, each block encoded with
 //! Gorilla and given its summary (`crate::block_file::BlockSummary`). A
 //! block inside one span is wholly inside every `GROUP BY time` window that
-//! the span divides (1h, 30m, 1m, ...), so those windows are answered from
-//! summaries without decoding.
+//! is a whole number of spans and starts on a span edge (1h, 6h, 1d, ...),
+//! so those windows are answered from summaries without decoding.
 
 use crate::block_file::BlockSummary;
 use crate::error::EngineError;
