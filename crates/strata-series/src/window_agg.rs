@@ -35,13 +35,15 @@ impl WindowSpec {
 /// The aggregates of one series' points in one window (at least one point).
 /// `sum`, `min` and `max` are given for floats, integers and unsigned
 /// integers only; `sum` is in the field's type (integers wrap, floats are
-/// added in time order, a block's summed sum at a time).
+/// added in time order, a block's summed sum at a time), `sum_f64` adds
+/// the values as floats (what a mean divides: integers do not wrap).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartialAggregate {
     /// The window's start; without windows, the range's lower bound.
     pub window_start: i128,
     pub count: u64,
     pub sum: Option<FieldValue>,
+    pub sum_f64: f64,
     pub min: Option<FieldValue>,
     pub max: Option<FieldValue>,
     /// The earliest point.
@@ -50,8 +52,14 @@ pub struct PartialAggregate {
     pub last: Option<(TimestampNs, FieldValue)>,
 }
 
-fn numeric(v: &FieldValue) -> bool {
-    matches!(v, FieldValue::Float(_) | FieldValue::Integer(_) | FieldValue::Unsigned(_))
+/// A numeric value as a float (None: not numeric).
+fn as_f64(v: &FieldValue) -> Option<f64> {
+    match v {
+        FieldValue::Float(f) => Some(*f),
+        FieldValue::Integer(i) => Some(*i as f64),
+        FieldValue::Unsigned(u) => Some(*u as f64),
+        _ => None,
+    }
 }
 
 /// `a` against `b` of one type; NaN orders equal to everything (as the
@@ -78,7 +86,16 @@ fn add(total: Option<FieldValue>, v: &FieldValue) -> FieldValue {
 
 impl PartialAggregate {
     fn empty(window_start: i128) -> PartialAggregate {
-        PartialAggregate { window_start, count: 0, sum: None, min: None, max: None, first: None, last: None }
+        PartialAggregate {
+            window_start,
+            count: 0,
+            sum: None,
+            sum_f64: 0.0,
+            min: None,
+            max: None,
+            first: None,
+            last: None,
+        }
     }
 
     /// Adds `count` values later than any added so far, summed to `sum`,
@@ -92,8 +109,9 @@ impl PartialAggregate {
     ) {
         let [sum, min, max] = values;
         self.count += count;
-        if numeric(sum) {
+        if let Some(f) = as_f64(sum) {
             self.sum = Some(add(self.sum.take(), sum));
+            self.sum_f64 += f;
             if self.min.as_ref().is_none_or(|m| order(min, m) == Ordering::Less) {
                 self.min = Some(min.clone());
             }

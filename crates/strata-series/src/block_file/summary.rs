@@ -8,7 +8,8 @@
 //! Owns: [`BlockSummary`], computing it from a block's points, its 44 bytes
 //! in an index entry and their validation. Values are kept as 8-byte
 //! words in the field's own type (f64 bits, i64, u64, 0/1), so integer sums
-//! are exact (wrapping, as InfluxDB's are).
+//! are exact: a block whose integer sum overflows gets no summary (a mean
+//! needs the true sum, not InfluxDB's wrapped one).
 
 use crate::error::FormatError;
 use crate::model::{FieldType, FieldValue, TimestampNs};
@@ -53,8 +54,9 @@ fn word_of(v: &FieldValue) -> Option<u64> {
 
 impl BlockSummary {
     /// The summary of `points` (sorted by time, one type), or None when they
-    /// have none: no points, strings, or a float NaN or -0.0 (whose order
-    /// and sums the query's aggregates treat point by point).
+    /// have none: no points, strings, a float NaN or -0.0 (whose order and
+    /// sums the query's aggregates treat point by point), or an integer sum
+    /// that overflows.
     pub fn of_points(field_type: FieldType, points: &[(TimestampNs, FieldValue)]) -> Option<BlockSummary> {
         let (first, last) = (points.first()?, points.last()?);
         let mut words = [0u64; 5];
@@ -69,14 +71,15 @@ impl BlockSummary {
                 return None;
             }
             let w = word_of(v)?;
-            summary.add(w, i > 0);
+            summary.add(w, i > 0)?;
         }
         Some(summary)
     }
 
     /// Adds one value's word (`to_sum`: whether it is added to the sum;
-    /// the first value is the sum's start, except for booleans).
-    fn add(&mut self, w: u64, to_sum: bool) {
+    /// the first value is the sum's start, except for booleans). None when
+    /// an integer sum overflows.
+    fn add(&mut self, w: u64, to_sum: bool) -> Option<()> {
         let words = &mut self.words;
         let less = |a: u64, b: u64| match self.field_type {
             FieldType::Float => f64::from_bits(a) < f64::from_bits(b),
@@ -93,8 +96,10 @@ impl BlockSummary {
             FieldType::Boolean => words[SUM] + w,
             _ if !to_sum => words[SUM],
             FieldType::Float => (f64::from_bits(words[SUM]) + f64::from_bits(w)).to_bits(),
-            _ => words[SUM].wrapping_add(w),
+            FieldType::Integer => (words[SUM] as i64).checked_add(w as i64)? as u64,
+            _ => words[SUM].checked_add(w)?,
         };
+        Some(())
     }
 
     pub fn field_type(&self) -> FieldType {
@@ -235,7 +240,9 @@ mod tests {
             &pts(&[FieldValue::Integer(i64::MAX), FieldValue::Integer(-3), FieldValue::Integer(1)]),
         )
         .unwrap();
-        assert_eq!(i.sum(), FieldValue::Integer(i64::MAX.wrapping_add(-2)), "wrapping, as InfluxDB sums");
+        assert_eq!(i.sum(), FieldValue::Integer(i64::MAX - 2));
+        let over = [FieldValue::Integer(i64::MAX), FieldValue::Integer(1)];
+        assert!(BlockSummary::of_points(FieldType::Integer, &pts(&over)).is_none(), "an overflowing sum");
         assert_eq!((i.min(), i.max()), (FieldValue::Integer(-3), FieldValue::Integer(i64::MAX)));
         let b = BlockSummary::of_points(
             FieldType::Boolean,

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use strata_series::{FieldType, PartialAggregate, SeriesStore, WindowSpec};
 
-use super::aggregate::{add_value, as_f64, fresh_accs, Acc, Buckets};
+use super::aggregate::{add_value, fresh_accs, Acc, Buckets};
 use super::condition::TagsOnly;
 use super::error::StatementError;
 use super::plan::{AggColumn, AggFunc, Projection, SelectPlan};
@@ -121,8 +121,8 @@ fn merge(acc: &mut Acc, p: &PartialAggregate) {
             }
         }
         Acc::Mean { sum, n } => {
-            if let Some(s) = p.sum.as_ref().and_then(as_f64) {
-                *sum += s;
+            if p.sum.is_some() {
+                *sum += p.sum_f64;
                 *n += p.count;
             }
         }
