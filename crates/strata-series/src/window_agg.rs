@@ -52,38 +52,6 @@ pub struct PartialAggregate {
     pub last: Option<(TimestampNs, FieldValue)>,
 }
 
-/// A numeric value as a float (None: not numeric).
-fn as_f64(v: &FieldValue) -> Option<f64> {
-    match v {
-        FieldValue::Float(f) => Some(*f),
-        FieldValue::Integer(i) => Some(*i as f64),
-        FieldValue::Unsigned(u) => Some(*u as f64),
-        _ => None,
-    }
-}
-
-/// `a` against `b` of one type; NaN orders equal to everything (as the
-/// query's aggregates order values).
-fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
-    match (a, b) {
-        (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
-        (FieldValue::Unsigned(x), FieldValue::Unsigned(y)) => x.cmp(y),
-        _ => Ordering::Equal,
-    }
-}
-
-/// `total + v` in the values' type (integers wrap).
-fn add(total: Option<FieldValue>, v: &FieldValue) -> FieldValue {
-    match (total, v) {
-        (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
-        (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_add(*b)),
-        (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => FieldValue::Unsigned(a.wrapping_add(*b)),
-        (Some(other), _) => other,
-        (None, v) => v.clone(),
-    }
-}
-
 impl PartialAggregate {
     fn empty(window_start: i128) -> PartialAggregate {
         PartialAggregate {
@@ -109,13 +77,13 @@ impl PartialAggregate {
     ) {
         let [sum, min, max] = values;
         self.count += count;
-        if let Some(f) = as_f64(sum) {
-            self.sum = Some(add(self.sum.take(), sum));
+        if let Some(f) = sum.as_f64() {
+            self.sum = Some(sum.added_to(self.sum.take()));
             self.sum_f64 += f;
-            if self.min.as_ref().is_none_or(|m| order(min, m) == Ordering::Less) {
+            if self.min.as_ref().is_none_or(|m| min.order(m) == Ordering::Less) {
                 self.min = Some(min.clone());
             }
-            if self.max.as_ref().is_none_or(|m| order(max, m) == Ordering::Greater) {
+            if self.max.as_ref().is_none_or(|m| max.order(m) == Ordering::Greater) {
                 self.max = Some(max.clone());
             }
         }

@@ -40,14 +40,7 @@ pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
 
 /// Orders two values of one field type (NaN compares equal to everything).
 pub(crate) fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
-    match (a, b) {
-        (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
-        (FieldValue::Unsigned(x), FieldValue::Unsigned(y)) => x.cmp(y),
-        (FieldValue::Boolean(x), FieldValue::Boolean(y)) => x.cmp(y),
-        (FieldValue::String(x), FieldValue::String(y)) => x.cmp(y),
-        _ => Ordering::Equal,
-    }
+    a.order(b)
 }
 
 /// The running state of one aggregate over one window.
@@ -81,23 +74,12 @@ pub enum Acc {
 /// `total + v` in the values' type (integers wrap as InfluxDB's do); a
 /// value of another type leaves the total as it is.
 pub(crate) fn add_value(total: Option<FieldValue>, v: &FieldValue) -> FieldValue {
-    match (total, v) {
-        (None, v) => v.clone(),
-        (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
-        (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_add(*b)),
-        (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => FieldValue::Unsigned(a.wrapping_add(*b)),
-        (Some(other), _) => other,
-    }
+    v.added_to(total)
 }
 
 /// A numeric value as a float.
 pub(crate) fn as_f64(v: &FieldValue) -> Option<f64> {
-    match v {
-        FieldValue::Float(v) => Some(*v),
-        FieldValue::Integer(v) => Some(*v as f64),
-        FieldValue::Unsigned(v) => Some(*v as f64),
-        _ => None,
-    }
+    v.as_f64()
 }
 
 /// `hi - lo` in the values' type (integers wrap as InfluxDB's do).
