@@ -175,3 +175,60 @@ fn a_block_inside_a_window_is_not_read() {
     let half_day = Some(WindowSpec { every_ns: 2 * hour, offset_ns: hour / 2 });
     assert!(store.window_aggregates("db", &ids, range, half_day).is_err());
 }
+
+/// Block files of format version 1 (no summaries) still serve: an engine
+/// whose file is rewritten as version 1 reopens, reads and aggregates the
+/// same (decoding), and a compaction rewrites its blocks with summaries.
+#[test]
+fn version_1_block_files_are_read_and_compacted_into_summaries() {
+    use strata_series::block_file::{encode_block_file_version, BlockSpec};
+    let span = 3_600_000_000_000i64;
+    let mut h = Harness::with_options(LogKind::None, 1, Some(span));
+    let points: Vec<Point> = (0..720)
+        .map(|i| common::point("cpu", "a", vec![("f", FieldValue::Integer(i % 7))], i * 10_000_000_000))
+        .collect();
+    h.engine().write("db", &points).unwrap();
+    h.engine().checkpoint().unwrap();
+    let ids = all_ids(h.engine().as_ref());
+    let window = Some(WindowSpec { every_ns: span, offset_ns: 0 });
+    let before = h.engine().window_aggregates("db", &ids, TimeRange::ALL, window).unwrap();
+    let summarized = summarized_entries(&h);
+    assert_eq!(summarized, 2, "two hours, two summarized blocks");
+
+    // Rewrite the one block file as version 1.
+    let path = std::fs::read_dir(h.dir.path().join("series"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "blk"))
+        .unwrap();
+    let image = std::fs::read(&path).unwrap();
+    let (seq, entries) = BlockFile::parse(&image).unwrap();
+    let mut by_offset = entries.clone();
+    by_offset.sort_by_key(|e| e.offset);
+    let specs: Vec<BlockSpec<'_>> = by_offset
+        .iter()
+        .map(|e| BlockSpec {
+            series: e.series,
+            min_ts: e.min_ts,
+            max_ts: e.max_ts,
+            point_count: e.point_count,
+            bytes: &image[e.offset as usize..(e.offset + u64::from(e.len_bytes)) as usize],
+            summary: None,
+        })
+        .collect();
+    std::fs::write(&path, encode_block_file_version(1, seq, &specs).unwrap()).unwrap();
+    h.crash_restart();
+    assert_eq!(summarized_entries(&h), 0, "the file is version 1 now");
+    let store: &dyn SeriesStore = h.engine().as_ref();
+    let read = store.read("db", &ids, TimeRange::ALL).unwrap();
+    assert_eq!(read[0].len(), 720, "version-1 blocks read");
+    assert_eq!(store.window_aggregates("db", &ids, TimeRange::ALL, window).unwrap(), before);
+
+    // A second file makes the checkpoint compact (above 1 file): the
+    // merged blocks get summaries again.
+    store.write("db", &[common::point("cpu", "b", vec![("f", FieldValue::Integer(1))], 0)]).unwrap();
+    h.engine().checkpoint().unwrap();
+    assert_eq!(summarized_entries(&h), 3, "the two merged blocks and the new one");
+    let ids_a = &ids[..1];
+    assert_eq!(h.engine().window_aggregates("db", ids_a, TimeRange::ALL, window).unwrap(), before);
+}
