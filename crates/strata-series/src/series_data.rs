@@ -365,8 +365,12 @@ impl SeriesData {
     /// is gone or a tombstone added since `input` was read masks one (the
     /// merged blocks lack that delete).
     pub fn replace_compacted(&mut self, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+        // A block is named by its file and offset (files are immutable); a
+        // series may have thousands (a block per hour), so look them up.
+        let inputs: std::collections::HashMap<(u64, u64), &BlockIndexEntry> =
+            input.blocks.iter().map(|i| ((i.file_seq, i.entry.offset), &i.entry)).collect();
         let is_input =
-            |b: &SealedBlock| input.blocks.iter().any(|i| i.file_seq == b.file_seq && i.entry == b.entry);
+            |b: &SealedBlock| inputs.get(&(b.file_seq, b.entry.offset)).is_some_and(|e| **e == b.entry);
         if self.sealed.iter().filter(|b| is_input(b)).count() != input.blocks.len() {
             return false;
         }

@@ -120,7 +120,10 @@ impl BlockFile {
     /// is `InvalidArgument`) and checks its CRC: `Corruption` on mismatch or
     /// if the file has become shorter.
     pub fn read_block(&self, entry: &BlockIndexEntry) -> Result<Vec<u8>, EngineError> {
-        if !self.entries_for(entry.series).contains(entry) {
+        // A series has a block per hour of data: find it by its index order.
+        let own = self.entries_for(entry.series);
+        let at = own.binary_search_by_key(&entry.sort_key(), BlockIndexEntry::sort_key);
+        if !at.is_ok_and(|i| own[i] == *entry) {
             return Err(EngineError::InvalidArgument(format!(
                 "{}: no block of series {} at offset {}",
                 self.path.display(),
