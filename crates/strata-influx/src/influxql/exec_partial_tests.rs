@@ -14,7 +14,7 @@ use serde_json::Value;
 use strata_series::{EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore, TimeRange, WalOpener};
 
 use super::exec::partial::answerable;
-use super::exec::plan::plan_select;
+use super::exec::plan::{plan_select, Projection};
 use super::exec_test_support::{params, point, T0};
 use super::time::NS_PER_S;
 use super::{execute, parse_query};
@@ -130,5 +130,58 @@ fn what_partials_do_not_answer_reads_rows() {
         let Statement::Select(stmt) = &parse_query(q).unwrap()[0] else { panic!("{q}") };
         let plan = plan_select(engine.as_ref(), stmt, &p).unwrap().unwrap();
         assert!(answerable(&plan).is_none(), "{q} reads rows");
+    }
+}
+
+/// A random aggregate query of the shapes the partial path answers.
+fn random_query(rng: &mut ChaCha8Rng) -> String {
+    let funcs = ["count", "sum", "mean", "min", "max", "first", "last", "spread"];
+    let fields = ["usage_user", "usage_system"];
+    let columns: Vec<String> = (0..rng.gen_range(1..4))
+        .map(|_| format!("{}({})", funcs[rng.gen_range(0..funcs.len())], fields[rng.gen_range(0..2)]))
+        .collect();
+    let lo = rng.gen_range(-600..8_000i64);
+    let hi = lo + rng.gen_range(60..6_000i64);
+    let mut q = format!(
+        "SELECT {} FROM cpu WHERE time >= {} AND time < {}",
+        columns.join(", "),
+        T0 + lo * NS_PER_S,
+        T0 + hi * NS_PER_S
+    );
+    if rng.gen_bool(0.3) {
+        q += &format!(" AND hostname = '{}'", HOSTS[rng.gen_range(0..HOSTS.len())]);
+    }
+    let every = ["1h", "2h", "30m", "1m", "20m"][rng.gen_range(0..5)];
+    match rng.gen_range(0..4) {
+        0 => q += &format!(" GROUP BY time({every})"),
+        1 => q += &format!(" GROUP BY time({every}), hostname"),
+        2 => q += &format!(" GROUP BY time({every}, 10m) fill(none)"),
+        _ => q += " GROUP BY hostname",
+    }
+    q
+}
+
+/// Seeded: random data (as [`load`], with the seed) and random queries;
+/// every answer from partials equals the row path's. The seed is in every
+/// failure message.
+#[test]
+fn random_queries_answer_as_rows_do() {
+    for seed in 0..6u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(dir.path());
+        load(&engine, seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+        let p = params(20_000);
+        for _ in 0..24 {
+            let q = random_query(&mut rng);
+            let Statement::Select(stmt) = &parse_query(&q).unwrap()[0] else { panic!("{q}") };
+            let plan = plan_select(engine.as_ref(), stmt, &p).unwrap().unwrap();
+            let Projection::Aggregate(columns) = &plan.projection else { panic!("{q}") };
+            let lone_selector = plan.window.is_none() && columns.len() == 1 && columns[0].func.is_selector();
+            assert_eq!(answerable(&plan).is_some(), !lone_selector, "seed {seed}: {q}");
+            let fast = execute(engine.as_ref(), &q, &p).unwrap();
+            let slow = execute(engine.as_ref(), &row_path(&q), &p).unwrap();
+            assert_eq!(fast, slow, "seed {seed}: {q}");
+        }
     }
 }
