@@ -202,21 +202,10 @@ fn version_1_block_files_are_read_and_compacted_into_summaries() {
         .find(|p| p.extension().is_some_and(|e| e == "blk"))
         .unwrap();
     let image = std::fs::read(&path).unwrap();
-    let (seq, entries) = BlockFile::parse(&image).unwrap();
-    let mut by_offset = entries.clone();
-    by_offset.sort_by_key(|e| e.offset);
-    let specs: Vec<BlockSpec<'_>> = by_offset
-        .iter()
-        .map(|e| BlockSpec {
-            series: e.series,
-            min_ts: e.min_ts,
-            max_ts: e.max_ts,
-            point_count: e.point_count,
-            bytes: &image[e.offset as usize..(e.offset + u64::from(e.len_bytes)) as usize],
-            summary: None,
-        })
-        .collect();
-    std::fs::write(&path, encode_block_file_version(1, seq, &specs).unwrap()).unwrap();
+    let parsed = BlockFile::parse_image(&image).unwrap();
+    let specs: Vec<BlockSpec<'_>> =
+        parsed.block_specs(&image).into_iter().map(|b| BlockSpec { summary: None, ..b }).collect();
+    std::fs::write(&path, encode_block_file_version(1, parsed.seq, &specs).unwrap()).unwrap();
     h.crash_restart();
     assert_eq!(summarized_entries(&h), 0, "the file is version 1 now");
     let store: &dyn SeriesStore = h.engine().as_ref();

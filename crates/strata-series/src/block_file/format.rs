@@ -312,6 +312,27 @@ pub struct ParsedBlockFile {
     pub entries: Vec<BlockIndexEntry>,
 }
 
+impl ParsedBlockFile {
+    /// The blocks of `image` (the bytes this was parsed from) in file
+    /// order, as the specs that encode it again.
+    pub fn block_specs<'a>(&self, image: &'a [u8]) -> Vec<BlockSpec<'a>> {
+        let mut by_offset: Vec<&BlockIndexEntry> = self.entries.iter().collect();
+        by_offset.sort_by_key(|e| e.offset);
+        by_offset
+            .into_iter()
+            .map(|e| BlockSpec {
+                series: e.series,
+                min_ts: e.min_ts,
+                max_ts: e.max_ts,
+                point_count: e.point_count,
+                // Parsing checked that the blocks tile the data area.
+                bytes: &image[e.offset as usize..(e.offset + u64::from(e.len_bytes)) as usize],
+                summary: e.summary,
+            })
+            .collect()
+    }
+}
+
 /// Validates a whole block file image: header, footer, index (not the block
 /// CRCs).
 pub(crate) fn parse_bytes(bytes: &[u8]) -> Result<ParsedBlockFile, FormatError> {

@@ -83,30 +83,18 @@ pub fn fuzz_block_file_parse(data: &[u8]) {
 /// re-encoding the parsed blocks in file order gives the same bytes.
 fn check_parse(bytes: &[u8]) -> Result<Vec<BlockIndexEntry>, crate::error::FormatError> {
     let parsed = parse_bytes(bytes)?;
-    let (seq, entries) = (parsed.seq, parsed.entries);
-    let blocks_valid = entries.iter().all(|e| {
+    let blocks_valid = parsed.entries.iter().all(|e| {
         let block = block_of(bytes, e).expect("accepted entries lie within the file");
         check_block(e, block).is_ok()
     });
     if !blocks_valid {
-        return Ok(entries);
+        return Ok(parsed.entries);
     }
-    let mut by_offset: Vec<&BlockIndexEntry> = entries.iter().collect();
-    by_offset.sort_by_key(|e| e.offset);
-    let specs: Vec<BlockSpec<'_>> = by_offset
-        .iter()
-        .map(|e| BlockSpec {
-            series: e.series,
-            min_ts: e.min_ts,
-            max_ts: e.max_ts,
-            point_count: e.point_count,
-            bytes: block_of(bytes, e).expect("accepted entries lie within the file"),
-            summary: e.summary,
-        })
-        .collect();
-    let again = encode_block_file_version(parsed.version, seq, &specs).expect("accepted entries re-encode");
+    let specs = parsed.block_specs(bytes);
+    let again =
+        encode_block_file_version(parsed.version, parsed.seq, &specs).expect("accepted entries re-encode");
     assert!(again == bytes, "an accepted file does not re-encode to the same bytes");
-    Ok(entries)
+    Ok(parsed.entries)
 }
 
 fn block_of<'a>(bytes: &'a [u8], e: &BlockIndexEntry) -> Option<&'a [u8]> {

@@ -12,7 +12,7 @@ use strata_media::fs::{FileSystem, FsFile};
 
 use super::format::{
     check_block, decode_footer, decode_header, decode_index, parse_bytes, BlockIndexEntry, Footer,
-    BLOCK_FILE_FOOTER_BYTES, BLOCK_FILE_HEADER_BYTES,
+    ParsedBlockFile, BLOCK_FILE_FOOTER_BYTES, BLOCK_FILE_HEADER_BYTES,
 };
 use super::parse_block_file_name;
 use crate::error::{EngineError, FormatError};
@@ -80,6 +80,11 @@ impl BlockFile {
     /// Pure; never panics.
     pub fn parse(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), FormatError> {
         parse_bytes(bytes).map(|p| (p.seq, p.entries))
+    }
+
+    /// [`BlockFile::parse`], with the format version.
+    pub fn parse_image(bytes: &[u8]) -> Result<ParsedBlockFile, FormatError> {
+        parse_bytes(bytes)
     }
 
     /// The file's format version (1: entries without summaries).
