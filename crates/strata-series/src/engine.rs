@@ -227,6 +227,17 @@ impl SeriesStore for SeriesEngine {
         self.read_series(ids, range)
     }
 
+    fn read_pruned(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        may_pass: &dyn Fn(usize, &FieldValue, &FieldValue) -> bool,
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.known_database(db)?;
+        self.core.read_series_pruned(ids, range, may_pass)
+    }
+
     fn window_aggregates(
         &self,
         db: &str,

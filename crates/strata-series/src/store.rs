@@ -132,6 +132,21 @@ pub trait SeriesStore: Send + Sync {
         let points = self.read(db, ids, range)?;
         Ok(points.iter().map(|p| fold_points(p, range, window)).collect())
     }
+    /// [`SeriesStore::read`], except that points of the i-th series may be
+    /// left out where `may_pass(i, min, max)` is false for a range
+    /// `[min, max]` of numeric values holding them: engines leave out
+    /// sealed blocks by their summaries without reading them. For a caller
+    /// that drops the points failing a condition anyway (`WHERE usage > 90`
+    /// needs no block whose largest value is 90).
+    fn read_pruned(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        _may_pass: &dyn Fn(usize, &FieldValue, &FieldValue) -> bool,
+    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
+        self.read(db, ids, range)
+    }
     /// A version of a measurement's set of series: it changes whenever a
     /// series is added or removed and never returns to an earlier value, so
     /// what was built from [`SeriesStore::series`] under one version stays

@@ -75,6 +75,31 @@ fn check_windows(
             let want: Vec<_> = points.iter().map(|p| fold_points(p, r, window)).collect();
             prop_assert_eq!(got, want, "seed {} step {} range {:?} window {:?}", seed, step, r, window);
         }
+        // A pruned read keeps every point that passes.
+        for threshold in [-50.0, 0.0, 60.0] {
+            let passes = |v: &FieldValue| match v {
+                FieldValue::Float(x) => *x > threshold,
+                FieldValue::Integer(x) => *x as f64 > threshold,
+                FieldValue::Unsigned(x) => *x as f64 > threshold,
+                _ => true,
+            };
+            let may_pass = |_: usize, _: &FieldValue, max: &FieldValue| passes(max);
+            let pruned = store.read_pruned("db", &ids, r, &may_pass).unwrap();
+            let keep = |series: &Vec<(i64, FieldValue)>| -> Vec<(i64, FieldValue)> {
+                series.iter().filter(|(_, v)| passes(v)).cloned().collect()
+            };
+            let (got, want): (Vec<_>, Vec<_>) =
+                (pruned.iter().map(keep).collect(), points.iter().map(keep).collect());
+            prop_assert_eq!(
+                got,
+                want,
+                "seed {} step {} range {:?} pruned above {}",
+                seed,
+                step,
+                r,
+                threshold
+            );
+        }
     }
     Ok(())
 }
@@ -174,6 +199,42 @@ fn a_block_inside_a_window_is_not_read() {
     // A window the blocks do not lie inside must read them.
     let half_day = Some(WindowSpec { every_ns: 2 * hour, offset_ns: hour / 2 });
     assert!(store.window_aggregates("db", &ids, range, half_day).is_err());
+}
+
+/// A block none of whose values passes a caller's condition is not read by
+/// a pruned read: after its bytes are damaged, `read` fails on it but
+/// `read_pruned` returns the other block's points.
+#[test]
+fn a_block_no_value_of_which_passes_is_not_read() {
+    let h = Harness::with_options(LogKind::None, 16, Some(3_600_000_000_000));
+    let store: &dyn SeriesStore = h.engine().as_ref();
+    // Hour 0: values below 50; hour 1: from 100 on.
+    let value = |i: i64| if i < 360 { (i % 50) as f64 } else { 100.0 + (i % 50) as f64 };
+    let points: Vec<Point> = (0..720)
+        .map(|i| common::point("cpu", "a", vec![("f", FieldValue::Float(value(i)))], i * 10_000_000_000))
+        .collect();
+    store.write("db", &points).unwrap();
+    h.engine().checkpoint().unwrap();
+    let ids = all_ids(store);
+    let path = std::fs::read_dir(h.dir.path().join("series"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "blk"))
+        .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[32] ^= 0xFF; // the first block: hour 0
+    std::fs::write(&path, bytes).unwrap();
+
+    assert!(store.read("db", &ids, TimeRange::ALL).is_err(), "the damaged block fails its CRC");
+    let above_60 = |_: usize, _: &FieldValue, max: &FieldValue| max.as_f64().is_some_and(|m| m > 60.0);
+    let got = store.read_pruned("db", &ids, TimeRange::ALL, &above_60).unwrap();
+    assert_eq!(got[0].len(), 360, "hour 1 only");
+    assert!(got[0].iter().all(|(t, _)| *t >= 3_600_000_000_000));
+    let any = |_: usize, _: &FieldValue, _: &FieldValue| true;
+    assert!(
+        store.read_pruned("db", &ids, TimeRange::ALL, &any).is_err(),
+        "nothing pruned, the block is read"
+    );
 }
 
 /// Block files of format version 1 (no summaries) still serve: an engine

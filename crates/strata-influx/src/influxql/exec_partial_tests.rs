@@ -4,7 +4,9 @@
 //! out-of-order points, overwrites, a delete and checkpoints in between, so
 //! windows mix summarized blocks, decoded blocks and DRAM points. Each
 //! query is compared with itself plus a WHERE that is always true but names
-//! a field, which sends it down the row path.
+//! a field, which sends it down the row path. Reads pruned by a required
+//! field comparison (`exec::prune`) are compared with unpruned ones the
+//! same way.
 
 use std::sync::Arc;
 
@@ -32,9 +34,10 @@ fn engine(dir: &std::path::Path) -> Arc<SeriesEngine> {
 }
 
 /// One cpu point of `host` at `seconds` past T0: usage_user in quarters
-/// (sums stay exact), usage_system an integer.
+/// (sums stay exact), rising with time (so blocks have distinct ranges),
+/// usage_system an integer.
 fn cpu(rng: &mut ChaCha8Rng, host: &str, seconds: i64) -> Point {
-    let user = FieldValue::Float(f64::from(rng.gen_range(0..400)) / 4.0);
+    let user = FieldValue::Float((seconds / 120) as f64 + f64::from(rng.gen_range(0..40)) / 4.0);
     let system = FieldValue::Integer(rng.gen_range(0..100));
     point("cpu", &[("hostname", host)], vec![("usage_user", user), ("usage_system", system)], seconds)
 }
@@ -183,5 +186,43 @@ fn random_queries_answer_as_rows_do() {
             let slow = execute(engine.as_ref(), &row_path(&q), &p).unwrap();
             assert_eq!(fast, slow, "seed {seed}: {q}");
         }
+    }
+}
+
+/// Raw and aggregate SELECTs whose WHERE requires a field comparison read
+/// pruned (blocks ruled out by their summaries left out) and answer as the
+/// same query with the comparison under an OR, which is not pruned.
+#[test]
+fn pruned_reads_answer_as_unpruned_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path());
+    load(&engine, 8);
+    let p = params(20_000);
+    let span = format!("time >= {} AND time < {}", T0, T0 + 10_800 * NS_PER_S);
+    let cases = [
+        ("usage_user > 80", "SELECT usage_user, usage_system FROM cpu WHERE {c}"),
+        ("60 < usage_user AND hostname = 'host_1'", "SELECT * FROM cpu WHERE {c}"),
+        ("usage_user <= 12.5", "SELECT usage_system FROM cpu WHERE {c} ORDER BY time DESC LIMIT 50"),
+        ("usage_user = 70.25", "SELECT usage_user FROM cpu WHERE {c}"),
+        (
+            "usage_system >= 95 AND usage_user > 40",
+            "SELECT mean(usage_user) FROM cpu WHERE {c} GROUP BY time(1h)",
+        ),
+        ("usage_user > 85", "SELECT count(usage_system) FROM cpu WHERE {c} GROUP BY hostname"),
+    ];
+    for (cond, shape) in cases {
+        let pruned_q = shape.replace("{c}", &format!("{cond} AND {span}"));
+        let plain_q = shape.replace("{c}", &format!("({cond} OR hostname = 'none') AND {span}"));
+        for (q, pruned) in [(&pruned_q, true), (&plain_q, false)] {
+            let Statement::Select(stmt) = &parse_query(q).unwrap()[0] else { panic!("{q}") };
+            let plan = plan_select(engine.as_ref(), stmt, &p).unwrap().unwrap();
+            let required = plan.condition.as_ref().map(|c| c.required_comparisons()).unwrap_or_default();
+            assert_eq!(!required.is_empty(), pruned, "{q}");
+        }
+        let got = execute(engine.as_ref(), &pruned_q, &p).unwrap();
+        let want = execute(engine.as_ref(), &plain_q, &p).unwrap();
+        assert!(got["results"][0].get("error").is_none(), "{pruned_q}: {got}");
+        assert!(got["results"][0]["series"].as_array().is_some_and(|s| !s.is_empty()), "{pruned_q}: {got}");
+        assert_eq!(got, want, "{pruned_q}");
     }
 }

@@ -2,7 +2,9 @@
 //! store, declog.txt section 2.1): under the apply gate, the DRAM
 //! points of each series and which immutable sealed blocks to read (with
 //! their open files); block I/O and decoding happen after the gate is
-//! released, so a long scan never holds up acknowledgements.
+//! released, so a long scan never holds up acknowledgements. A pruned read
+//! leaves out the blocks whose summaries show that no value passes the
+//! caller's condition.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use super::SeriesCore;
 use crate::block_file::BlockFile;
 use crate::error::EngineError;
 use crate::gorilla::CodecError;
-use crate::model::{FieldValue, SeriesId, TimeRange, TimestampNs};
+use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
 use crate::series_data::{SealedBlock, Tombstone};
 use crate::txn::ValueRef;
 
@@ -22,7 +24,37 @@ pub type SeriesPoints = Vec<(TimestampNs, FieldValue)>;
 impl SeriesCore {
     /// Reads the points of `ids` in `range` from one snapshot.
     pub fn read_series(&self, ids: &[SeriesId], range: TimeRange) -> Result<Vec<SeriesPoints>, EngineError> {
-        self.read_each(ids, range, |snap, id| snap.materialize(id, range))
+        self.read_each(ids, range, |snap, _, id| snap.materialize(id, range))
+    }
+
+    /// [`SeriesCore::read_series`], except that a sealed block of the i-th
+    /// series whose values range over `[min, max]` is not read when
+    /// `may_pass(i, min, max)` is false, its summary known and no other
+    /// block or DRAM point overlapping it (so no point it hides shows).
+    /// For a caller that drops the points failing a condition anyway.
+    pub fn read_series_pruned(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+        may_pass: &dyn Fn(usize, &FieldValue, &FieldValue) -> bool,
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.read_each(ids, range, |mut snap, i, id| {
+            let isolated = snap.isolated();
+            let blocks = std::mem::take(&mut snap.sealed);
+            snap.sealed = blocks
+                .into_iter()
+                .zip(isolated)
+                .filter(|((_, b), isolated)| {
+                    let skip = b.entry.summary.as_ref().filter(|_| *isolated).is_some_and(|s| {
+                        matches!(s.field_type(), FieldType::Float | FieldType::Integer | FieldType::Unsigned)
+                            && !may_pass(i, &s.min(), &s.max())
+                    });
+                    !skip
+                })
+                .map(|(block, _)| block)
+                .collect();
+            snap.materialize(id, range)
+        })
     }
 
     /// The timestamps of `ids` in `range` from one snapshot: as
@@ -32,25 +64,26 @@ impl SeriesCore {
         ids: &[SeriesId],
         range: TimeRange,
     ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
-        self.read_each(ids, range, |snap, id| snap.timestamps(id, range))
+        self.read_each(ids, range, |snap, _, id| snap.timestamps(id, range))
     }
 
-    /// `read` of each series' snapshot, taken together (an unknown series
-    /// reads as empty).
+    /// `read` of each series' snapshot (with its index in `ids`), taken
+    /// together (an unknown series reads as empty).
     pub(super) fn read_each<T>(
         &self,
         ids: &[SeriesId],
         range: TimeRange,
-        read: impl Fn(SeriesSnapshot, SeriesId) -> Result<Vec<T>, EngineError>,
+        read: impl Fn(SeriesSnapshot, usize, SeriesId) -> Result<Vec<T>, EngineError>,
     ) -> Result<Vec<Vec<T>>, EngineError> {
         // Files are resolved under the gate: a checkpoint removes a file
         // only after no series references it.
         let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
         ids.iter()
             .zip(snapshots)
-            .map(|(id, snap)| match snap {
+            .enumerate()
+            .map(|(i, (id, snap))| match snap {
                 None => Ok(Vec::new()),
-                Some(snap) => read(snap?, *id),
+                Some(snap) => read(snap?, i, *id),
             })
             .collect()
     }
@@ -102,6 +135,30 @@ pub(super) struct SeriesSnapshot {
 }
 
 impl SeriesSnapshot {
+    /// Per sealed block (by index into `sealed`), whether no other block
+    /// and no DRAM point of the copy overlaps its time span: then no point
+    /// of it is hidden by another, nor hides one, and it can be answered
+    /// from its summary or left out whole.
+    pub(super) fn isolated(&self) -> Vec<bool> {
+        let n = self.sealed.len();
+        let mut by_time: Vec<usize> = (0..n).collect();
+        by_time.sort_by_key(|i| self.sealed[*i].1.entry.min_ts);
+        // A block overlaps another iff it overlaps its neighbour after it
+        // in `min_ts` order or one before it reaches it (the running max
+        // of ends).
+        let mut isolated = vec![false; n];
+        let mut reach: Option<TimestampNs> = None;
+        for (k, &i) in by_time.iter().enumerate() {
+            let e = &self.sealed[i].1.entry;
+            let next_starts = by_time.get(k + 1).map(|j| self.sealed[*j].1.entry.min_ts);
+            let overlapped =
+                reach.is_some_and(|r| r >= e.min_ts) || next_starts.is_some_and(|s| s <= e.max_ts);
+            isolated[i] = !overlapped && self.dram.range(e.min_ts..=e.max_ts).next().is_none();
+            reach = Some(reach.map_or(e.max_ts, |r| r.max(e.max_ts)));
+        }
+        isolated
+    }
+
     /// The points in `range`: the sealed blocks' (a newer file's over an
     /// older's, tombstones masking), then the DRAM points over them.
     pub(super) fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {

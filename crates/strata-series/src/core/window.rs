@@ -25,33 +25,20 @@ impl SeriesCore {
         range: TimeRange,
         window: Option<WindowSpec>,
     ) -> Result<Vec<Vec<PartialAggregate>>, EngineError> {
-        self.read_each(ids, range, |snap, id| aggregate(snap, id, range, window))
+        self.read_each(ids, range, |snap, _, id| aggregate(snap, id, range, window))
     }
 }
 
 /// Which of `snap`'s blocks its summary answers (see the module comment),
 /// by index into `snap.sealed`.
 fn summarized(snap: &SeriesSnapshot, fold: &WindowFold, range: TimeRange) -> Vec<bool> {
-    let n = snap.sealed.len();
-    let mut by_time: Vec<usize> = (0..n).collect();
-    by_time.sort_by_key(|i| snap.sealed[*i].1.entry.min_ts);
-    // A block overlaps another iff it overlaps its neighbour after it in
-    // `min_ts` order or one before it reaches it (the running max of ends).
-    let mut overlapped = vec![false; n];
-    let mut reach: Option<i64> = None;
-    for (k, &i) in by_time.iter().enumerate() {
-        let e = &snap.sealed[i].1.entry;
-        let next_starts = by_time.get(k + 1).map(|j| snap.sealed[*j].1.entry.min_ts);
-        overlapped[i] = reach.is_some_and(|r| r >= e.min_ts) || next_starts.is_some_and(|s| s <= e.max_ts);
-        reach = Some(reach.map_or(e.max_ts, |r| r.max(e.max_ts)));
-    }
     snap.sealed
         .iter()
-        .zip(overlapped)
-        .map(|((_, b), overlapped)| {
+        .zip(snap.isolated())
+        .map(|((_, b), isolated)| {
             let e: &BlockIndexEntry = &b.entry;
             e.summary.is_some()
-                && !overlapped
+                && isolated
                 && range.min_ns <= e.min_ts
                 && e.max_ts <= range.max_ns
                 && fold.one_window(e.min_ts, e.max_ts)
@@ -59,7 +46,6 @@ fn summarized(snap: &SeriesSnapshot, fold: &WindowFold, range: TimeRange) -> Vec
                     .tombstones
                     .iter()
                     .any(|t| t.upto_file_seq >= b.file_seq && t.range.overlaps(e.min_ts, e.max_ts))
-                && snap.dram.range(e.min_ts..=e.max_ts).next().is_none()
         })
         .collect()
 }

@@ -108,6 +108,7 @@ impl RawScan<'_> {
             }
         }
         let (store, db, range) = (self.store, self.plan.db.as_str(), self.plan.range);
+        let slots: Vec<usize> = where_read.iter().map(|(_, slot)| *slot).collect();
         if ids.is_empty() {
             return Ok(());
         }
@@ -126,7 +127,8 @@ impl RawScan<'_> {
         let mut out = StreamedSeries::new(statement_id, head, self.plan);
         while next <= i128::from(last) && !out.done() {
             let max_ns = (next + width - 1).min(i128::from(last)) as i64;
-            let data = store.read(db, &ids, TimeRange { min_ns: next as i64, max_ns })?;
+            let window = TimeRange { min_ns: next as i64, max_ns };
+            let data = super::prune::read(store, self.plan, &ids, &slots, window)?;
             let points: u64 = data.iter().map(|p| p.len() as u64).sum();
             *points_read += points;
             check_memory(*points_read, self.max_memory_bytes)?;

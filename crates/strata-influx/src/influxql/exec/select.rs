@@ -212,7 +212,8 @@ fn read_rows<'p>(
     if ids.is_empty() || plan.range.is_empty() {
         return Ok(groups);
     }
-    let data = store.read(&plan.db, &ids, plan.range)?;
+    let slots: Vec<usize> = where_read.iter().map(|(_, slot)| *slot).collect();
+    let data = super::prune::read(store, plan, &ids, &slots, plan.range)?;
     check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
     let mut joined: Vec<BTreeMap<i64, Vec<Option<FieldValue>>>> = vec![BTreeMap::new(); plan.tagsets.len()];
