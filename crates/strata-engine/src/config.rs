@@ -248,6 +248,10 @@ pub struct StorageSection {
     /// A checkpoint that leaves more block files merges the newest ones
     /// (bounds the open files; at least 1).
     pub compact_above_files: usize,
+    /// Sealed blocks end at the edges of spans this long (seconds, aligned
+    /// to the epoch), so `GROUP BY time` windows of whole spans are answered
+    /// from block summaries (0: blocks span any time).
+    pub block_span_s: u64,
 }
 
 impl Default for StorageSection {
@@ -260,6 +264,7 @@ impl Default for StorageSection {
             checkpoint_interval_s: 300,
             retention_check_interval_s: 60,
             compact_above_files: strata_series::core::compact::COMPACT_ABOVE_FILES_DEFAULT,
+            block_span_s: (strata_series::core::cut::BLOCK_SPAN_NS_DEFAULT / 1_000_000_000) as u64,
         }
     }
 }

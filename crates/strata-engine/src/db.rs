@@ -103,6 +103,10 @@ impl Db {
             && opts.checkpoint_log_bytes != u64::MAX)
             .then(|| Duration::from_secs(config.storage.checkpoint_interval_s));
         opts.compact_above_files = config.storage.compact_above_files;
+        opts.block_span_ns = i64::try_from(config.storage.block_span_s)
+            .ok()
+            .filter(|s| *s > 0)
+            .map(|s| s.saturating_mul(1_000_000_000));
         let OpenedLog { opener, region } = factory.open(config, &fs)?;
         let (engine, mut recovery) = SeriesEngine::open(opts, opener, progress)?;
         if !config.storage.default_database.is_empty() {

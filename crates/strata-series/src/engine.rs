@@ -254,6 +254,28 @@ impl SeriesStore for SeriesEngine {
         self.core.read_last(ids, range)
     }
 
+    fn read_pruned(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        may_pass: &(dyn Fn(usize, &FieldValue, &FieldValue) -> bool + Sync),
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.known_database(db)?;
+        self.core.read_series_pruned(ids, range, may_pass)
+    }
+
+    fn window_aggregates(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        window: Option<crate::window_agg::WindowSpec>,
+    ) -> Result<Vec<Vec<crate::window_agg::PartialAggregate>>, EngineError> {
+        self.known_database(db)?;
+        self.core.window_aggregates(ids, range, window)
+    }
+
     fn time_span(&self, db: &str, ids: &[SeriesId]) -> Result<Option<TimeRange>, EngineError> {
         self.known_database(db)?;
         let data = self.core.data();

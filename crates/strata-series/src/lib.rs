@@ -35,6 +35,7 @@ pub mod store;
 pub mod tag_index;
 pub mod txn;
 pub mod wal;
+pub mod window_agg;
 
 pub use crate::core::checkpoint::CheckpointReport;
 pub use crate::core::EngineCounters;
@@ -48,3 +49,4 @@ pub use protocol::{ProtocolOpener, SeriesProtocol};
 pub use recovery::{RecoveryPhase, RecoveryReport};
 pub use store::{LineRejection, SeriesInfo, SeriesStore, WriteOutcome};
 pub use txn::{TxnOp, TxnOutcome, ValueRef};
+pub use window_agg::{PartialAggregate, WindowSpec};

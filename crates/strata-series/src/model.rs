@@ -85,6 +85,44 @@ impl FieldValue {
         }
     }
 
+    /// The value as a float (None: not numeric).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            FieldValue::Float(v) => Some(*v),
+            FieldValue::Integer(v) => Some(*v as f64),
+            FieldValue::Unsigned(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
+    /// Orders two values of one type as InfluxQL's selectors do: NaN
+    /// compares equal to everything, and so do values of different types.
+    pub fn order(&self, other: &FieldValue) -> std::cmp::Ordering {
+        use std::cmp::Ordering::Equal;
+        match (self, other) {
+            (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Equal),
+            (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
+            (FieldValue::Unsigned(x), FieldValue::Unsigned(y)) => x.cmp(y),
+            (FieldValue::Boolean(x), FieldValue::Boolean(y)) => x.cmp(y),
+            (FieldValue::String(x), FieldValue::String(y)) => x.cmp(y),
+            _ => Equal,
+        }
+    }
+
+    /// `total + self` in the values' type, as InfluxQL's sum adds (integers
+    /// wrap); a total of another type stays as it is.
+    pub fn added_to(&self, total: Option<FieldValue>) -> FieldValue {
+        match (total, self) {
+            (None, v) => v.clone(),
+            (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
+            (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_add(*b)),
+            (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => {
+                FieldValue::Unsigned(a.wrapping_add(*b))
+            }
+            (Some(other), _) => other,
+        }
+    }
+
     /// Bit-exact equality (NaN payloads and -0.0 compare by bits).
     pub fn same_bits(&self, other: &FieldValue) -> bool {
         match (self, other) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use strata_media::fs::{FileSystem, RealFs};
 
 use crate::core::compact::COMPACT_ABOVE_FILES_DEFAULT;
+use crate::core::cut::BLOCK_SPAN_NS_DEFAULT;
 
 #[derive(Clone)]
 pub struct EngineOptions {
@@ -25,6 +26,12 @@ pub struct EngineOptions {
     /// merges the newest ones (`crate::core::compact`); default
     /// [`COMPACT_ABOVE_FILES_DEFAULT`] (16).
     pub compact_above_files: usize,
+    /// Sealed blocks end at the edges of time spans this long, aligned to
+    /// the Unix epoch (`crate::core::cut`), so a `GROUP BY time` window of a whole
+    /// number of spans, starting on a span edge, is answered from block
+    /// summaries; default
+    /// [`BLOCK_SPAN_NS_DEFAULT`] (one hour). None: blocks span any time.
+    pub block_span_ns: Option<i64>,
 }
 
 impl EngineOptions {
@@ -36,6 +43,7 @@ impl EngineOptions {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Some(Duration::from_secs(300)),
             compact_above_files: COMPACT_ABOVE_FILES_DEFAULT,
+            block_span_ns: Some(BLOCK_SPAN_NS_DEFAULT),
         }
     }
 }

@@ -16,9 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::block_file::BlockIndexEntry;
+use crate::block_file::{BlockIndexEntry, BlockSummary};
 use crate::error::EngineError;
-use crate::gorilla::{encode_points, BlockWriter};
+use crate::gorilla::BlockWriter;
 use crate::last_point::LastPointCache;
 use crate::model::{FieldType, FieldValue, TimeRange, TimestampNs};
 
@@ -114,12 +114,14 @@ pub struct CompactionInput {
     pub tombstones: Vec<Tombstone>,
 }
 
-/// What a checkpoint takes from a series: its DRAM points as one sorted block.
+/// One block a checkpoint or a compaction writes for a series: sorted
+/// points, encoded, with their summary (`crate::core::cut`).
 pub struct SealInput {
     pub min_ts: TimestampNs,
     pub max_ts: TimestampNs,
     pub point_count: u32,
     pub block: Vec<u8>,
+    pub summary: Option<BlockSummary>,
 }
 
 impl SeriesData {
@@ -369,8 +371,10 @@ impl SeriesData {
         });
     }
 
-    /// The frozen points merged into one sorted block, or None if there are none.
-    pub fn seal_input(&self) -> Result<Option<SealInput>, EngineError> {
+    /// The frozen points merged and cut into sorted blocks at the edges of
+    /// spans of `span_ns` (`crate::core::cut`), or None if there are none.
+    /// Runs in the checkpoint, off the write path.
+    pub fn seal_input(&self, span_ns: Option<i64>) -> Result<Option<Vec<SealInput>>, EngineError> {
         let Some(frozen) = &self.frozen else { return Ok(None) };
         let mut merged = BTreeMap::new();
         frozen.overlay(TimeRange::ALL, &mut merged);
@@ -378,11 +382,7 @@ impl SeriesData {
             return Ok(None);
         }
         let points: Vec<(TimestampNs, FieldValue)> = merged.into_iter().collect();
-        let (min_ts, max_ts) = (points[0].0, points[points.len() - 1].0);
-        let point_count =
-            u32::try_from(points.len()).map_err(|_| EngineError::BlockTooLarge { points: points.len() })?;
-        let block = encode_points(self.field_type(), &points).map_err(EngineError::Encode)?;
-        Ok(Some(SealInput { min_ts, max_ts, point_count, block }))
+        crate::core::cut::cut_blocks(self.field_type(), &points, span_ns).map(Some)
     }
 
     /// After a checkpoint made the frozen points durable in `sealed`: drops
@@ -408,8 +408,12 @@ impl SeriesData {
     /// is gone or a tombstone added since `input` was read masks one (the
     /// merged blocks lack that delete).
     pub fn replace_compacted(&mut self, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+        // A block is named by its file and offset (files are immutable); a
+        // series may have thousands (a block per hour), so look them up.
+        let inputs: std::collections::HashMap<(u64, u64), &BlockIndexEntry> =
+            input.blocks.iter().map(|i| ((i.file_seq, i.entry.offset), &i.entry)).collect();
         let is_input =
-            |b: &SealedBlock| input.blocks.iter().any(|i| i.file_seq == b.file_seq && i.entry == b.entry);
+            |b: &SealedBlock| inputs.get(&(b.file_seq, b.entry.offset)).is_some_and(|e| **e == b.entry);
         if self.sealed.iter().filter(|b| is_input(b)).count() != input.blocks.len() {
             return false;
         }
@@ -484,6 +488,7 @@ mod tests {
             offset: 16,
             len_bytes: 8,
             crc32c: file_seq as u32,
+            summary: None,
         };
         SealedBlock { file_seq, entry }
     }

@@ -10,6 +10,7 @@ use crate::error::EngineError;
 use crate::model::{FieldType, FieldValue, Point, SeriesId, TimeRange, TimestampNs};
 use crate::retention::{DbRetention, RetentionChange};
 use crate::tag_index::MeasurementTags;
+use crate::window_agg::{fold_points, PartialAggregate, WindowSpec};
 
 /// One series as the index knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,6 +129,38 @@ pub trait SeriesStore: Send + Sync {
     ) -> Result<Vec<u64>, EngineError> {
         let points = self.read(db, ids, range)?;
         Ok(points.iter().map(|series| series.len() as u64).collect())
+    }
+    /// For each series in `ids`, the partial aggregates (count, sum, min,
+    /// max, first, last) of its points in `range`, one per window of
+    /// `window` that holds points (None: one for the whole range), by
+    /// window start, from one snapshot. What a query combines over a group
+    /// of series; equal to folding [`SeriesStore::read`]'s points, except
+    /// that a float sum may round differently (engines add a block's summed
+    /// sum at once: `crate::window_agg`).
+    fn window_aggregates(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        window: Option<WindowSpec>,
+    ) -> Result<Vec<Vec<PartialAggregate>>, EngineError> {
+        let points = self.read(db, ids, range)?;
+        Ok(points.iter().map(|p| fold_points(p, range, window)).collect())
+    }
+    /// [`SeriesStore::read`], except that points of the i-th series may be
+    /// left out where `may_pass(i, min, max)` is false for a range
+    /// `[min, max]` of numeric values holding them: engines leave out
+    /// sealed blocks by their summaries without reading them. For a caller
+    /// that drops the points failing a condition anyway (`WHERE usage > 90`
+    /// needs no block whose largest value is 90).
+    fn read_pruned(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        _may_pass: &(dyn Fn(usize, &FieldValue, &FieldValue) -> bool + Sync),
+    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
+        self.read(db, ids, range)
     }
     /// A version of a measurement's set of series: it changes whenever a
     /// series is added or removed and never returns to an earlier value, so

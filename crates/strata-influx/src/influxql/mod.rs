@@ -40,6 +40,8 @@ mod exec_into_tests;
 #[cfg(test)]
 mod exec_last_tests;
 #[cfg(test)]
+mod exec_partial_tests;
+#[cfg(test)]
 mod exec_selector_tests;
 #[cfg(test)]
 mod exec_stream_tests;

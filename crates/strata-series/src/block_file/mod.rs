@@ -7,18 +7,23 @@
 //! - `format`: the byte layout, its constants and its pure validation;
 //! - `writer`: [`BlockFileWriter`], sequential writing and durability;
 //! - `reader`: [`BlockFile`], opening, validating and reading blocks;
+//! - `summary`: [`BlockSummary`], the aggregates an entry keeps of its block;
 //! - `fuzz`: the entry point of the `block_file_open` fuzz target.
 
+#[cfg(test)]
+mod fixture_v1;
 mod format;
 #[cfg(any(test, feature = "fuzz"))]
 mod fuzz;
 mod reader;
+mod summary;
 mod writer;
 
 pub use format::*;
 #[cfg(any(test, feature = "fuzz"))]
 pub use fuzz::fuzz_block_file_parse;
 pub use reader::{describe_block_file, BlockFile};
+pub use summary::*;
 pub use writer::{BlockFileMeta, BlockFileWriter, WRITE_CHUNK_BYTES};
 
 const NAME_PREFIX: &str = "blocks-";

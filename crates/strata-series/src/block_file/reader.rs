@@ -12,7 +12,7 @@ use strata_media::fs::{FileSystem, FsFile};
 
 use super::format::{
     check_block, decode_footer, decode_header, decode_index, parse_bytes, BlockIndexEntry, Footer,
-    BLOCK_FILE_FOOTER_BYTES, BLOCK_FILE_FORMAT_VERSION, BLOCK_FILE_HEADER_BYTES,
+    ParsedBlockFile, BLOCK_FILE_FOOTER_BYTES, BLOCK_FILE_HEADER_BYTES,
 };
 use super::parse_block_file_name;
 use crate::error::{EngineError, FormatError};
@@ -58,7 +58,7 @@ impl BlockFile {
         }
         let mut header = [0u8; BLOCK_FILE_HEADER_BYTES as usize];
         read_exact(file.as_ref(), 0, &mut header).map_err(|e| e.into_engine(path))?;
-        let seq = decode_header(&header).map_err(|e| corrupt(e.to_string()))?;
+        let (version, seq) = decode_header(&header).map_err(|e| corrupt(e.to_string()))?;
         let named_seq = path.file_name().and_then(|n| n.to_str()).and_then(parse_block_file_name);
         if let Some(named_seq) = named_seq.filter(|&n| n != seq) {
             return Err(corrupt(format!("header holds file seq {seq}, the file name says {named_seq}")));
@@ -66,7 +66,7 @@ impl BlockFile {
         let mut footer_bytes = [0u8; BLOCK_FILE_FOOTER_BYTES as usize];
         read_exact(file.as_ref(), len_bytes - BLOCK_FILE_FOOTER_BYTES, &mut footer_bytes)
             .map_err(|e| e.into_engine(path))?;
-        let footer = decode_footer(&footer_bytes, len_bytes).map_err(|e| corrupt(e.to_string()))?;
+        let footer = decode_footer(&footer_bytes, len_bytes, version).map_err(|e| corrupt(e.to_string()))?;
         let index_len = usize::try_from(footer.index_len())
             .map_err(|_| corrupt(format!("index of {} bytes does not fit in memory", footer.index_len())))?;
         let mut index = vec![0u8; index_len];
@@ -79,7 +79,17 @@ impl BlockFile {
     /// name check, and without the block CRCs, which `read_block` checks).
     /// Pure; never panics.
     pub fn parse(bytes: &[u8]) -> Result<(u64, Vec<BlockIndexEntry>), FormatError> {
+        parse_bytes(bytes).map(|p| (p.seq, p.entries))
+    }
+
+    /// [`BlockFile::parse`], with the format version.
+    pub fn parse_image(bytes: &[u8]) -> Result<ParsedBlockFile, FormatError> {
         parse_bytes(bytes)
+    }
+
+    /// The file's format version (1: entries without summaries).
+    pub fn version(&self) -> u32 {
+        self.footer.version
     }
 
     pub fn seq(&self) -> u64 {
@@ -115,7 +125,10 @@ impl BlockFile {
     /// is `InvalidArgument`) and checks its CRC: `Corruption` on mismatch or
     /// if the file has become shorter.
     pub fn read_block(&self, entry: &BlockIndexEntry) -> Result<Vec<u8>, EngineError> {
-        if !self.entries_for(entry.series).contains(entry) {
+        // A series has a block per hour of data: find it by its index order.
+        let own = self.entries_for(entry.series);
+        let at = own.binary_search_by_key(&entry.sort_key(), BlockIndexEntry::sort_key);
+        if !at.is_ok_and(|i| own[i] == *entry) {
             return Err(EngineError::InvalidArgument(format!(
                 "{}: no block of series {} at offset {}",
                 self.path.display(),
@@ -167,8 +180,8 @@ pub fn describe_block_file(file: &BlockFile) -> String {
         .map_or_else(|| file.path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let _ = writeln!(
         out,
-        "block file {name}: seq {}, format version {BLOCK_FILE_FORMAT_VERSION}, {} bytes",
-        file.seq, file.len_bytes
+        "block file {name}: seq {}, format version {}, {} bytes",
+        file.seq, file.footer.version, file.len_bytes
     );
     let _ = writeln!(
         out,
@@ -184,8 +197,22 @@ pub fn describe_block_file(file: &BlockFile) -> String {
     for e in &file.entries {
         let _ = writeln!(
             out,
-            "  {} ts [{}, {}] points {} offset {} len {} crc {:#010x}",
-            e.series, e.min_ts, e.max_ts, e.point_count, e.offset, e.len_bytes, e.crc32c
+            "  {} ts [{}, {}] points {} offset {} len {} crc {:#010x}{}",
+            e.series,
+            e.min_ts,
+            e.max_ts,
+            e.point_count,
+            e.offset,
+            e.len_bytes,
+            e.crc32c,
+            e.summary.map_or(String::new(), |s| format!(
+                " sum {:?} min {:?} max {:?} first {:?} last {:?}",
+                s.sum(),
+                s.min(),
+                s.max(),
+                s.first(),
+                s.last()
+            ))
         );
     }
     out

@@ -41,7 +41,7 @@ pub(super) fn write_blocks(
 ) -> Result<BlockFileMeta, EngineError> {
     let mut writer = BlockFileWriter::create(fs.clone(), dir, seq)?;
     for (series, min_ts, max_ts, points, bytes) in blocks {
-        writer.append(SeriesId(*series), *min_ts, *max_ts, *points, bytes)?;
+        writer.append(SeriesId(*series), *min_ts, *max_ts, *points, bytes, None)?;
     }
     writer.finish()
 }
@@ -187,10 +187,10 @@ fn append_rejects_what_readers_reject() {
     let s = SeriesId(1);
     let cases: [(i64, i64, u32, &[u8]); 3] = [(0, 10, 1, &[]), (0, 10, 0, &[1]), (11, 10, 1, &[1])];
     for (min_ts, max_ts, points, block) in cases {
-        let err = writer.append(s, min_ts, max_ts, points, block).unwrap_err();
+        let err = writer.append(s, min_ts, max_ts, points, block, None).unwrap_err();
         assert!(matches!(err, EngineError::InvalidArgument(_)), "{min_ts} {max_ts} {points}: {err}");
     }
-    writer.append(s, 10, 10, 1, &[9]).unwrap();
+    writer.append(s, 10, 10, 1, &[9], None).unwrap();
     assert_eq!(writer.block_count(), 1, "rejected blocks are not recorded");
     assert_eq!(writer.finish().unwrap().entries.len(), 1);
 }
@@ -310,7 +310,7 @@ fn read_block_refuses_foreign_entries() {
 fn abandon_removes_the_partial_file_and_errors_stick() {
     let (fault, fs, dir) = fault_fs();
     let mut writer = BlockFileWriter::create(fs.clone(), &dir, 9).unwrap();
-    writer.append(SeriesId(1), 0, 1, 2, &[1, 2, 3]).unwrap();
+    writer.append(SeriesId(1), 0, 1, 2, &[1, 2, 3], None).unwrap();
     let path = writer.path().to_path_buf();
     writer.abandon().unwrap();
     assert!(!fs.exists(&path));
@@ -318,8 +318,8 @@ fn abandon_removes_the_partial_file_and_errors_stick() {
     let mut writer = BlockFileWriter::create(fs.clone(), &dir, 9).unwrap();
     fault.fail_at(fault.ops() + 1, strata_media::fs::FailMode::Once);
     let big = vec![7u8; WRITE_CHUNK_BYTES];
-    assert!(matches!(writer.append(SeriesId(1), 0, 1, 2, &big), Err(EngineError::Io(_))));
-    let err = writer.append(SeriesId(1), 0, 1, 2, &[1]).unwrap_err();
+    assert!(matches!(writer.append(SeriesId(1), 0, 1, 2, &big, None), Err(EngineError::Io(_))));
+    let err = writer.append(SeriesId(1), 0, 1, 2, &[1], None).unwrap_err();
     assert!(err.to_string().contains("failed earlier"), "{err}");
     assert!(writer.finish().is_err(), "finish after a failed write");
 }
@@ -331,7 +331,7 @@ fn describe_lists_header_and_every_entry() {
     let meta = write_blocks(&fs, &dir, 42, &blocks).unwrap();
     let file = BlockFile::open(fs, &meta.path).unwrap();
     let text = describe_block_file(&file);
-    assert!(text.starts_with("block file blocks-0000000042.blk: seq 42, format version 1"), "{text}");
+    assert!(text.starts_with("block file blocks-0000000042.blk: seq 42, format version 2"), "{text}");
     assert!(text.contains("5 blocks"), "{text}");
     for e in file.entries() {
         let line = format!(

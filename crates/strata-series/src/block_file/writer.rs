@@ -9,7 +9,10 @@ use std::sync::Arc;
 use strata_media::fs::{parent_dir, FileSystem, FsFile};
 
 use super::block_file_name;
-use super::format::{encode_header, finish_image, new_entry, BlockIndexEntry, BlockSpec};
+use super::format::{
+    encode_header, finish_image, new_entry, BlockIndexEntry, BlockSpec, BLOCK_FILE_FORMAT_VERSION,
+};
+use super::summary::BlockSummary;
 use crate::error::EngineError;
 use crate::model::{SeriesId, TimestampNs};
 
@@ -60,7 +63,7 @@ impl BlockFileWriter {
         let path = dir.join(block_file_name(seq));
         let file = fs.create(&path)?;
         let mut buffer = Vec::with_capacity(WRITE_CHUNK_BYTES);
-        buffer.extend_from_slice(&encode_header(seq));
+        buffer.extend_from_slice(&encode_header(BLOCK_FILE_FORMAT_VERSION, seq));
         Ok(BlockFileWriter {
             fs,
             file,
@@ -86,9 +89,10 @@ impl BlockFileWriter {
         self.entries.len()
     }
 
-    /// Appends one sealed block. Rejects (`InvalidArgument`) an empty block,
-    /// `point_count == 0`, `min_ts > max_ts`, a block over `u32::MAX` bytes.
-    /// Blocks may come in any order; the index is sorted by `finish`.
+    /// Appends one sealed block with its summary, if any. Rejects
+    /// (`InvalidArgument`) an empty block, `point_count == 0`,
+    /// `min_ts > max_ts`, a block over `u32::MAX` bytes, a summary breaking
+    /// its rules. Blocks may come in any order; the index is sorted by `finish`.
     pub fn append(
         &mut self,
         series: SeriesId,
@@ -96,6 +100,7 @@ impl BlockFileWriter {
         max_ts: TimestampNs,
         point_count: u32,
         block: &[u8],
+        summary: Option<BlockSummary>,
     ) -> Result<(), EngineError> {
         self.check_usable()?;
         if self.entries.len() >= u32::MAX as usize {
@@ -104,7 +109,7 @@ impl BlockFileWriter {
                 self.path.display()
             )));
         }
-        let spec = BlockSpec { series, min_ts, max_ts, point_count, bytes: block };
+        let spec = BlockSpec { series, min_ts, max_ts, point_count, bytes: block, summary };
         let offset = self.buffer_offset + self.buffer.len() as u64;
         let entry = new_entry(&spec, offset).map_err(|what| {
             EngineError::InvalidArgument(format!("{}: block rejected: {what}", self.path.display()))
@@ -124,8 +129,10 @@ impl BlockFileWriter {
         let index_offset = self.buffer_offset + self.buffer.len() as u64;
         let mut entries = std::mem::take(&mut self.entries);
         let mut tail = Vec::new();
-        finish_image(&mut entries, index_offset, |bytes| tail.extend_from_slice(bytes))
-            .map_err(|what| EngineError::InvalidArgument(format!("{}: {what}", self.path.display())))?;
+        finish_image(BLOCK_FILE_FORMAT_VERSION, &mut entries, index_offset, |bytes| {
+            tail.extend_from_slice(bytes)
+        })
+        .map_err(|what| EngineError::InvalidArgument(format!("{}: {what}", self.path.display())))?;
         self.buffer.extend_from_slice(&tail);
         let len_bytes = self.buffer_offset + self.buffer.len() as u64;
         self.flush_buffer()?;

@@ -5,7 +5,8 @@
 //! serial log; DecLog, section 4.5, cuts and purges its streams).
 //!
 //! 1. [`SeriesCore::seal_frozen`]: every series' frozen DRAM points become
-//!    one sorted Gorilla block, all written to one new block file, fsynced
+//!    sorted Gorilla blocks with their summaries, cut at the edges of
+//!    aligned time spans (`super::cut`), all written to one new block file, fsynced
 //!    with its directory, then installed in place of the frozen points;
 //! 2. [`SeriesCore::compact_block_files`] (`super::compact`): past the
 //!    threshold of open files, the newest are merged into one new file
@@ -89,15 +90,19 @@ impl SeriesCore {
         let mut writer: Option<(u64, BlockFileWriter)> = None;
         for ids in self.data().ids_by_shard() {
             for id in ids {
-                let Some(input) = self.data().seal_input(id)? else { continue };
+                let Some(blocks) = self.data().seal_input(id, self.options().block_span_ns)? else {
+                    continue;
+                };
                 if writer.is_none() {
                     let seq = self.blocks().take_file_seq();
                     writer = Some((seq, BlockFileWriter::create(fs.clone(), dir, seq)?));
                 }
                 let (_, w) = writer.as_mut().expect("created");
-                w.append(id, input.min_ts, input.max_ts, input.point_count, &input.block)?;
+                for b in blocks {
+                    w.append(id, b.min_ts, b.max_ts, b.point_count, &b.block, b.summary)?;
+                    report.points_sealed += b.point_count as u64;
+                }
                 report.series_sealed += 1;
-                report.points_sealed += input.point_count as u64;
             }
         }
         let Some((file_seq, w)) = writer else { return Ok(()) };

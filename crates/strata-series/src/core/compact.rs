@@ -41,16 +41,11 @@ use super::checkpoint::CheckpointReport;
 use super::SeriesCore;
 use crate::block_file::{BlockFile, BlockFileWriter, BlockIndexEntry};
 use crate::error::EngineError;
-use crate::gorilla::encode_points;
-use crate::model::{FieldValue, SeriesId, TimestampNs};
+use crate::model::{FieldType, FieldValue, SeriesId, TimestampNs};
 use crate::series_data::{CompactionInput, SealInput, SealedBlock};
 
 /// Default of `EngineOptions::compact_above_files`.
 pub const COMPACT_ABOVE_FILES_DEFAULT: usize = 16;
-
-/// A series' merged points are cut into blocks of at most this many points,
-/// so a read of a short range decodes a bounded block.
-pub const COMPACTED_BLOCK_POINTS_MAX: usize = 1 << 16;
 
 /// Which files to merge, given the open files' sizes oldest first: the index
 /// where the merged suffix starts, or None while at most `above_files`
@@ -72,12 +67,14 @@ pub fn compaction_start(sizes_bytes: &[u64], above_files: usize) -> Option<usize
 
 /// One series' blocks of the input files merged: oldest file first, a newer
 /// point over an older one, points masked by a tombstone dropped; cut into
-/// sorted blocks of at most [`COMPACTED_BLOCK_POINTS_MAX`] points. A lone
-/// block no tombstone touches is carried over as it is.
+/// sorted blocks as a checkpoint cuts them (`super::cut`, spans of
+/// `span_ns`). A lone block no tombstone touches is carried over as it is,
+/// unless it lacks the summary it could have (a version-1 file's block).
 pub fn merge_series(
     id: SeriesId,
     input: &CompactionInput,
     files: &BTreeMap<u64, Arc<BlockFile>>,
+    span_ns: Option<i64>,
 ) -> Result<Vec<SealInput>, EngineError> {
     let file_of = |b: &SealedBlock| {
         files.get(&b.file_seq).ok_or_else(|| {
@@ -94,7 +91,7 @@ pub fn merge_series(
             .any(|t| t.upto_file_seq >= b.file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
     };
     if let [b] = input.blocks.as_slice() {
-        if !touched(b) {
+        if !touched(b) && (b.entry.summary.is_some() || input.field_type == FieldType::String) {
             let e = &b.entry;
             let block = file_of(b)?.read_block(e)?;
             return Ok(vec![SealInput {
@@ -102,6 +99,7 @@ pub fn merge_series(
                 max_ts: e.max_ts,
                 point_count: e.point_count,
                 block,
+                summary: e.summary,
             }]);
         }
     }
@@ -122,18 +120,7 @@ pub fn merge_series(
             .extend(decoded.into_points().into_iter().filter(|(t, _)| !masks.iter().any(|m| m.contains(*t))));
     }
     let points: Vec<(TimestampNs, FieldValue)> = points.into_iter().collect();
-    points
-        .chunks(COMPACTED_BLOCK_POINTS_MAX)
-        .map(|chunk| {
-            let block = encode_points(input.field_type, chunk).map_err(EngineError::Encode)?;
-            Ok(SealInput {
-                min_ts: chunk[0].0,
-                max_ts: chunk[chunk.len() - 1].0,
-                point_count: chunk.len() as u32,
-                block,
-            })
-        })
-        .collect()
+    super::cut::cut_blocks(input.field_type, &points, span_ns)
 }
 
 /// A series whose merged blocks were written: what was read, for the install.
@@ -212,8 +199,8 @@ impl SeriesCore {
                     continue;
                 }
                 let Some(input) = self.data().compaction_input(id, |s| s >= first_input) else { continue };
-                for block in merge_series(id, &input, inputs)? {
-                    writer.append(id, block.min_ts, block.max_ts, block.point_count, &block.block)?;
+                for b in merge_series(id, &input, inputs, self.options().block_span_ns)? {
+                    writer.append(id, b.min_ts, b.max_ts, b.point_count, &b.block, b.summary)?;
                 }
                 merged.push(Merged { id, input });
             }

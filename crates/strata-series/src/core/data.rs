@@ -220,12 +220,17 @@ impl DataPart {
             .collect()
     }
 
-    /// The sealing input of one series' frozen points (None: nothing frozen,
-    /// and its empty frozen state is dropped).
-    pub fn seal_input(&self, id: SeriesId) -> Result<Option<SealInput>, EngineError> {
+    /// The sealing input of one series' frozen points, cut at the edges of
+    /// spans of `span_ns` (None: nothing frozen, and its empty frozen state
+    /// is dropped).
+    pub fn seal_input(
+        &self,
+        id: SeriesId,
+        span_ns: Option<i64>,
+    ) -> Result<Option<Vec<SealInput>>, EngineError> {
         let mut shard = self.shard(id).lock();
         let Some(data) = shard.get_mut(&id) else { return Ok(None) };
-        let input = data.seal_input()?;
+        let input = data.seal_input(span_ns)?;
         if input.is_none() {
             data.drop_empty_frozen();
         }

@@ -10,8 +10,10 @@
 //!
 //! What combines parts lives in its own file: `plan` (type-check a request
 //! and give new series ids), `apply` (a WAL record to index and data),
-//! `read` (one consistent snapshot of some series), `read_last` (their newest points, from the last-point cache), `checkpoint` (seal,
-//! manifest), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
+//! `read` (one consistent snapshot of some series), `read_last` (their
+//! newest points, from the last-point cache), `window` (aggregates
+//! per window, from block summaries where they answer), `checkpoint` (seal,
+//! manifest), `cut` (sorted points into summarized blocks), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
 
@@ -19,12 +21,14 @@ pub mod apply;
 pub mod blocks;
 pub mod checkpoint;
 pub mod compact;
+pub mod cut;
 pub mod data;
 pub mod health;
 pub mod load;
 pub mod plan;
 pub mod read;
 pub mod read_last;
+pub mod window;
 
 use std::sync::atomic::AtomicU64;
 

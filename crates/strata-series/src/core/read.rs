@@ -2,7 +2,9 @@
 //! store, declog.txt section 2.1): under the apply gate, the DRAM
 //! points of each series and which immutable sealed blocks to read (with
 //! their open files); block I/O and decoding happen after the gate is
-//! released, so a long scan never holds up acknowledgements.
+//! released, so a long scan never holds up acknowledgements. A pruned read
+//! leaves out the blocks whose summaries show that no value passes the
+//! caller's condition.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,12 +16,15 @@ use super::SeriesCore;
 use crate::block_file::BlockFile;
 use crate::error::EngineError;
 use crate::gorilla::CodecError;
-use crate::model::{FieldValue, SeriesId, TimeRange, TimestampNs};
+use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
 use crate::series_data::{SealedBlock, Tombstone};
 use crate::txn::ValueRef;
 
 /// The points of one series, sorted by time.
 pub type SeriesPoints = Vec<(TimestampNs, FieldValue)>;
+
+/// One series' snapshot as [`SeriesCore::snapshot`] resolved it.
+type SnapshotResult = Result<SeriesSnapshot, EngineError>;
 
 /// Sealed blocks a read must hold before its series are decoded in
 /// parallel (below that, handing work to the pool costs more than it saves).
@@ -28,7 +33,37 @@ const PARALLEL_READ_BLOCKS_MIN: usize = 8;
 impl SeriesCore {
     /// Reads the points of `ids` in `range` from one snapshot.
     pub fn read_series(&self, ids: &[SeriesId], range: TimeRange) -> Result<Vec<SeriesPoints>, EngineError> {
-        self.read_each(ids, range, |snap, id| snap.materialize(id, range))
+        self.read_each(ids, range, |snap, _, id| snap.materialize(id, range))
+    }
+
+    /// [`SeriesCore::read_series`], except that a sealed block of the i-th
+    /// series whose values range over `[min, max]` is not read when
+    /// `may_pass(i, min, max)` is false, its summary known and no other
+    /// block or DRAM point overlapping it (so no point it hides shows).
+    /// For a caller that drops the points failing a condition anyway.
+    pub fn read_series_pruned(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+        may_pass: &(dyn Fn(usize, &FieldValue, &FieldValue) -> bool + Sync),
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.read_each(ids, range, |mut snap, i, id| {
+            let isolated = snap.isolated();
+            let blocks = std::mem::take(&mut snap.sealed);
+            snap.sealed = blocks
+                .into_iter()
+                .zip(isolated)
+                .filter(|((_, b), isolated)| {
+                    let skip = b.entry.summary.as_ref().filter(|_| *isolated).is_some_and(|s| {
+                        matches!(s.field_type(), FieldType::Float | FieldType::Integer | FieldType::Unsigned)
+                            && !may_pass(i, &s.min(), &s.max())
+                    });
+                    !skip
+                })
+                .map(|(block, _)| block)
+                .collect();
+            snap.materialize(id, range)
+        })
     }
 
     /// The timestamps of `ids` in `range` from one snapshot: as
@@ -38,31 +73,31 @@ impl SeriesCore {
         ids: &[SeriesId],
         range: TimeRange,
     ) -> Result<Vec<Vec<TimestampNs>>, EngineError> {
-        self.read_each(ids, range, |snap, id| snap.timestamps(id, range))
+        self.read_each(ids, range, |snap, _, id| snap.timestamps(id, range))
     }
 
-    /// `read` of each series' snapshot, taken together (an unknown series
-    /// reads as empty).
-    fn read_each<T: Send>(
+    /// `read` of each series' snapshot (with its index in `ids`), taken
+    /// together (an unknown series reads as empty).
+    pub(super) fn read_each<T: Send>(
         &self,
         ids: &[SeriesId],
         range: TimeRange,
-        read: impl Fn(SeriesSnapshot, SeriesId) -> Result<Vec<T>, EngineError> + Sync,
+        read: impl Fn(SeriesSnapshot, usize, SeriesId) -> Result<Vec<T>, EngineError> + Sync,
     ) -> Result<Vec<Vec<T>>, EngineError> {
         // Files are resolved under the gate: a checkpoint removes a file
         // only after no series references it.
         let snapshots = self.data().copy_for_read(ids, range, |id, copy| self.snapshot(id, copy));
-        let read_one = |(id, snap): (&SeriesId, Option<Result<SeriesSnapshot, EngineError>>)| match snap {
+        let read_one = |(i, (id, snap)): (usize, (&SeriesId, Option<SnapshotResult>))| match snap {
             None => Ok(Vec::new()),
-            Some(snap) => read(snap?, *id),
+            Some(snap) => read(snap?, i, *id),
         };
         // Decoding is the cost of a long read: series are decoded on every
         // core (issue 21, item 5) once there is enough to share.
         let blocks: usize = snapshots.iter().flatten().flatten().map(|s| s.sealed.len()).sum();
         if ids.len() < 2 || blocks < PARALLEL_READ_BLOCKS_MIN {
-            return ids.iter().zip(snapshots).map(read_one).collect();
+            return ids.iter().zip(snapshots).enumerate().map(read_one).collect();
         }
-        ids.par_iter().zip(snapshots).map(read_one).collect()
+        ids.par_iter().zip(snapshots).enumerate().map(read_one).collect()
     }
 
     /// One point's value (DRAM and sealed), or None.
@@ -105,16 +140,40 @@ impl SeriesCore {
 
 /// One series' part of a read snapshot: the sealed blocks to read (with
 /// their files, immutable), its tombstones and a copy of its DRAM points.
-struct SeriesSnapshot {
-    sealed: Vec<(Arc<BlockFile>, SealedBlock)>,
-    tombstones: Vec<Tombstone>,
-    dram: BTreeMap<TimestampNs, FieldValue>,
+pub(super) struct SeriesSnapshot {
+    pub(super) sealed: Vec<(Arc<BlockFile>, SealedBlock)>,
+    pub(super) tombstones: Vec<Tombstone>,
+    pub(super) dram: BTreeMap<TimestampNs, FieldValue>,
 }
 
 impl SeriesSnapshot {
+    /// Per sealed block (by index into `sealed`), whether no other block
+    /// and no DRAM point of the copy overlaps its time span: then no point
+    /// of it is hidden by another, nor hides one, and it can be answered
+    /// from its summary or left out whole.
+    pub(super) fn isolated(&self) -> Vec<bool> {
+        let n = self.sealed.len();
+        let mut by_time: Vec<usize> = (0..n).collect();
+        by_time.sort_by_key(|i| self.sealed[*i].1.entry.min_ts);
+        // A block overlaps another iff it overlaps its neighbour after it
+        // in `min_ts` order or one before it reaches it (the running max
+        // of ends).
+        let mut isolated = vec![false; n];
+        let mut reach: Option<TimestampNs> = None;
+        for (k, &i) in by_time.iter().enumerate() {
+            let e = &self.sealed[i].1.entry;
+            let next_starts = by_time.get(k + 1).map(|j| self.sealed[*j].1.entry.min_ts);
+            let overlapped =
+                reach.is_some_and(|r| r >= e.min_ts) || next_starts.is_some_and(|s| s <= e.max_ts);
+            isolated[i] = !overlapped && self.dram.range(e.min_ts..=e.max_ts).next().is_none();
+            reach = Some(reach.map_or(e.max_ts, |r| r.max(e.max_ts)));
+        }
+        isolated
+    }
+
     /// The points in `range`: the sealed blocks' (a newer file's over an
     /// older's, tombstones masking), then the DRAM points over them.
-    fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
+    pub(super) fn materialize(self, id: SeriesId, range: TimeRange) -> Result<SeriesPoints, EngineError> {
         let decode = |bytes: &[u8]| {
             let block = crate::gorilla::decode_block(bytes)?;
             Ok(block.timestamps.iter().enumerate().map(|(i, t)| (*t, block.value(i))).collect())

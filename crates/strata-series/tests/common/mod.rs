@@ -34,6 +34,8 @@ pub struct Harness {
     pub engine: Option<Arc<SeriesEngine>>,
     /// `EngineOptions::compact_above_files` of every start.
     pub compact_above_files: usize,
+    /// `EngineOptions::block_span_ns` of every start.
+    pub block_span_ns: Option<i64>,
 }
 
 const LOG_BASE: RegionOffset = RegionOffset(0);
@@ -78,13 +80,18 @@ impl Harness {
 
     /// As [`Harness::new`], merging block files past `compact_above_files`.
     pub fn with_compaction(kind: LogKind, compact_above_files: usize) -> Harness {
+        Harness::with_options(kind, compact_above_files, EngineOptions::new("").block_span_ns)
+    }
+
+    /// As [`Harness::with_compaction`], sealed blocks cut at spans of `block_span_ns`.
+    pub fn with_options(kind: LogKind, compact_above_files: usize, block_span_ns: Option<i64>) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let region = match kind {
             LogKind::SerialPmem => Some(Arc::new(Region::sim(PMEM_LOG_BYTES + 64 * 1024))),
             LogKind::DeclogPmem => Some(Arc::new(Region::sim(DECLOG_BYTES))),
             _ => None,
         };
-        let mut h = Harness { kind, dir, region, engine: None, compact_above_files };
+        let mut h = Harness { kind, dir, region, engine: None, compact_above_files, block_span_ns };
         h.start(true);
         h.engine().create_database("db").unwrap();
         h
@@ -115,6 +122,7 @@ impl Harness {
     fn options(&self) -> EngineOptions {
         EngineOptions {
             compact_above_files: self.compact_above_files,
+            block_span_ns: self.block_span_ns,
             ..EngineOptions::new(self.dir.path().join("series"))
         }
     }

@@ -31,19 +31,16 @@ use crate::influxql::response::{cell_json, limit_rows, Epoch};
 /// A window's start and its columns' values.
 pub type WindowRow = (i128, Vec<Option<FieldValue>>);
 
+/// One group's accumulators per window start (one entry, at 0, without
+/// GROUP BY time), a column's at its index.
+pub type Buckets = BTreeMap<i128, Vec<Acc>>;
+
 /// Most windows one output series may have when empty windows are filled.
 pub const MAX_SELECT_BUCKETS: i128 = 1_000_000;
 
 /// Orders two values of one field type (NaN compares equal to everything).
 pub(crate) fn order(a: &FieldValue, b: &FieldValue) -> Ordering {
-    match (a, b) {
-        (FieldValue::Float(x), FieldValue::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
-        (FieldValue::Integer(x), FieldValue::Integer(y)) => x.cmp(y),
-        (FieldValue::Unsigned(x), FieldValue::Unsigned(y)) => x.cmp(y),
-        (FieldValue::Boolean(x), FieldValue::Boolean(y)) => x.cmp(y),
-        (FieldValue::String(x), FieldValue::String(y)) => x.cmp(y),
-        _ => Ordering::Equal,
-    }
+    a.order(b)
 }
 
 /// The running state of one aggregate over one window.
@@ -77,23 +74,12 @@ pub enum Acc {
 /// `total + v` in the values' type (integers wrap as InfluxDB's do); a
 /// value of another type leaves the total as it is.
 pub(crate) fn add_value(total: Option<FieldValue>, v: &FieldValue) -> FieldValue {
-    match (total, v) {
-        (None, v) => v.clone(),
-        (Some(FieldValue::Float(a)), FieldValue::Float(b)) => FieldValue::Float(a + b),
-        (Some(FieldValue::Integer(a)), FieldValue::Integer(b)) => FieldValue::Integer(a.wrapping_add(*b)),
-        (Some(FieldValue::Unsigned(a)), FieldValue::Unsigned(b)) => FieldValue::Unsigned(a.wrapping_add(*b)),
-        (Some(other), _) => other,
-    }
+    v.added_to(total)
 }
 
 /// A numeric value as a float.
 pub(crate) fn as_f64(v: &FieldValue) -> Option<f64> {
-    match v {
-        FieldValue::Float(v) => Some(*v),
-        FieldValue::Integer(v) => Some(*v as f64),
-        FieldValue::Unsigned(v) => Some(*v as f64),
-        _ => None,
-    }
+    v.as_f64()
 }
 
 /// `hi - lo` in the values' type (integers wrap as InfluxDB's do).
@@ -326,13 +312,32 @@ pub fn aggregate_rows(
     if let [column @ AggColumn { func: AggFunc::Top { .. }, .. }] = columns {
         return Ok(super::top::top_rows(plan, column, rows, epoch));
     }
-    let fresh = || columns.iter().map(|c| Acc::new(c.func)).collect::<Vec<Acc>>();
+    let mut buckets = Buckets::new();
+    for row in rows {
+        let start = plan.window.map_or(0, |w| w.start(row.time_ns));
+        let accs = buckets.entry(start).or_insert_with(|| fresh_accs(columns));
+        accumulate(columns, accs, row);
+    }
+    aggregate_buckets(plan, columns, buckets, rows, epoch)
+}
+
+/// Fresh accumulators of `columns`.
+pub fn fresh_accs(columns: &[AggColumn]) -> Vec<Acc> {
+    columns.iter().map(|c| Acc::new(c.func)).collect()
+}
+
+/// Output rows of one group from its accumulators; `rows` are the group's
+/// rows, which only integral() reads (it needs the points themselves).
+pub fn aggregate_buckets(
+    plan: &SelectPlan,
+    columns: &[AggColumn],
+    buckets: Buckets,
+    rows: &[Row<'_>],
+    epoch: Epoch,
+) -> Result<Vec<Vec<Value>>, StatementError> {
     let out = match plan.window {
         None => {
-            let mut accs = fresh();
-            for row in rows {
-                accumulate(columns, &mut accs, row);
-            }
+            let accs = buckets.into_values().next().unwrap_or_else(|| fresh_accs(columns));
             let values: Vec<Option<FieldValue>> = accs.iter().map(Acc::value).collect();
             if !accs.iter().any(Acc::has_input)
                 || (values.iter().all(Option::is_none) && only_selectors(columns))
@@ -349,7 +354,7 @@ pub fn aggregate_rows(
             cells.extend(values.iter().map(|v| cell_json(v.as_ref())));
             vec![cells]
         }
-        Some(window) => windowed_rows(plan, window, columns, rows, fresh, epoch)?,
+        Some(window) => windowed_rows(plan, window, columns, buckets, rows, epoch)?,
     };
     Ok(limit_rows(out, plan.limit, plan.offset))
 }
@@ -358,15 +363,10 @@ fn windowed_rows(
     plan: &SelectPlan,
     window: Window,
     columns: &[AggColumn],
+    buckets: Buckets,
     rows: &[Row<'_>],
-    fresh: impl Fn() -> Vec<Acc>,
     epoch: Epoch,
 ) -> Result<Vec<Vec<Value>>, StatementError> {
-    let mut buckets: BTreeMap<i128, Vec<Acc>> = BTreeMap::new();
-    for row in rows {
-        let accs = buckets.entry(window.start(row.time_ns)).or_insert_with(&fresh);
-        accumulate(columns, accs, row);
-    }
     let mut values: BTreeMap<i128, Vec<Option<FieldValue>>> = buckets
         .into_iter()
         .map(|(start, accs)| (start, accs.iter().map(Acc::value).collect::<Vec<_>>()))

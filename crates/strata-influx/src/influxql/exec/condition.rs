@@ -266,6 +266,19 @@ fn compare(op: BinaryOp, l: &Val, r: &Val) -> bool {
     }
 }
 
+/// Whether some value between `min` and `max` (numeric, of one field) may
+/// pass `value op lit` (`op` one of [`Cond::required_comparisons`]'). The
+/// comparison orders numbers monotonically, so the ends decide.
+pub fn range_may_pass(op: BinaryOp, lit: &Val, min: &FieldValue, max: &FieldValue) -> bool {
+    let (min, max) = (Val::from(min), Val::from(max));
+    match op {
+        BinaryOp::Gt | BinaryOp::Gte => compare(op, &max, lit),
+        BinaryOp::Lt | BinaryOp::Lte => compare(op, &min, lit),
+        BinaryOp::Eq => compare(BinaryOp::Gte, &max, lit) && compare(BinaryOp::Lte, &min, lit),
+        _ => true,
+    }
+}
+
 fn as_f64(v: &Val) -> Option<f64> {
     match v {
         Val::Int(x) => Some(*x as f64),
@@ -301,17 +314,6 @@ fn arithmetic(op: BinaryOp, l: &Val, r: &Val) -> Val {
 }
 
 impl Cond {
-    /// Whether the condition reads a field value (else it depends on tags
-    /// only, and is the same for every row of a tag set).
-    pub fn mentions_field(&self) -> bool {
-        match self {
-            Cond::Field(_) => true,
-            Cond::Tag(_) | Cond::Lit(_) | Cond::Regex(_) => false,
-            Cond::Neg(inner) => inner.mentions_field(),
-            Cond::Binary(_, l, r) => l.mentions_field() || r.mentions_field(),
-        }
-    }
-
     /// Evaluates against `row`; `None` when the result depends on a field
     /// value `row` does not know.
     pub fn eval(&self, row: &dyn RowView) -> Option<Val> {
@@ -359,6 +361,45 @@ impl Cond {
                     arithmetic(*op, &l, &r)
                 })
             }
+        }
+    }
+
+    /// Whether the condition reads a field (otherwise it sees only tags and
+    /// literals, and decides a whole tag set at once).
+    pub fn references_fields(&self) -> bool {
+        match self {
+            Cond::Field(_) => true,
+            Cond::Tag(_) | Cond::Lit(_) | Cond::Regex(_) => false,
+            Cond::Binary(_, l, r) => l.references_fields() || r.references_fields(),
+            Cond::Neg(c) => c.references_fields(),
+        }
+    }
+
+    /// The comparisons of a field with a literal that every row passing the
+    /// condition passes (those on its top-level AND chain), as (slot, op,
+    /// literal) with the field on the left.
+    pub fn required_comparisons(&self) -> Vec<(usize, BinaryOp, Val)> {
+        let flipped = |op: BinaryOp| match op {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::Lte => BinaryOp::Gte,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::Gte => BinaryOp::Lte,
+            other => other,
+        };
+        let ordered =
+            |op| matches!(op, BinaryOp::Eq | BinaryOp::Lt | BinaryOp::Lte | BinaryOp::Gt | BinaryOp::Gte);
+        match self {
+            Cond::Binary(BinaryOp::And, l, r) => {
+                let mut all = l.required_comparisons();
+                all.extend(r.required_comparisons());
+                all
+            }
+            Cond::Binary(op, l, r) if ordered(*op) => match (l.as_ref(), r.as_ref()) {
+                (Cond::Field(slot), Cond::Lit(v)) => vec![(*slot, *op, v.clone())],
+                (Cond::Lit(v), Cond::Field(slot)) => vec![(*slot, flipped(*op), v.clone())],
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
         }
     }
 
@@ -479,6 +520,26 @@ mod tests {
         assert_eq!(compiled("usage != 7").decide(&row), Some(false));
         let null = Row { tags: &tags, fields: vec![None] };
         assert_eq!(compiled("usage != 7").decide(&null), Some(false));
+    }
+
+    #[test]
+    fn required_comparisons_come_from_the_and_chain_and_rule_out_ranges() {
+        let required = compiled("usage > 5 AND host = 'a' AND 10 >= usage").required_comparisons();
+        assert_eq!(
+            required,
+            vec![(0, BinaryOp::Gt, Val::Int(5)), (0, BinaryOp::Lte, Val::Int(10))],
+            "a literal on the left is turned around"
+        );
+        assert!(compiled("usage > 5 OR host = 'a'").required_comparisons().is_empty(), "not under OR");
+        assert!(compiled("usage * 2 > 5").required_comparisons().is_empty(), "not over arithmetic");
+        let (lo, hi) = (FieldValue::Float(2.0), FieldValue::Float(4.0));
+        let may = |op, v: f64| range_may_pass(op, &Val::Float(v), &lo, &hi);
+        assert!(may(BinaryOp::Gt, 3.9) && !may(BinaryOp::Gt, 4.0) && may(BinaryOp::Gte, 4.0));
+        assert!(may(BinaryOp::Lt, 2.1) && !may(BinaryOp::Lt, 2.0) && may(BinaryOp::Lte, 2.0));
+        assert!(may(BinaryOp::Eq, 3.0) && !may(BinaryOp::Eq, 4.5) && !may(BinaryOp::Eq, 1.0));
+        let ints = (FieldValue::Integer(-3), FieldValue::Integer(3));
+        assert!(!range_may_pass(BinaryOp::Gt, &Val::Float(3.5), &ints.0, &ints.1));
+        assert!(!range_may_pass(BinaryOp::Gt, &Val::Str("x".into()), &ints.0, &ints.1), "never true");
     }
 
     #[test]

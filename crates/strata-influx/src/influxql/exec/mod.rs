@@ -2,7 +2,8 @@
 //! and shapes each result. Split by concern: [`plan`] (which series, time
 //! range, columns), [`select`] (the one snapshot read, joining and
 //! grouping rows), [`raw`] (raw rows), [`aggregate`] (aggregates, windows,
-//! fill), [`meta`] (SHOW, DROP, DELETE), [`retention`] (retention policies, CREATE DATABASE), [`condition`] (WHERE),
+//! fill), [`partial`] (aggregates from the store's per-window partials),
+//! [`prune`] (reads that skip blocks a required field comparison rules out), [`meta`] (SHOW, DROP, DELETE), [`retention`] (retention policies, CREATE DATABASE), [`condition`] (WHERE),
 //! [`stream`] (SELECT on an event stream), [`top`] (top/bottom),
 //! [`sources`] (several measurements, regexes in FROM), [`subquery`], [`into`] (SELECT INTO). It asks the engine facade's
 //! table catalog ([`strata_engine::Tables`]): series through
@@ -33,7 +34,9 @@ pub mod condition;
 pub mod error;
 pub mod into;
 pub mod meta;
+pub mod partial;
 pub mod plan;
+pub mod prune;
 pub mod raw;
 pub mod raw_scan;
 pub mod retention;

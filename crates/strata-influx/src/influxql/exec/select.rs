@@ -1,7 +1,9 @@
 //! Runs a planned SELECT: one `store.read` of every needed series (one
 //! snapshot), rows joined by timestamp per tag set, the condition applied,
 //! rows grouped by the GROUP BY tags, then raw or aggregate output (a raw
-//! SELECT given a sink streams instead: [`super::raw_scan`]). A
+//! SELECT given a sink streams instead: [`super::raw_scan`]; an aggregate
+//! of decomposable functions reads partial aggregates per window instead
+//! of points: [`super::partial`]). A
 //! measurement that is an event stream goes to [`super::stream`] instead
 //! (which streams a raw SELECT given a sink too).
 
@@ -10,7 +12,9 @@ use std::collections::BTreeMap;
 use strata_engine::{TableKind, Tables};
 use strata_series::{SeriesId, SeriesStore};
 
-use super::aggregate::aggregate_rows;
+use serde_json::Value;
+
+use super::aggregate::{aggregate_buckets, aggregate_rows};
 use super::condition::tag_value;
 use super::error::StatementError;
 use super::plan::{plan_select, AggFunc, Projection, SelectPlan, TagSet};
@@ -108,11 +112,25 @@ pub fn select(
                 return Ok(Selected::Streamed);
             }
         }
+        if let (Some(window), Projection::Aggregate(columns)) =
+            (super::partial::answerable(&plan), &plan.projection)
+        {
+            let groups = super::partial::read_partials(store, &plan, window)?;
+            if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
+                continue;
+            }
+            let values = |buckets| aggregate_buckets(&plan, columns, buckets, &[], epoch);
+            return Ok(Selected::Series(output(&plan, groups, values)?));
+        }
         let groups = read_rows(store, &plan, params.max_memory_bytes)?;
         if attempt < MAX_SNAPSHOT_ATTEMPTS && listing()? != before {
             continue;
         }
-        return Ok(Selected::Series(output(&plan, groups, epoch)?));
+        let values = |rows: Vec<Row<'_>>| match &plan.projection {
+            Projection::Raw(columns) => Ok(raw_rows(&plan, columns, &rows, epoch)),
+            Projection::Aggregate(columns) => aggregate_rows(&plan, columns, &rows, epoch),
+        };
+        return Ok(Selected::Series(output(&plan, groups, values)?));
     }
 }
 
@@ -128,17 +146,16 @@ enum Listing {
 /// attempt's answer is returned as it is.
 const MAX_SNAPSHOT_ATTEMPTS: usize = 8;
 
-fn output(
+/// The output series of the groups (by GROUP BY tag values), each
+/// group's rows made by `values_of`.
+fn output<G>(
     plan: &SelectPlan,
-    groups: BTreeMap<Vec<String>, Vec<Row<'_>>>,
-    epoch: Epoch,
+    groups: BTreeMap<Vec<String>, G>,
+    values_of: impl Fn(G) -> Result<Vec<Vec<Value>>, StatementError>,
 ) -> Result<Vec<SeriesOut>, StatementError> {
     let mut out = Vec::new();
-    for (key, rows) in groups {
-        let values = match &plan.projection {
-            Projection::Raw(columns) => raw_rows(plan, columns, &rows, epoch),
-            Projection::Aggregate(columns) => aggregate_rows(plan, columns, &rows, epoch)?,
-        };
+    for (key, group) in groups {
+        let values = values_of(group)?;
         if values.is_empty() {
             continue;
         }
@@ -190,13 +207,13 @@ pub fn group_key(plan: &SelectPlan, tagset: &TagSet) -> Vec<String> {
 /// tags only. Then the last of a group's rows is the newest of its series'
 /// newest points, ties included, and the store answers those from its
 /// last-point cache (`SELECT last(*) ... GROUP BY host`, TSBS lastpoint).
-fn newest_points_suffice(plan: &SelectPlan) -> bool {
+pub(super) fn newest_points_suffice(plan: &SelectPlan) -> bool {
     let Projection::Aggregate(columns) = &plan.projection else { return false };
     plan.window.is_none()
         && plan.selector_tags.is_empty()
         && !columns.is_empty()
         && columns.iter().all(|c| c.func == AggFunc::Last && c.transform.is_none())
-        && plan.condition.as_ref().is_none_or(|c| !c.mentions_field())
+        && plan.condition.as_ref().is_none_or(|c| !c.references_fields())
 }
 
 /// Reads the plan's series in one call and returns the rows that pass the
@@ -225,7 +242,8 @@ fn read_rows<'p>(
         let newest = store.read_last(&plan.db, &ids, plan.range)?;
         newest.into_iter().map(|point| point.into_iter().collect()).collect()
     } else {
-        store.read(&plan.db, &ids, plan.range)?
+        let slots: Vec<usize> = where_read.iter().map(|(_, slot)| *slot).collect();
+        super::prune::read(store, plan, &ids, &slots, plan.range)?
     };
     check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
