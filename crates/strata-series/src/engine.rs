@@ -254,6 +254,17 @@ impl SeriesStore for SeriesEngine {
         self.core.read_last(ids, range)
     }
 
+    fn read_at_times(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        times: &[&[TimestampNs]],
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.known_database(db)?;
+        self.core.read_series_at_times(ids, range, times)
+    }
+
     fn read_pruned(
         &self,
         db: &str,

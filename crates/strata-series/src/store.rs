@@ -162,6 +162,24 @@ pub trait SeriesStore: Send + Sync {
     ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
         self.read(db, ids, range)
     }
+    /// The points of each series of `ids` in `range` at the times of
+    /// `times[i]` (sorted, distinct) only: [`SeriesStore::read`] with the
+    /// other points left out. Engines skip the sealed blocks that hold none
+    /// of those times without reading them (a filtered scan reads its
+    /// other fields only where the filtered one passed).
+    fn read_at_times(
+        &self,
+        db: &str,
+        ids: &[SeriesId],
+        range: TimeRange,
+        times: &[&[TimestampNs]],
+    ) -> Result<Vec<Vec<(TimestampNs, FieldValue)>>, EngineError> {
+        let mut data = self.read(db, ids, range)?;
+        for (points, wanted) in data.iter_mut().zip(times) {
+            keep_at_times(points, wanted);
+        }
+        Ok(data)
+    }
     /// A version of a measurement's set of series: it changes whenever a
     /// series is added or removed and never returns to an earlier value, so
     /// what was built from [`SeriesStore::series`] under one version stays
@@ -200,10 +218,43 @@ pub trait SeriesStore: Send + Sync {
     fn change_retention(&self, db: &str, change: &RetentionChange) -> Result<(), EngineError>;
 }
 
+/// Keeps the points of `points` (sorted by time) at the times of `times`
+/// (sorted, distinct): one merge of the two lists.
+pub fn keep_at_times(points: &mut Vec<(TimestampNs, FieldValue)>, times: &[TimestampNs]) {
+    let mut wanted = times.iter().peekable();
+    points.retain(|(t, _)| {
+        while wanted.next_if(|w| **w < *t).is_some() {}
+        wanted.peek().is_some_and(|w| **w == *t)
+    });
+}
+
+/// Whether some time of `times` (sorted) lies in `[min_ns, max_ns]`.
+pub fn any_time_within(times: &[TimestampNs], min_ns: TimestampNs, max_ns: TimestampNs) -> bool {
+    let at = times.partition_point(|t| *t < min_ns);
+    times.get(at).is_some_and(|t| *t <= max_ns)
+}
+
 /// The range spanned by `timestamps`, `None` when there are none.
 pub fn span_of(timestamps: impl IntoIterator<Item = TimestampNs>) -> Option<TimeRange> {
     timestamps.into_iter().fold(None, |span, t| match span {
         None => Some(TimeRange { min_ns: t, max_ns: t }),
         Some(r) => Some(TimeRange { min_ns: r.min_ns.min(t), max_ns: r.max_ns.max(t) }),
     })
+}
+
+#[cfg(test)]
+mod time_filter_tests {
+    use super::*;
+
+    #[test]
+    fn points_are_kept_at_the_wanted_times_only() {
+        let f = FieldValue::Float;
+        let mut points = vec![(1, f(1.0)), (3, f(3.0)), (5, f(5.0)), (7, f(7.0))];
+        keep_at_times(&mut points, &[0, 3, 4, 7, 9]);
+        assert_eq!(points, vec![(3, f(3.0)), (7, f(7.0))]);
+        keep_at_times(&mut points, &[]);
+        assert!(points.is_empty());
+        assert!(any_time_within(&[2, 10], 5, 10) && any_time_within(&[2, 10], 2, 2));
+        assert!(!any_time_within(&[2, 10], 3, 9) && !any_time_within(&[], 0, 100));
+    }
 }

@@ -70,13 +70,21 @@ fn op() -> impl Strategy<Value = Op> {
 type Newest = (Option<(i64, FieldValue)>, Option<(i64, FieldValue)>);
 
 /// Per measurement, its tag index (the engine's is cached by series
-/// version, the model's built per call), and per series (described as a string) its points and its
-/// newest points (the engine answers those from its last-point cache).
-type Snapshot = Vec<(String, TagIndex, Vec<(String, Vec<(i64, FieldValue)>, Newest)>)>;
+/// version, the model's built per call), and per series (described as a
+/// string) its points, its points at [`SOME_TIMES`] (the engine skips
+/// blocks holding none) and its newest points (the engine answers those
+/// from its last-point cache).
+type Snapshot = Vec<(String, TagIndex, Vec<(String, (Points, Points), Newest)>)>;
+
+type Points = Vec<(i64, FieldValue)>;
 
 /// A range that ends inside the written times, so some newest points lie
 /// past it and some series have none in it.
 const LAST_RANGE: TimeRange = TimeRange { min_ns: 100, max_ns: 300 };
+
+/// Times a read at chosen times asks for: some written, some not (points
+/// are written at multiples of 10 in [0, 590]).
+const SOME_TIMES: [i64; 6] = [0, 15, 40, 200, 205, 590];
 
 /// A measurement's tag index without series ids (the two stores number
 /// series differently): field types, tag keys, and per tag set its tags,
@@ -109,6 +117,10 @@ fn snapshot(s: &dyn SeriesStore) -> Snapshot {
         let newest = s.read_last("db", &ids, TimeRange::ALL).unwrap();
         let newest_in_range = s.read_last("db", &ids, LAST_RANGE).unwrap();
         let data = s.read("db", &ids, TimeRange::ALL).unwrap();
+        // Reads at chosen times skip the engine's blocks that hold none.
+        let at_times =
+            s.read_at_times("db", &ids, TimeRange::ALL, &vec![&SOME_TIMES[..]; ids.len()]).unwrap();
+        let data: Vec<_> = data.into_iter().zip(at_times).collect();
         let mut per: Vec<_> = series
             .iter()
             .zip(data)

@@ -18,6 +18,7 @@ use crate::error::EngineError;
 use crate::gorilla::CodecError;
 use crate::model::{FieldType, FieldValue, SeriesId, TimeRange, TimestampNs};
 use crate::series_data::{SealedBlock, Tombstone};
+use crate::store::{any_time_within, keep_at_times};
 use crate::txn::ValueRef;
 
 /// The points of one series, sorted by time.
@@ -63,6 +64,25 @@ impl SeriesCore {
                 .map(|(block, _)| block)
                 .collect();
             snap.materialize(id, range)
+        })
+    }
+
+    /// [`SeriesCore::read_series`] at the times of `times[i]` only
+    /// (sorted): a sealed block holding none of them is not read.
+    pub fn read_series_at_times(
+        &self,
+        ids: &[SeriesId],
+        range: TimeRange,
+        times: &[&[TimestampNs]],
+    ) -> Result<Vec<SeriesPoints>, EngineError> {
+        self.read_each(ids, range, |mut snap, i, id| {
+            let wanted = times[i];
+            // A block left out holds no wanted time, so neither do the
+            // points of older blocks it would hide: those are dropped below.
+            snap.sealed.retain(|(_, b)| any_time_within(wanted, b.entry.min_ts, b.entry.max_ts));
+            let mut points = snap.materialize(id, range)?;
+            keep_at_times(&mut points, wanted);
+            Ok(points)
         })
     }
 

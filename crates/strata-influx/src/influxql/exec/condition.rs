@@ -227,7 +227,7 @@ fn truthy(v: &Val) -> bool {
     matches!(v, Val::Bool(true))
 }
 
-fn compare(op: BinaryOp, l: &Val, r: &Val) -> bool {
+pub(crate) fn compare(op: BinaryOp, l: &Val, r: &Val) -> bool {
     use std::cmp::Ordering;
     let ordering: Option<Ordering> = match (l, r) {
         (Val::Str(a), Val::Str(b)) => Some(a.cmp(b)),

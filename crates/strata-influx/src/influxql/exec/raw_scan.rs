@@ -79,8 +79,6 @@ struct GroupScan<'t> {
     ids: Vec<SeriesId>,
     /// Per id, its tag set (index into `tagsets`) and field slot.
     where_read: Vec<(usize, usize)>,
-    /// Per id, its field slot.
-    slots: Vec<usize>,
     /// The first and last time to read, and the first window's width.
     first: i64,
     last: i64,
@@ -152,7 +150,6 @@ impl RawScan<'_> {
             }
         }
         let (store, db, range) = (self.store, self.plan.db.as_str(), self.plan.range);
-        let slots: Vec<usize> = where_read.iter().map(|(_, slot)| *slot).collect();
         if ids.is_empty() {
             return Ok(Prepared::Empty);
         }
@@ -167,7 +164,7 @@ impl RawScan<'_> {
             store.point_count_bounds(db, &ids, TimeRange { min_ns: first, max_ns: last })?.iter().sum();
         let span_ns = i128::from(last) - i128::from(first) + 1;
         let width = (span_ns * i128::from(TARGET_POINTS) / i128::from(bound.max(1))).clamp(1, span_ns);
-        let scan = GroupScan { head, tagsets: tagsets.to_vec(), ids, where_read, slots, first, last, width };
+        let scan = GroupScan { head, tagsets: tagsets.to_vec(), ids, where_read, first, last, width };
         if width < span_ns {
             return Ok(Prepared::Windows(scan));
         }
@@ -175,7 +172,7 @@ impl RawScan<'_> {
             store,
             self.plan,
             &scan.ids,
-            &scan.slots,
+            &scan.where_read,
             TimeRange { min_ns: first, max_ns: last },
         )?;
         let points: u64 = data.iter().map(|p| p.len() as u64).sum();
@@ -204,7 +201,7 @@ impl RawScan<'_> {
         while next <= i128::from(scan.last) && !out.done() {
             let max_ns = (next + width - 1).min(i128::from(scan.last)) as i64;
             let window = TimeRange { min_ns: next as i64, max_ns };
-            let data = super::prune::read(store, self.plan, &scan.ids, &scan.slots, window)?;
+            let data = super::prune::read(store, self.plan, &scan.ids, &scan.where_read, window)?;
             let points: u64 = data.iter().map(|p| p.len() as u64).sum();
             *points_read += points;
             check_memory(*points_read, self.max_memory_bytes)?;

@@ -242,8 +242,7 @@ fn read_rows<'p>(
         let newest = store.read_last(&plan.db, &ids, plan.range)?;
         newest.into_iter().map(|point| point.into_iter().collect()).collect()
     } else {
-        let slots: Vec<usize> = where_read.iter().map(|(_, slot)| *slot).collect();
-        super::prune::read(store, plan, &ids, &slots, plan.range)?
+        super::prune::read(store, plan, &ids, &where_read, plan.range)?
     };
     check_memory(data.iter().map(|points| points.len() as u64).sum(), max_memory_bytes)?;
 
