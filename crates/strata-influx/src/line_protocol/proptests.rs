@@ -176,18 +176,18 @@ proptest! {
                 let Some(want) = written else { continue };
                 let line = at + 1;
                 let got = reused.line_numbers.iter().position(|&n| n == line).map(|i| &reused.points[i]);
-                assert!(
+                prop_assert!(
                     got.is_some_and(|got| same_point(got, want)),
-                    "seed {SEED:#x}: line {line} {want:?} parsed as {got:?} from {body:?}"
+                    "seed {:#x}: line {} {:?} parsed as {:?} from {:?}", SEED, line, want, got, body
                 );
                 points_checked += 1;
             }
             let fresh = parse_lines(body.as_bytes(), Precision::Nanoseconds, 7, &LineLimits::default());
-            assert_eq!(reused.points, fresh.points, "seed {SEED:#x}: {body:?}");
-            assert_eq!(reused.line_numbers, fresh.line_numbers, "seed {SEED:#x}: {body:?}");
-            assert_eq!(reused.errors, fresh.errors, "seed {SEED:#x}: {body:?}");
+            prop_assert_eq!(&reused.points, &fresh.points, "seed {:#x}: {:?}", SEED, body);
+            prop_assert_eq!(&reused.line_numbers, &fresh.line_numbers, "seed {:#x}: {:?}", SEED, body);
+            prop_assert_eq!(&reused.errors, &fresh.errors, "seed {:#x}: {:?}", SEED, body);
         }
         let written = bodies.iter().flatten().filter(|(_, p)| p.is_some()).count();
-        assert_eq!(points_checked, written, "seed {SEED:#x}: every written point was checked");
+        prop_assert_eq!(points_checked, written, "seed {:#x}: every written point was checked", SEED);
     }
 }
