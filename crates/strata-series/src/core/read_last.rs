@@ -23,27 +23,24 @@ impl SeriesCore {
         range: TimeRange,
     ) -> Result<Vec<Option<(TimestampNs, FieldValue)>>, EngineError> {
         for _ in 0..MAX_LOOKUPS {
-            let lookups = self.data().last_lookup(ids);
-            if lookups.iter().all(|l| matches!(l, LastLookup::Known(_))) {
-                let newest = lookups.into_iter().map(|l| match l {
-                    LastLookup::Known(point) => point,
-                    LastLookup::Read { .. } => unreachable!("all known"),
-                });
-                let mut out = Vec::with_capacity(ids.len());
-                for point in newest {
-                    match point {
-                        Some((t, _)) if t > range.max_ns => return self.read_last_by_scan(ids, range),
-                        Some((t, v)) if t >= range.min_ns => out.push(Some((t, v))),
-                        _ => out.push(None),
+            let mut out = Vec::with_capacity(ids.len());
+            let mut unknown = Vec::new();
+            for (id, lookup) in ids.iter().zip(self.data().last_lookup(ids)) {
+                match lookup {
+                    LastLookup::Known(Some((t, _))) if t > range.max_ns => {
+                        return self.read_last_by_scan(ids, range)
                     }
+                    LastLookup::Known(Some((t, v))) if t >= range.min_ns => out.push(Some((t, v))),
+                    LastLookup::Known(_) => out.push(None),
+                    LastLookup::Read { epoch, from_ns } => unknown.push((*id, epoch, from_ns)),
                 }
+            }
+            if unknown.is_empty() {
                 return Ok(out);
             }
-            for (id, lookup) in ids.iter().zip(lookups) {
-                if let LastLookup::Read { epoch, from_ns } = lookup {
-                    let newest = self.newest_by_read(*id, from_ns)?;
-                    self.data().fill_last(*id, epoch, newest);
-                }
+            for (id, epoch, from_ns) in unknown {
+                let newest = self.newest_by_read(id, from_ns)?;
+                self.data().fill_last(id, epoch, newest);
             }
         }
         self.read_last_by_scan(ids, range)
