@@ -309,6 +309,14 @@ impl Default for SsdLogSection {
     }
 }
 
+/// `declog.key_slots` by default: 16,384 slots a stream (8 MiB of the
+/// DecLog file per table, 32 MiB for two streams' tables and copies), room
+/// for about 16,000 series at half load over two streams. (The DecLog
+/// library's own default, 1,024, filled up at the 2,000 series of the
+/// default ingest bench: every unregistered key probed the whole table and
+/// was logged raw.)
+pub const DEFAULT_DECLOG_KEY_SLOTS: u32 = 16_384;
+
 /// DecLog's parameters (declog.txt 4.2-4.5, 5.1) and the switches of its
 /// components (Fig. 12(a)). Stream geometry, compression and ordering are
 /// fixed when the DecLog file is created; the rest apply at every open.
@@ -336,6 +344,14 @@ pub struct DeclogSection {
     pub compression_and_alignment: bool,
     /// Checkpoints (4.5); false = never (the file must hold the whole run).
     pub checkpoints: bool,
+    /// Slots of each stream's key table (4.4.1): series keys a stream
+    /// compresses. A key that finds the table full is logged raw (its key
+    /// in every entry, no delta-of-delta or XOR state), so size it above the
+    /// series count divided by `logging_threads`, with room: linear probing
+    /// slows as the table fills. 512 bytes of the DecLog file per slot,
+    /// four times over with two streams (each stream's table and its
+    /// checkpoint copy).
+    pub key_slots: u32,
     /// Threads replaying LSN-0 entries at recovery (4.6).
     pub replay_threads: usize,
 }
@@ -353,6 +369,7 @@ impl Default for DeclogSection {
             data_driven_lsn: true,
             compression_and_alignment: true,
             checkpoints: true,
+            key_slots: DEFAULT_DECLOG_KEY_SLOTS,
             replay_threads: 2,
         }
     }
@@ -469,6 +486,15 @@ impl Config {
             return Err(ConfigError::Invalid("declog.file_bytes must be at least 4 MiB".into()));
         }
         self.declog_config().validate().map_err(|e| ConfigError::Invalid(format!("declog: {e}")))?;
+        let key_tables_bytes = self.declog_key_tables_bytes();
+        if key_tables_bytes > self.declog.file_bytes / 2 {
+            return Err(ConfigError::Invalid(format!(
+                "declog.key_slots = {} take {key_tables_bytes} bytes of the DecLog file (512 bytes a slot, \
+                 4 tables with 2 logging threads), more than half of declog.file_bytes ({}): lower the \
+                 slots or raise the file",
+                self.declog.key_slots, self.declog.file_bytes
+            )));
+        }
         if self.declog.replay_threads == 0 {
             return Err(ConfigError::Invalid("declog.replay_threads must be at least 1".into()));
         }
@@ -570,8 +596,19 @@ impl Config {
             align_bytes: if d.compression_and_alignment { strata_declog::DEFAULT_ALIGN_BYTES } else { 8 },
             compression: d.compression_and_alignment,
             strict_ordering: !d.relaxed_ordering,
+            key_slots: d.key_slots,
             ..Default::default()
         }
+    }
+
+    /// Bytes of the DecLog file the key tables take (each stream's table and
+    /// its checkpoint copy; none without compression).
+    pub fn declog_key_tables_bytes(&self) -> u64 {
+        let d = &self.declog;
+        if !d.compression_and_alignment {
+            return 0;
+        }
+        2 * d.logging_threads as u64 * strata_declog::compress::key_table::key_table_area_bytes(d.key_slots)
     }
 
     /// The DecLog file of a DecLog protocol.
@@ -637,6 +674,21 @@ mod tests {
         assert_eq!(c.declog_path(Protocol::DeclogPmem), PathBuf::from("./strata-data/declog.pmem"));
         assert_eq!(c.bind_addr().unwrap().to_string(), "127.0.0.1:8086");
         assert_eq!(c.pool_path(), PathBuf::from("./strata-data/pmem.pool"));
+    }
+
+    #[test]
+    fn declog_key_slots_reach_the_log_and_must_fit_the_file() {
+        let c = Config::from_toml("[declog]\nkey_slots = 4096\n").unwrap();
+        assert_eq!(c.declog_config().key_slots, 4096);
+        assert_eq!(c.declog_key_tables_bytes(), 4 * (256 + 4096 * 512), "two streams, table and copy each");
+        assert_eq!(Config::default().declog_config().key_slots, DEFAULT_DECLOG_KEY_SLOTS);
+        Config::default().validate().expect("the default key tables fit the default file");
+        let mut small = Config::default();
+        small.declog.file_bytes = 8 << 20;
+        let err = small.validate().expect_err("32 MiB of key tables in an 8 MiB file");
+        assert!(err.to_string().contains("declog.key_slots"), "{err}");
+        small.declog.key_slots = 1024;
+        small.validate().expect("1,024 slots fit");
     }
 
     #[test]

@@ -464,6 +464,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut declog = config(dir.path(), Protocol::DeclogPmem);
         declog.declog.file_bytes = 8 << 20;
+        declog.declog.key_slots = 1024;
         let mut declog_ssd = declog.clone();
         declog_ssd.storage.protocol = Protocol::DeclogSsd.name().into();
         let serial = config(dir.path(), Protocol::SerialPmem);

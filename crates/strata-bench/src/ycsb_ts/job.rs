@@ -102,6 +102,9 @@ impl ChildJob {
         c.declog.replay_threads = self.replay_threads;
         c.declog.logging_threads = self.logging_threads;
         c.declog.checkpoints = self.checkpoints;
+        // One key per YCSB-TS key and stream at most: at least four slots a
+        // key, so probing stays short, and no larger (the file is small).
+        c.declog.key_slots = (4 * self.num_keys).clamp(1024, 1 << 20) as u32;
         if let Some(s) = variant.declog {
             c.declog.relaxed_ordering = s.relaxed_ordering;
             c.declog.data_driven_lsn = s.data_driven_lsn;

@@ -420,6 +420,14 @@ impl KeyTable {
         if id == u32::MAX || self.key_of_id.contains_key(&id) {
             return Err(DeclogError::InvalidInput(format!("key id {id} is taken or out of range")));
         }
+        // A full table fails at once: without this check every new key of a
+        // full table probed every slot before being logged raw.
+        if self.by_key.len() >= self.slot_count as usize {
+            return Err(DeclogError::InvalidInput(format!(
+                "key table full ({} slots); its new keys are logged raw",
+                self.slot_count
+            )));
+        }
         let start = (key_hash(key) % self.slot_count as u64) as u32;
         let slot = (0..self.slot_count)
             .map(|i| ((start as u64 + i as u64) % self.slot_count as u64) as u32)
