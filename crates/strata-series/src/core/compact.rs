@@ -280,12 +280,6 @@ impl SeriesCore {
             report.skipped = Some(why);
             Ok(report)
         };
-        let Some(durable) = read_manifest(fs.as_ref(), dir)? else {
-            return skip(report, CompactionSkip::NoCheckpoint);
-        };
-        if durable.checkpoint_seq != self.blocks().mark().checkpoint_seq {
-            return skip(report, CompactionSkip::UnsettledManifest);
-        }
         let files = self.blocks().files();
         let start = match mode {
             CompactMode::Tiered => {
@@ -297,6 +291,13 @@ impl SeriesCore {
             }
         };
         let Some(start) = start else { return skip(report, CompactionSkip::NothingToMerge) };
+        // The last checkpoint's manifest, as recovery would read it.
+        let Some(durable) = read_manifest(fs.as_ref(), dir)? else {
+            return skip(report, CompactionSkip::NoCheckpoint);
+        };
+        if durable.checkpoint_seq != self.blocks().mark().checkpoint_seq {
+            return skip(report, CompactionSkip::UnsettledManifest);
+        }
         let inputs: BTreeMap<u64, Arc<BlockFile>> = files[start..].iter().cloned().collect();
         if inputs.keys().any(|s| durable.block_files.binary_search(s).is_err()) {
             return skip(report, CompactionSkip::InputNotListed);
