@@ -115,7 +115,7 @@ impl SeriesCompactionCrash {
 /// (out of order), the rest append; every fourth request deletes, half of
 /// them one point, the others a short range.
 pub fn heavy_workload(seed: u64, txns: u64) -> Vec<SeriesTxn> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xc0_4ac7);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x00c0_4ac7);
     let mut written: BTreeMap<(usize, usize), Vec<i64>> = BTreeMap::new();
     let mut next_ts = 100i64;
     (1..=txns)
@@ -198,7 +198,7 @@ mod tests {
     /// gone, which the line must report.
     #[test]
     fn the_line_catches_inputs_deleted_before_the_manifest() {
-        let seed = 0x5eed_c0;
+        let seed = 0x5eed_00c0;
         println!("seed {seed}");
         let proto =
             SeriesCompactionCrash::new(seed, 24).with_planted_bug(CompactionBug::DeleteInputsBeforeManifest);
@@ -211,7 +211,7 @@ mod tests {
 
     #[test]
     fn the_line_is_clean_without_the_bug() {
-        let seed = 0x5eed_c1;
+        let seed = 0x5eed_00c1;
         println!("seed {seed}");
         let r = run_fs_crashtest(
             &SeriesCompactionCrash::new(seed, 24),
