@@ -1,6 +1,6 @@
 //! `strata recover`: open the data directory as `serve` would, print what
 //! recovery found and the time of each phase, optionally checkpoint (which
-//! empties the log), and exit.
+//! empties the log) or compact every block file into one, and exit.
 
 use clap::Args;
 
@@ -13,6 +13,10 @@ pub struct RecoverArgs {
     /// Checkpoint after recovering (seals DRAM data into block files and empties the log).
     #[arg(long)]
     checkpoint: bool,
+    /// Checkpoint, then merge every block file into one, dropping overwritten
+    /// and deleted points (a full compaction; a stopped server's data directory).
+    #[arg(long)]
+    compact: bool,
 }
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<()> {
@@ -24,8 +28,18 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<()> {
         db.protocol().name(),
         db.recovery()
     );
-    if args.checkpoint {
+    if args.checkpoint && !args.compact {
         println!("{}", db.engine().checkpoint()?);
+    }
+    if args.compact {
+        let before = db.engine().stats();
+        let report = db.compact_all()?;
+        let after = db.engine().stats();
+        println!("{report}");
+        println!(
+            "block files: {} ({} bytes) before, {} ({} bytes) after",
+            before.block_files, before.block_file_bytes, after.block_files, after.block_file_bytes
+        );
     }
     Ok(())
 }

@@ -11,6 +11,8 @@
 //!   of the fault-injecting file system, and check every image;
 //! - [`error`]: [`CrashCheckError`], why a recovery could not be checked;
 //! - [`protocol`]: the builder setters every crash protocol shares;
+//! - [`series_compaction`]: crashes inside block-file compactions (the
+//!   series engine's merge, its manifest, the inputs' deletion);
 //! - one module per protocol and medium, the structures' ones using their
 //!   public API plus the planted bugs of their `crashtest` feature
 //!   (`declog_stream`, `events_*`, `halloc_pmem`);
@@ -40,6 +42,7 @@ pub mod protocol;
 mod recording_fs;
 pub mod serial_pmem;
 pub mod serial_ssd;
+pub mod series_compaction;
 pub mod series_declog;
 mod series_declog_oracle;
 mod series_declog_recovery;

@@ -10,7 +10,8 @@
 //! submit them), so a group returns once its members are durable: that
 //! return acknowledges each of them. Every `checkpoint_every`
 //! steps it checkpoints (DecLog's cut on PMem, block file and manifest on
-//! the file system, then `truncate_to` on PMem); the engine also
+//! the file system, then `truncate_to` on PMem) and compacts block files
+//! (merged file and its manifest on the file system); the engine also
 //! checkpoints by itself when a stream runs low, and `CREATE DATABASE` is a
 //! checkpoint too. The file system is recovered as of the crash point
 //! (`crate::recording_fs`).
@@ -394,6 +395,12 @@ impl SeriesDeclogCrash {
             if self.checkpoint_every > 0 && t / self.checkpoint_every > before / self.checkpoint_every {
                 if let Err(e) = engine.checkpoint() {
                     record.errors.push(format!("seed {seed}: checkpoint after step {t}: {e}"));
+                    break;
+                }
+                fs.settle();
+                // The compaction the background checkpointer runs next.
+                if let Err(e) = engine.compact() {
+                    record.errors.push(format!("seed {seed}: compaction after step {t}: {e}"));
                     break;
                 }
                 fs.settle();

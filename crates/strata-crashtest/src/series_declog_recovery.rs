@@ -47,7 +47,8 @@ impl Opener {
         log: DecLog,
         recovered: Recovered,
     ) -> Result<Arc<SeriesEngine>, CrashCheckError> {
-        // Two files at most, so checkpoints also merge block files.
+        // Two files at most, so the compactions after explicit checkpoints
+        // merge block files.
         let opts = EngineOptions {
             fs,
             checkpoint_interval: None,

@@ -48,7 +48,8 @@ impl SeriesPmemCrash {
     }
 
     fn options() -> EngineOptions {
-        // Two files at most, so checkpoints also merge block files.
+        // Two files at most, so the compaction after each checkpoint merges
+        // block files.
         EngineOptions { checkpoint_interval: None, compact_above_files: 2, ..EngineOptions::new("/series") }
     }
 }
@@ -79,6 +80,7 @@ impl PmemCrashProtocol for SeriesPmemCrash {
         self.plan.run(&engine, acks, self.checkpoint_every, || {
             let began = sim.ops();
             engine.checkpoint().expect("checkpoint");
+            engine.compact().expect("compaction");
             snapshots.push((began, fs.crash(Tear::None)));
         });
         *self.snapshots.lock() = snapshots;

@@ -32,8 +32,8 @@ impl SeriesSsdCrash {
     fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
         let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
             .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
-        // Two files at most: the checkpoints every few transactions also merge
-        // block files, so crashes land inside compactions too.
+        // Two files at most: a compaction follows the checkpoint every few
+        // transactions, so crashes land inside compactions too.
         let opts = EngineOptions {
             fs,
             checkpoint_interval: None,
@@ -55,6 +55,7 @@ impl FsCrashProtocol for SeriesSsdCrash {
         let engine = Self::open(fs).expect("open");
         self.plan.run(&engine, acks, self.checkpoint_every, || {
             engine.checkpoint().expect("checkpoint");
+            engine.compact().expect("compaction");
         });
     }
 

@@ -19,8 +19,8 @@ use strata_media::TxnId;
 use strata_series::{FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
 
 pub const DB: &str = "db";
-const HOSTS: [&str; 3] = ["a", "b", "c"];
-const FIELDS: [&str; 2] = ["u", "v"];
+pub const HOSTS: [&str; 3] = ["a", "b", "c"];
+pub const FIELDS: [&str; 2] = ["u", "v"];
 
 /// A seeded workload with the state after each of its prefixes: what both
 /// series crash lines run and check against.
@@ -32,7 +32,11 @@ pub struct SeriesPlan {
 
 impl SeriesPlan {
     pub fn new(seed: u64, txns: u64) -> SeriesPlan {
-        let txns = workload(seed, txns);
+        SeriesPlan::from_txns(seed, workload(seed, txns))
+    }
+
+    /// A plan of other transactions over the same series (`seed` names the run).
+    pub fn from_txns(seed: u64, txns: Vec<SeriesTxn>) -> SeriesPlan {
         let states = prefix_states(&txns);
         SeriesPlan { seed, txns, states }
     }

@@ -21,6 +21,7 @@ use crate::fir_pmem::{FirLine, FirPmemCrash};
 use crate::halloc_pmem::HallocCrashProtocol;
 use crate::serial_pmem::SerialPmemCrash;
 use crate::serial_ssd::SerialSsdCrash;
+use crate::series_compaction::SeriesCompactionCrash;
 use crate::series_declog::{DeclogVariant, SeriesDeclogCrash};
 use crate::series_pmem::SeriesPmemCrash;
 use crate::series_ssd::SeriesSsdCrash;
@@ -35,6 +36,8 @@ pub enum SuiteTarget {
     HallocPmem,
     SeriesPmem,
     SeriesSsd,
+    /// Block-file compaction after every few checkpoints, crashed inside it.
+    SeriesCompactionSsd,
     DeclogStreamPmem,
     /// The series engine over DecLog, one line per variant.
     SeriesDeclogPmem(DeclogVariant),
@@ -80,12 +83,13 @@ impl FlankBatch {
 }
 
 impl SuiteTarget {
-    pub const ALL: [SuiteTarget; 39] = [
+    pub const ALL: [SuiteTarget; 40] = [
         SuiteTarget::SerialPmem,
         SuiteTarget::SerialSsd,
         SuiteTarget::HallocPmem,
         SuiteTarget::SeriesPmem,
         SuiteTarget::SeriesSsd,
+        SuiteTarget::SeriesCompactionSsd,
         SuiteTarget::DeclogStreamPmem,
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::Full),
         SuiteTarget::SeriesDeclogPmem(DeclogVariant::Strict),
@@ -130,6 +134,7 @@ impl SuiteTarget {
             SuiteTarget::HallocPmem => "halloc/pmem",
             SuiteTarget::SeriesPmem => "series-serial/pmem",
             SuiteTarget::SeriesSsd => "series-serial/ssd",
+            SuiteTarget::SeriesCompactionSsd => "series-compaction/ssd",
             SuiteTarget::DeclogStreamPmem => "declog-stream/pmem",
             SuiteTarget::SeriesDeclogPmem(v) => match v {
                 DeclogVariant::Full => "series-declog/pmem",
@@ -315,6 +320,15 @@ fn protocol(target: SuiteTarget, o: &SuiteOptions) -> Protocol {
             let txns = if o.quick { 24 } else { 200 };
             Protocol::Ssd(
                 Box::new(SeriesSsdCrash::new(o.seed, txns)),
+                FsCrashConfig { seed: o.seed, max_images: o.images },
+            )
+        }
+        SuiteTarget::SeriesCompactionSsd => {
+            // A checkpoint and a compaction every 3 requests; crash points
+            // only inside the compactions (about 11 images each).
+            let txns = if o.quick { 90 } else { 360 };
+            Protocol::Ssd(
+                Box::new(SeriesCompactionCrash::new(o.seed, txns)),
                 FsCrashConfig { seed: o.seed, max_images: o.images },
             )
         }

@@ -44,6 +44,11 @@ fn series_engine_on_ssd_survives_every_crash_point() {
 }
 
 #[test]
+fn compactions_survive_every_crash_point() {
+    check(SuiteTarget::SeriesCompactionSsd);
+}
+
+#[test]
 fn declog_streams_on_pmem_survive_every_crash_point() {
     check(SuiteTarget::DeclogStreamPmem);
 }

@@ -218,6 +218,10 @@ impl Db {
     /// Starts the background checkpointer: checks every 100 ms whether the
     /// log passed its size threshold, the commit protocol asks for one (a
     /// DecLog stream is getting full), or the interval passed with new writes.
+    /// After each checkpoint (its manifest written, the log freed) it merges
+    /// block files past `compact_above_files` on this thread
+    /// (`SeriesEngine::compact`): never on a writer's thread, and without
+    /// the protocol's order or cut lock, so commits go on meanwhile.
     pub fn start_background_checkpoints(&self) {
         let engine = self.engine.clone();
         let streams = self.streams().clone();
@@ -229,7 +233,14 @@ impl Db {
             let due_by_time = interval.is_some_and(|i| last.elapsed() >= i) && pending > 0;
             if pending >= by_bytes || due_by_time || engine.checkpoint_wanted() {
                 match engine.checkpoint() {
-                    Ok(r) => eprintln!("strata: {r}"),
+                    Ok(r) => {
+                        eprintln!("strata: {r}");
+                        match engine.compact() {
+                            Ok(c) if c.files_merged > 0 => eprintln!("strata: {c}"),
+                            Ok(_) => {}
+                            Err(e) => eprintln!("strata: background compaction failed: {e}"),
+                        }
+                    }
                     Err(e) => eprintln!("strata: background checkpoint failed: {e}"),
                 }
                 if let Err(e) = streams.sync_to_media() {
@@ -294,6 +305,16 @@ impl Db {
         for h in handles {
             let _ = h.join();
         }
+    }
+
+    /// A full compaction now: a checkpoint (so DRAM points are in block
+    /// files), then every block file merged into one without the points
+    /// overwritten or deleted since they were sealed
+    /// (`SeriesEngine::compact_all`; `strata recover --compact`, the ingest
+    /// bench).
+    pub fn compact_all(&self) -> Result<strata_series::CompactionReport, EngineError> {
+        self.engine.checkpoint()?;
+        self.engine.compact_all()
     }
 
     pub fn engine(&self) -> &Arc<SeriesEngine> {
@@ -413,6 +434,34 @@ mod tests {
     fn count(db: &Db, m: &str) -> usize {
         let ids: Vec<_> = db.engine().series("strata", m).unwrap().iter().map(|s| s.id).collect();
         db.engine().read("strata", &ids, strata_series::TimeRange::ALL).unwrap().concat().len()
+    }
+
+    /// `Db::compact_all`: a checkpoint, then one block file without the
+    /// overwritten points; the data reads back after a reopen.
+    #[test]
+    fn compact_all_leaves_one_block_file_and_keeps_the_data() {
+        use strata_series::FieldValue::Float;
+        for protocol in [Protocol::SerialSsd, Protocol::DeclogSsd] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open(&config(dir.path(), protocol), &|_, _, _| {}).unwrap();
+            for round in 0..5 {
+                for ts in 0..50 {
+                    write(&db, "k", Float((round * 100 + ts) as f64), ts);
+                }
+                db.engine().checkpoint().unwrap();
+            }
+            write(&db, "k", Float(-1.0), 1000);
+            assert!(db.engine().stats().block_files >= 5, "{protocol:?}: checkpoints alone do not merge");
+            let report = db.compact_all().unwrap();
+            assert!(report.files_merged >= 5, "{protocol:?}: {report:?}");
+            assert_eq!(db.engine().stats().block_files, 1, "{protocol:?}");
+            assert!(report.merged_file_bytes < report.input_bytes, "{protocol:?}: {report:?}");
+            assert_eq!(count(&db, "k"), 51, "{protocol:?}");
+            drop(db);
+            let db = Db::open(&config(dir.path(), protocol), &|_, _, _| {}).unwrap();
+            assert_eq!(count(&db, "k"), 51, "{protocol:?}: after a reopen");
+            assert_eq!(db.engine().stats().block_files, 1, "{protocol:?}");
+        }
     }
 
     #[test]

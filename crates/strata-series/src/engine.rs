@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::core::checkpoint::CheckpointReport;
+use crate::core::compact::{CompactMode, CompactionReport};
 use crate::core::read::SeriesPoints;
 use crate::core::{EngineCounters, SeriesCore};
 use crate::declog::{DeclogProtocol, DeclogSide};
@@ -41,6 +42,10 @@ pub struct EngineStats {
     pub points_written: u64,
     pub log_bytes_written: u64,
     pub checkpoints: u64,
+    /// Compactions that merged block files, the files and bytes they merged.
+    pub compactions: u64,
+    pub compacted_files: u64,
+    pub compacted_input_bytes: u64,
     /// Writers held back for lack of log room (DecLog), and for how long.
     pub log_throttles: u64,
     pub log_throttled_ns: u64,
@@ -146,6 +151,20 @@ impl SeriesEngine {
         self.protocol.checkpoint(&self.core)
     }
 
+    /// Merges the newest block files when more than `compact_above_files`
+    /// are open, with a manifest of its own (`core::compact`). What the
+    /// background checkpointer runs after each checkpoint; never part of a
+    /// checkpoint, so commits do not wait for it.
+    pub fn compact(&self) -> Result<CompactionReport, EngineError> {
+        self.core.compact(CompactMode::Tiered)
+    }
+
+    /// Merges every block file into one, dropping overwritten and deleted
+    /// points (points in DRAM stay there: checkpoint first to include them).
+    pub fn compact_all(&self) -> Result<CompactionReport, EngineError> {
+        self.core.compact(CompactMode::All)
+    }
+
     /// Bytes of log written since the last checkpoint.
     pub fn log_bytes_since_checkpoint(&self) -> u64 {
         self.protocol.log_bytes_since_checkpoint(&self.core)
@@ -185,6 +204,9 @@ impl SeriesEngine {
         s.log_bytes_written =
             self.protocol.log_device_bytes().unwrap_or_else(|| c.log_bytes_written.load(Ordering::Relaxed));
         s.checkpoints = c.checkpoints.load(Ordering::Relaxed);
+        s.compactions = c.compactions.load(Ordering::Relaxed);
+        s.compacted_files = c.compacted_files.load(Ordering::Relaxed);
+        s.compacted_input_bytes = c.compacted_input_bytes.load(Ordering::Relaxed);
         (s.log_throttles, s.log_throttled_ns) = self.protocol.log_throttles();
         s
     }

@@ -38,6 +38,7 @@ pub mod wal;
 pub mod window_agg;
 
 pub use crate::core::checkpoint::CheckpointReport;
+pub use crate::core::compact::{CompactMode, CompactionReport, CompactionSkip};
 pub use crate::core::EngineCounters;
 pub use declog::{DeclogEngineOptions, DeclogOpener, DeclogProtocol, DeclogSide};
 pub use engine::{EngineStats, SeriesEngine};

@@ -22,8 +22,9 @@ pub struct EngineOptions {
     pub checkpoint_log_bytes: u64,
     /// Checkpoint at least this often while there are new writes (None: only by size).
     pub checkpoint_interval: Option<Duration>,
-    /// A checkpoint that leaves more block files than this (at least 1)
-    /// merges the newest ones (`crate::core::compact`); default
+    /// Past this many open block files (at least 1), the compaction that
+    /// follows a checkpoint (`SeriesEngine::compact`) merges the newest
+    /// ones (`crate::core::compact`); default
     /// [`COMPACT_ABOVE_FILES_DEFAULT`] (16).
     pub compact_above_files: usize,
     /// Sealed blocks end at the edges of time spans this long, aligned to

@@ -403,11 +403,26 @@ impl SeriesData {
         })
     }
 
-    /// After a compaction made `merged` durable: references them instead of
-    /// `input`'s blocks. Refused (false, nothing changed) if an input block
-    /// is gone or a tombstone added since `input` was read masks one (the
-    /// merged blocks lack that delete).
-    pub fn replace_compacted(&mut self, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
+    /// After a compaction wrote `merged` (blocks of file `merged_seq`):
+    /// references them instead of `input`'s blocks. Refused (false, nothing
+    /// changed) only if an input block is gone (never for a live series:
+    /// compactions and checkpoints run one at a time, and only a drop
+    /// removes blocks).
+    ///
+    /// A tombstone added since `input` was read that masks an input block
+    /// was taken with a newest file sequence read before the compaction
+    /// took `merged_seq` (a delete planned just before, applied just after
+    /// the read), so it may not reach the merged blocks, which lack its
+    /// delete: it is copied with `upto_file_seq = merged_seq`. That is the
+    /// delete's meaning: it came after every point of the inputs (they were
+    /// sealed by an earlier checkpoint), and no file sealed since (the
+    /// sequences between) exists while a compaction runs.
+    pub fn replace_compacted(
+        &mut self,
+        input: &CompactionInput,
+        merged: Vec<SealedBlock>,
+        merged_seq: u64,
+    ) -> bool {
         // A block is named by its file and offset (files are immutable); a
         // series may have thousands (a block per hour), so look them up.
         let inputs: std::collections::HashMap<(u64, u64), &BlockIndexEntry> =
@@ -417,15 +432,18 @@ impl SeriesData {
         if self.sealed.iter().filter(|b| is_input(b)).count() != input.blocks.len() {
             return false;
         }
-        let late_delete = self.tombstones.iter().filter(|t| !input.tombstones.contains(t)).any(|t| {
-            input
-                .blocks
-                .iter()
-                .any(|b| t.upto_file_seq >= b.file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts))
-        });
-        if late_delete {
-            return false;
-        }
+        let late: Vec<Tombstone> = self
+            .tombstones
+            .iter()
+            .filter(|t| t.upto_file_seq < merged_seq && !input.tombstones.contains(t))
+            .filter(|t| {
+                input.blocks.iter().any(|b| {
+                    t.upto_file_seq >= b.file_seq && t.range.overlaps(b.entry.min_ts, b.entry.max_ts)
+                })
+            })
+            .map(|t| Tombstone { range: t.range, upto_file_seq: merged_seq })
+            .collect();
+        self.tombstones.extend(late);
         self.sealed.retain(|b| !is_input(b));
         self.sealed.extend(merged);
         // Reads rank blocks by file sequence, oldest first.
@@ -493,11 +511,12 @@ mod tests {
         SealedBlock { file_seq, entry }
     }
 
-    /// A compaction's blocks replace its inputs unless a delete applied
-    /// after the inputs were read masks one of them (the merged blocks would
-    /// bring its points back), or an input is gone.
+    /// A compaction's blocks replace its inputs unless an input is gone; a
+    /// delete applied after the inputs were read that masks one of them,
+    /// with a file sequence below the merged file's, is carried over to
+    /// the merged file (else its points would come back).
     #[test]
-    fn compacted_blocks_replace_their_inputs_unless_a_late_delete_masks_them() {
+    fn compacted_blocks_replace_their_inputs_and_a_late_delete_masks_the_merged_file() {
         let mut d = SeriesData::new(FieldType::Float);
         d.sealed = vec![sealed(1, 0, 10), sealed(2, 20, 30), sealed(3, 40, 50)];
         let input = d.compaction_input(|s| s >= 2).expect("blocks in files 2 and 3");
@@ -506,18 +525,30 @@ mod tests {
         let mut late = SeriesData::new(FieldType::Float);
         late.sealed = d.sealed.clone();
         late.delete(TimeRange { min_ns: 25, max_ns: 25 }, 3);
-        assert!(!late.replace_compacted(&input, vec![sealed(4, 20, 50)]), "a late delete refuses");
-        assert_eq!(late.sealed.len(), 3, "nothing changed");
+        assert!(late.replace_compacted(&input, vec![sealed(4, 20, 50)], 4), "a late delete is carried over");
+        let seqs: Vec<u64> = late.sealed.iter().map(|b| b.file_seq).collect();
+        assert_eq!(seqs, vec![1, 4]);
+        let raised = Tombstone { range: TimeRange { min_ns: 25, max_ns: 25 }, upto_file_seq: 4 };
+        assert!(late.tombstones.contains(&raised), "the delete masks the merged file: {:?}", late.tombstones);
+
+        // A late delete that already reaches the merged file is left as it is.
+        let mut reaching = SeriesData::new(FieldType::Float);
+        reaching.sealed = d.sealed.clone();
+        reaching.delete(TimeRange { min_ns: 45, max_ns: 45 }, 4);
+        assert!(reaching.replace_compacted(&input, vec![sealed(4, 20, 50)], 4));
+        assert_eq!(reaching.tombstones.len(), 1, "{:?}", reaching.tombstones);
 
         // A delete that masks only the file left alone does not matter.
         let mut old_only = SeriesData::new(FieldType::Float);
         old_only.sealed = d.sealed.clone();
         old_only.delete(TimeRange { min_ns: 5, max_ns: 5 }, 1);
-        assert!(old_only.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+        assert!(old_only.replace_compacted(&input, vec![sealed(4, 20, 50)], 4));
+        assert_eq!(old_only.tombstones.len(), 1, "{:?}", old_only.tombstones);
+        assert_eq!(old_only.tombstones[0].upto_file_seq, 1, "not raised");
 
-        assert!(d.replace_compacted(&input, vec![sealed(4, 20, 50)]));
+        assert!(d.replace_compacted(&input, vec![sealed(4, 20, 50)], 4));
         let seqs: Vec<u64> = d.sealed.iter().map(|b| b.file_seq).collect();
         assert_eq!(seqs, vec![1, 4], "inputs replaced, oldest file first");
-        assert!(!d.replace_compacted(&input, vec![sealed(5, 20, 50)]), "inputs already gone");
+        assert!(!d.replace_compacted(&input, vec![sealed(5, 20, 50)], 5), "inputs already gone");
     }
 }

@@ -1,10 +1,15 @@
 //! Crash and failure tests of block-file compaction on the fault-injecting
-//! file system (`FaultFs`, the SSD crash model): a checkpoint that merges
-//! files (merged file written and synced, manifest renamed, old files
-//! deleted) is crashed after every file operation, with every image the
-//! model allows, and made to fail at every operation. Recovery (and the
-//! live engine after a failure) must read every acknowledged point, and no
-//! point a range delete removed may come back.
+//! file system (`FaultFs`, the SSD crash model): a compaction after a
+//! checkpoint (merged file written and synced, installed, its own manifest
+//! renamed, old files deleted) is crashed after every file operation, with
+//! every image the model allows, and made to fail at every operation.
+//! Between the checkpoint and the compaction a write and a range delete
+//! reach only the log: the compaction's manifest keeps the checkpoint's log
+//! position, so recovery replays them. Recovery (and the live engine after
+//! a failure) must read every acknowledged point, and no point a range
+//! delete removed may come back. (The planted bug of a compaction that
+//! deletes its inputs too early is caught by strata-crashtest's
+//! `series-compaction` line.)
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,8 +66,9 @@ fn read_all(e: &SeriesEngine) -> Model {
 }
 
 /// Two checkpointed files (overwrites across them), then a range delete
-/// masking sealed points of host `a` and more writes in DRAM: the next
-/// checkpoint seals a third file and merges the files.
+/// masking sealed points of host `a` and more writes in DRAM, sealed into a
+/// third file by a checkpoint; then a write and a delete of sealed points of
+/// host `b` that only the log holds. The next compaction merges the files.
 fn prepare(fs: &FaultFs) -> (Arc<SeriesEngine>, Model) {
     let (e, _) = open(fs);
     e.create_database("db").unwrap();
@@ -77,7 +83,8 @@ fn prepare(fs: &FaultFs) -> (Arc<SeriesEngine>, Model) {
             // Overwrites of points of the first file, sealed in the second.
             write(&e, &mut model, "b", &[(20, -20.0), (35, -35.0)]);
         }
-        assert_eq!(e.checkpoint().unwrap().files_compacted, 0, "round {round}: below the threshold");
+        e.checkpoint().unwrap();
+        assert_eq!(e.compact().unwrap().files_merged, 0, "round {round}: below the threshold");
     }
     let ids: Vec<_> =
         e.series("db", "m").unwrap().iter().filter(|s| s.tags[0].1 == "a").map(|s| s.id).collect();
@@ -87,22 +94,29 @@ fn prepare(fs: &FaultFs) -> (Arc<SeriesEngine>, Model) {
     for host in HOSTS {
         write(&e, &mut model, host, &[(200, 2.0), (210, 2.1), (5, 0.5)]);
     }
+    e.checkpoint().unwrap();
+    write(&e, &mut model, "a", &[(250, 2.5), (60, 0.6)]);
+    let ids: Vec<_> =
+        e.series("db", "m").unwrap().iter().filter(|s| s.tags[0].1 == "b").map(|s| s.id).collect();
+    let doomed = TimeRange { min_ns: 0, max_ns: 15 };
+    e.delete("db", &ids, doomed).unwrap();
+    model.retain(|(h, t), _| !(h == "b" && doomed.contains(*t)));
     (e, model)
 }
 
 #[test]
-fn a_crash_at_every_step_of_a_compacting_checkpoint_loses_and_resurrects_nothing() {
+fn a_crash_at_every_step_of_a_compaction_loses_and_resurrects_nothing() {
     for seed in 0..3u64 {
         let fs = FaultFs::with_tear_seed(seed);
         let (e, mut model) = prepare(&fs);
         let before = model.clone();
         fs.capture_crash_points(true);
-        let report = e.checkpoint().unwrap();
+        let report = e.compact().unwrap();
         // One acknowledged write after the checkpoint.
         write(&e, &mut model, "b", &[(300, 3.0)]);
         let acked_at = fs.last_mutation_op();
         fs.capture_crash_points(false);
-        assert_eq!(report.files_compacted, 3, "seed {seed}: the checkpoint merged every file");
+        assert_eq!(report.files_merged, 3, "seed {seed}: the compaction merged every file");
         assert_eq!(read_all(&e), model, "seed {seed}: live reads after the compaction");
         drop(e);
         let mut files_after_recovery = std::collections::BTreeSet::new();
@@ -151,22 +165,22 @@ fn a_crash_at_every_step_of_a_compacting_checkpoint_loses_and_resurrects_nothing
 }
 
 #[test]
-fn a_compacting_checkpoint_failing_at_any_file_operation_loses_nothing() {
+fn a_compaction_failing_at_any_file_operation_loses_nothing() {
     let ops = {
         let fs = FaultFs::new();
         let (e, _) = prepare(&fs);
         let before = fs.ops();
-        e.checkpoint().unwrap();
+        assert_eq!(e.compact().unwrap().files_merged, 3);
         fs.ops() - before
     };
-    assert!(ops >= 10, "the compacting checkpoint does file operations: {ops}");
+    assert!(ops >= 10, "the compaction does file operations: {ops}");
     let mut failures_seen = 0;
     for k in 0..ops {
         let ctx = format!("failure at op +{k} of {ops}");
         let fs = FaultFs::new();
         let (e, mut model) = prepare(&fs);
         fs.fail_at(fs.ops() + k, FailMode::Once);
-        failures_seen += u32::from(e.checkpoint().is_err());
+        failures_seen += u32::from(e.compact().is_err());
         fs.clear_faults();
         if e.writes_stopped().is_some() {
             drop(e);
@@ -176,7 +190,8 @@ fn a_compacting_checkpoint_failing_at_any_file_operation_loses_nothing() {
         }
         assert_eq!(read_all(&e), model, "{ctx}: live reads after the failure");
         write(&e, &mut model, "a", &[(400, 4.0)]);
-        e.checkpoint().unwrap_or_else(|err| panic!("{ctx}: the retry failed: {err}"));
+        e.checkpoint().unwrap_or_else(|err| panic!("{ctx}: the checkpoint failed: {err}"));
+        e.compact().unwrap_or_else(|err| panic!("{ctx}: the retry failed: {err}"));
         assert_eq!(read_all(&e), model, "{ctx}: live reads after the retry");
         assert!(e.stats().block_files <= ABOVE_FILES as u64, "{ctx}: {} files", e.stats().block_files);
         drop(e);

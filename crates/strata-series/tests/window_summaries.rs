@@ -274,10 +274,11 @@ fn version_1_block_files_are_read_and_compacted_into_summaries() {
     assert_eq!(read[0].len(), 720, "version-1 blocks read");
     assert_eq!(store.window_aggregates("db", &ids, TimeRange::ALL, window).unwrap(), before);
 
-    // A second file makes the checkpoint compact (above 1 file): the
-    // merged blocks get summaries again.
+    // A second file makes the compaction after the checkpoint merge (above
+    // 1 file): the merged blocks get summaries again.
     store.write("db", &[common::point("cpu", "b", vec![("f", FieldValue::Integer(1))], 0)]).unwrap();
     h.engine().checkpoint().unwrap();
+    assert_eq!(h.engine().compact().unwrap().files_merged, 2);
     assert_eq!(summarized_entries(&h), 3, "the two merged blocks and the new one");
     let ids_a = &ids[..1];
     assert_eq!(h.engine().window_aggregates("db", ids_a, TimeRange::ALL, window).unwrap(), before);

@@ -77,6 +77,7 @@ pub fn pmem_log_bytes_for(expected_log_bytes: u64) -> u64 {
 /// database closes before its directories go).
 pub struct LocalDb {
     db: Db,
+    config: Config,
     /// The data directory on disk (block files, manifest, SSD logs, the declog-ssd file).
     pub data_dir_path: PathBuf,
     pub protocol: Protocol,
@@ -121,6 +122,7 @@ impl LocalDb {
         db.start_background_checkpoints();
         Ok(LocalDb {
             db,
+            config,
             data_dir_path: data_dir.path().to_path_buf(),
             protocol,
             _data_dir: data_dir,
@@ -143,6 +145,22 @@ impl LocalDb {
         let LocalDb { db, data_dir_path, _data_dir, _pmem_dir, .. } = self;
         drop(db);
         crate::peers::disk::allocated_bytes(&data_dir_path)
+    }
+
+    /// As [`Self::close`], then opens the database again, runs a full
+    /// compaction (`Db::compact_all`: a checkpoint, then every block file
+    /// merged into one without overwritten and deleted points), closes it,
+    /// and returns the allocated bytes at rest before and after.
+    pub fn close_and_compact(self) -> anyhow::Result<(u64, u64)> {
+        let LocalDb { db, config, data_dir_path, _data_dir, _pmem_dir, .. } = self;
+        drop(db);
+        let at_rest = crate::peers::disk::allocated_bytes(&data_dir_path)?;
+        let db = Db::open(&config, &|_, _, _| {})
+            .with_context(|| format!("reopening {} for a full compaction", data_dir_path.display()))?;
+        db.compact_all().context("the full compaction")?;
+        drop(db);
+        let compacted = crate::peers::disk::allocated_bytes(&data_dir_path)?;
+        Ok((at_rest, compacted))
     }
 
     /// Persist counts of the PMem pool so far (`None` without a pool).

@@ -1,7 +1,7 @@
 //! The `--scale large` figures in the report: every large load's figures go
 //! into its system's result row under `scale_` (`scale_rows_per_s`,
 //! `scale_single_groupby_ms`, `scale_peak_rss_mib`,
-//! `scale_disk_bytes_per_point`, ...) beside the rounds' medians, with
+//! `scale_disk_bytes_per_point`, `scale_disk_bytes_per_point_compacted`, ...) beside the rounds' medians, with
 //! what shows how cost grows with data: `scale_ratio_to_quick` (rows/s at
 //! scale over the rounds' rows/s) and each query's time per million values
 //! of its scope (`<query>_ms_per_mvalue`, `scale_<query>_ms_per_mvalue`);
@@ -25,7 +25,7 @@ pub const SCALE_PREFIX: &str = "scale_";
 pub const RATIO_TO_QUICK: &str = "scale_ratio_to_quick";
 
 /// Columns of the printed ingest table: (key in the result row, key shown).
-const INGEST_COLUMNS: [(&str, &str); 13] = [
+const INGEST_COLUMNS: [(&str, &str); 15] = [
     ("rows_per_s", "quick_rows_per_s"),
     ("scale_rows_per_s", "scale_rows_per_s"),
     (RATIO_TO_QUICK, "scale_ratio_to_quick"),
@@ -36,6 +36,8 @@ const INGEST_COLUMNS: [(&str, &str); 13] = [
     ("scale_peak_rss_growth_mib", "scale_peak_rss_growth_mib"),
     ("disk_bytes_per_point", "quick_disk_bytes_per_point"),
     ("scale_disk_bytes_per_point", "scale_disk_bytes_per_point"),
+    ("disk_bytes_per_point_compacted", "quick_disk_bytes_per_point_compacted"),
+    ("scale_disk_bytes_per_point_compacted", "scale_disk_bytes_per_point_compacted"),
     ("generating_s", "quick_generating_s"),
     ("scale_generating_s", "scale_generating_s"),
     ("scale_checkpoints", "scale_checkpoints"),

@@ -249,6 +249,8 @@ fn a_tiny_large_run_reports_scale_figures_beside_the_rounds() {
             "scale_peak_rss_mib",
             "peak_rss_mib",
             "scale_disk_bytes_per_point",
+            "scale_disk_bytes_per_point_compacted",
+            "disk_bytes_per_point_compacted",
             "scale_generating_s",
             "generating_s",
             "scale_single_groupby_ms",

@@ -287,6 +287,8 @@ fn assert_full_rows(json: &Value, variants: &[&str]) {
         assert!(r["peer_version"].as_str().unwrap().starts_with("strata "), "{variant}: {r}");
         assert!(!r["durability"].as_str().unwrap().is_empty(), "{variant}");
         assert!(r["disk_bytes_per_point"].as_f64().unwrap() > 0.0, "{variant}: {r}");
+        let compacted = r["disk_bytes_per_point_compacted"].as_f64().unwrap();
+        assert!(compacted > 0.0 && compacted.is_finite(), "{variant}: {r}");
         assert!(r["disk_growth_bytes_per_point"].as_f64().is_some(), "{variant}: {r}");
         assert!(r["compression_ratio"].as_f64().unwrap() > 1.0, "{variant}: Gorilla must beat 16 B/point");
     }

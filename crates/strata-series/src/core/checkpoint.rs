@@ -8,13 +8,14 @@
 //!    sorted Gorilla blocks with their summaries, cut at the edges of
 //!    aligned time spans (`super::cut`), all written to one new block file, fsynced
 //!    with its directory, then installed in place of the frozen points;
-//! 2. [`SeriesCore::compact_block_files`] (`super::compact`): past the
-//!    threshold of open files, the newest are merged into one new file
-//!    (fsynced), installed in place of theirs;
-//! 3. [`SeriesCore::write_checkpoint_manifest`]: the manifest (index, live
+//! 2. [`SeriesCore::write_checkpoint_manifest`]: the manifest (index, live
 //!    files, tombstones, the protocol's log position) atomically by rename;
 //!    files no series references any more are deleted (their descriptors
 //!    close when the last reader holding them is done).
+//!
+//! Both run under [`SeriesCore::checkpoint_running`]. Merging block files
+//! is a separate step after the checkpoint (`super::compact`), which
+//! writes a manifest of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -36,13 +37,6 @@ pub struct CheckpointReport {
     pub points_sealed: u64,
     pub block_file_bytes: u64,
     pub log_bytes_freed: u64,
-    /// Block files merged by this checkpoint's compaction (0: none).
-    pub files_compacted: u64,
-    /// Size of the merged file.
-    pub compacted_file_bytes: u64,
-    /// Series whose blocks stayed in the merged files (a delete raced the
-    /// compaction); a later compaction merges them.
-    pub series_kept_uncompacted: u64,
     pub duration_s: f64,
 }
 
@@ -58,15 +52,7 @@ impl std::fmt::Display for CheckpointReport {
             self.block_file_bytes,
             self.log_bytes_freed,
             self.duration_s
-        )?;
-        if self.files_compacted > 0 {
-            write!(
-                f,
-                "; merged {} block files into {} bytes",
-                self.files_compacted, self.compacted_file_bytes
-            )?;
-        }
-        Ok(())
+        )
     }
 }
 

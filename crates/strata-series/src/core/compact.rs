@@ -1,12 +1,16 @@
-//! Block-file compaction, a step of every checkpoint (shared by all commit
-//! protocols; Beringei keeps a bounded set of block files, declog.txt
-//! section 5.1 leaves it open): when more than
-//! `EngineOptions::compact_above_files` block files are open after sealing,
-//! the newest ones are merged into one new file, so the number of live files
-//! (and of open file descriptors) stays bounded under steady ingest.
+//! Block-file compaction (shared by all commit protocols; Beringei keeps a
+//! bounded set of block files, declog.txt section 5.1 leaves it open): a
+//! step of its own after a checkpoint. Every checkpoint that sealed a
+//! series leaves it one more block in one more file, and overwritten or
+//! deleted points stay in the older files; compaction merges the newest
+//! files into one (size-tiered, past `EngineOptions::compact_above_files`
+//! open files, [`CompactMode::Tiered`]) or every file
+//! ([`CompactMode::All`], `SeriesEngine::compact_all`), keeping the newest
+//! value of each point and dropping the points tombstones mask.
 //!
 //! Owns: which files to merge ([`compaction_start`]), merging one series'
-//! blocks of those files ([`merge_series`]) and [`SeriesCore::compact_block_files`].
+//! blocks of those files ([`merge_series`]) and [`SeriesCore::compact`],
+//! with its manifest.
 //!
 //! Why the newest files: a merged file gets a fresh (highest) sequence, and
 //! reads rank blocks by file sequence (a newer file's point wins; a tombstone
@@ -17,35 +21,166 @@
 //! suffix grows over older files no larger than what it holds, so files stay
 //! in decreasing sizes and a point is rewritten about log(files) times.
 //!
-//! Crash safety: the merged file is written and fsynced (with its directory)
-//! before anything refers to it; the blocks are installed in memory in place
-//! of the inputs, then the checkpoint's manifest (one atomic rename) lists the
-//! new file instead of the old ones, then the old files are deleted. A crash
-//! before the rename leaves the old manifest and files authoritative and the
-//! new file an orphan that opening deletes; after it, the old files are the
-//! orphans.
+//! Where it runs: on the engine's background checkpointer after a
+//! checkpoint (`Db`'s, in strata-engine), or on demand; never inside a
+//! checkpoint, so a writer that checkpoints inline because the log is full
+//! never compacts, and no commit waits for a merge (the serial order mutex
+//! and DecLog's cut lock are not taken). It holds the checkpoint-running
+//! lock ([`SeriesCore::checkpoint_running`]) throughout: one checkpoint or
+//! compaction at a time, so the files and the durable manifest do not
+//! change under it (a writer whose full log needs a checkpoint waits for
+//! the merge to end).
 //!
-//! Concurrency: compaction runs inside the checkpoint (one at a time), while
-//! readers and, under DecLog, writers go on. Readers hold `Arc`s of the files
+//! The manifest a compaction writes is the durable manifest of the last
+//! checkpoint `C` (read back from disk) with the merged file in place of
+//! its inputs and `next_file_seq` past the merged file; everything else is
+//! `C`'s: its log position (`checkpoint_lsn`, `declog_cut`), sequence,
+//! protocol, series index and tombstones. So recovery replays exactly the
+//! log it would have replayed from `C`, over the same series index:
+//! - series created since `C` are not listed: the log past `C` creates them
+//!   again, with the same ids from `C`'s `next_series_id`; the merged file
+//!   holds blocks only of series that were in the inputs, all listed in
+//!   `C` (ids are never reused). A series dropped since `C` is listed, and
+//!   its drop is in the log past `C` (a WAL record; under DecLog a drop is
+//!   a checkpoint, which would be the newer `C`), so replay drops it again;
+//! - tombstones applied since `C` are not listed: the merged file already
+//!   lacks the points they masked in the inputs, and their deletes are in
+//!   the log past `C`. Replayed, a delete masks every file up to the
+//!   manifest's newest sequence, the merged one included, so it masks
+//!   what it masked live (and nothing a later write in the log brings
+//!   back: writes land in DRAM). A delete is applied live only once
+//!   durable, so no merged-away point can come back from a log that lost
+//!   its delete. `C`'s own tombstones stay: they mask the older files
+//!   still listed as before, and do not reach the merged file, whose points
+//!   they already masked away;
+//! - file sequences: the merged file's sequence is above every listed one
+//!   (taken after `C`), and `next_file_seq` above it, so a file a later
+//!   checkpoint seals never reuses it. Inputs must be listed in `C` (a
+//!   failed checkpoint may leave an installed file that no manifest lists:
+//!   then nothing is merged until a checkpoint lists it).
+//!
+//! Crash safety, step by step: (1) the merged file is written, fsynced with
+//! its directory; a crash here leaves `C` authoritative and the merged file
+//! an orphan opening deletes. (2) It is installed in memory in place of the
+//! inputs. (3) The manifest (one atomic rename, directory fsynced) lists it
+//! instead of the inputs; a crash before the rename is durable leaves `C`
+//! (the merged file an orphan), after it the new manifest (the inputs
+//! orphans). (4) Only then are the inputs deleted; a crash in between
+//! leaves orphans opening deletes. The next checkpoint's manifest is built
+//! from memory, which lists the merged file. Under `none` (no log) a crash
+//! after a compaction manifest may keep deletes and drops made since `C`
+//! that the merged file reflects: `none` promises nothing past `C`.
+//! `tests/compaction_crash.rs` crashes a compaction at every file operation
+//! (`strata crashtest`'s `series-compaction/ssd` line too), and a planted
+//! bug ([`CompactionBug`]) shows that deleting the inputs before the
+//! manifest loses acknowledged points.
+//!
+//! Concurrency with readers and writers: readers hold `Arc`s of the files
 //! they resolved under the apply gate, so a file deleted meanwhile stays
 //! readable until they drop it (its descriptor closes then). The merged
 //! file's sequence is taken before any series is read, so a delete applied
-//! later masks it too; a series that got a tombstone masking its input blocks
-//! between reading and installing keeps its old blocks (and their files)
-//! until a later compaction.
+//! later masks it too; a delete whose newest file sequence was read before
+//! and that is applied after the series was read is carried over to the
+//! merged file (`SeriesData::replace_compacted`). Writes go to DRAM, above
+//! every block.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::checkpoint::CheckpointReport;
 use super::SeriesCore;
 use crate::block_file::{BlockFile, BlockFileWriter, BlockIndexEntry};
 use crate::error::EngineError;
+use crate::manifest::{read_manifest, write_manifest};
 use crate::model::{FieldType, FieldValue, SeriesId, TimestampNs};
 use crate::series_data::{CompactionInput, SealInput, SealedBlock};
 
 /// Default of `EngineOptions::compact_above_files`.
 pub const COMPACT_ABOVE_FILES_DEFAULT: usize = 16;
+
+/// Which files a compaction merges.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CompactMode {
+    /// Past `compact_above_files` open files, the newest ([`compaction_start`]).
+    Tiered,
+    /// Every block file into one; a lone file too when tombstones may mask
+    /// some of its points.
+    All,
+}
+
+/// Why a compaction merged nothing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CompactionSkip {
+    /// No checkpoint yet: no manifest to start from.
+    NoCheckpoint,
+    /// Not enough files (or nothing a full compaction would reclaim).
+    NothingToMerge,
+    /// The manifest on disk is not the last completed checkpoint's (a
+    /// checkpoint failed after its rename); the next checkpoint settles it.
+    UnsettledManifest,
+    /// An input is not listed in the durable manifest (a checkpoint failed
+    /// after sealing); the next checkpoint lists it.
+    InputNotListed,
+}
+
+/// What one compaction did.
+#[derive(Clone, Debug, Default)]
+pub struct CompactionReport {
+    /// Block files merged (0: none).
+    pub files_merged: u64,
+    /// Their total size.
+    pub input_bytes: u64,
+    /// Size of the merged file (0: none written, every input's series gone).
+    pub merged_file_bytes: u64,
+    /// Series whose blocks were merged.
+    pub series_merged: u64,
+    /// Series that kept their input blocks (dropped while merged).
+    pub series_kept: u64,
+    pub skipped: Option<CompactionSkip>,
+    pub duration_s: f64,
+}
+
+impl std::fmt::Display for CompactionReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.skipped {
+            Some(why) => write!(f, "compaction: nothing merged ({why:?})"),
+            None => write!(
+                f,
+                "compaction: merged {} block files of {} bytes into {} bytes ({} series) in {:.3} s",
+                self.files_merged,
+                self.input_bytes,
+                self.merged_file_bytes,
+                self.series_merged,
+                self.duration_s
+            ),
+        }
+    }
+}
+
+/// A broken compaction the crash lines plant to show they catch it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CompactionBug {
+    None,
+    /// The inputs are deleted before the manifest that drops them is written.
+    DeleteInputsBeforeManifest,
+}
+
+#[cfg(any(test, feature = "crashtest"))]
+thread_local! {
+    /// The bug planted on this thread (the thread that compacts).
+    pub static COMPACTION_BUG: std::cell::Cell<CompactionBug> = const { std::cell::Cell::new(CompactionBug::None) };
+}
+
+#[cfg(any(test, feature = "crashtest"))]
+fn planted() -> CompactionBug {
+    COMPACTION_BUG.with(|b| b.get())
+}
+
+#[cfg(not(any(test, feature = "crashtest")))]
+fn planted() -> CompactionBug {
+    CompactionBug::None
+}
 
 /// Which files to merge, given the open files' sizes oldest first: the index
 /// where the merged suffix starts, or None while at most `above_files`
@@ -130,66 +265,125 @@ struct Merged {
 }
 
 impl SeriesCore {
-    /// Merges the newest block files when more than
-    /// `compact_above_files` are open (see the module comment); the
-    /// checkpoint's manifest, written next, lists the merged file and the
-    /// old ones are deleted after it. A failure leaves the old blocks
-    /// installed and the partial file removed (best effort; opening removes
-    /// it anyway).
-    pub fn compact_block_files(&self, report: &mut CheckpointReport) -> Result<(), EngineError> {
-        let files = self.blocks().files();
-        let sizes: Vec<u64> = files.iter().map(|(_, f)| f.len_bytes()).collect();
-        let Some(start) = compaction_start(&sizes, self.options().compact_above_files) else {
-            return Ok(());
-        };
-        let inputs: BTreeMap<u64, Arc<BlockFile>> = files[start..].iter().cloned().collect();
-        let first_input = files[start].0;
+    /// Merges block files as `mode` says and makes the result durable by a
+    /// manifest of its own (see the module comment), then deletes the
+    /// inputs. Takes the checkpoint-running lock. A failure before the
+    /// install leaves the old blocks and removes the partial file (best
+    /// effort; opening removes it anyway); a failure of the manifest leaves
+    /// the merged blocks installed, and the next checkpoint lists them.
+    pub fn compact(&self, mode: CompactMode) -> Result<CompactionReport, EngineError> {
+        let _running = self.checkpoint_running().lock();
+        let started = Instant::now();
+        let mut report = CompactionReport::default();
         let (fs, dir) = (&self.options().fs, &self.options().dir);
-        // Before any series is read: a delete applied from now on masks the
-        // merged file as well as the inputs.
+        let skip = |mut report: CompactionReport, why| {
+            report.skipped = Some(why);
+            Ok(report)
+        };
+        let files = self.blocks().files();
+        let start = match mode {
+            CompactMode::Tiered => {
+                let sizes: Vec<u64> = files.iter().map(|(_, f)| f.len_bytes()).collect();
+                compaction_start(&sizes, self.options().compact_above_files)
+            }
+            CompactMode::All => {
+                (files.len() > 1 || (files.len() == 1 && self.data().any_tombstone())).then_some(0)
+            }
+        };
+        let Some(start) = start else { return skip(report, CompactionSkip::NothingToMerge) };
+        // The last checkpoint's manifest, as recovery would read it.
+        let Some(durable) = read_manifest(fs.as_ref(), dir)? else {
+            return skip(report, CompactionSkip::NoCheckpoint);
+        };
+        if durable.checkpoint_seq != self.blocks().mark().checkpoint_seq {
+            return skip(report, CompactionSkip::UnsettledManifest);
+        }
+        let inputs: BTreeMap<u64, Arc<BlockFile>> = files[start..].iter().cloned().collect();
+        if inputs.keys().any(|s| durable.block_files.binary_search(s).is_err()) {
+            return skip(report, CompactionSkip::InputNotListed);
+        }
+        report.files_merged = inputs.len() as u64;
+        report.input_bytes = inputs.values().map(|f| f.len_bytes()).sum();
+
+        // (1) Before any series is read: a delete applied from now on
+        // masks the merged file as well as the inputs.
         let seq = self.blocks().take_file_seq();
         let mut writer = BlockFileWriter::create(fs.clone(), dir, seq)?;
-        let merged = match self.write_merged(&mut writer, first_input, &inputs) {
+        let merged = match self.write_merged(&mut writer, &inputs) {
             Ok(merged) => merged,
             Err(e) => {
                 let _ = writer.abandon();
                 return Err(e);
             }
         };
-        if merged.is_empty() {
+        report.series_merged = merged.len() as u64;
+        let merged_seq = if merged.is_empty() {
             // No live series has blocks there: the manifest drops the files.
             // (An empty file left behind is an orphan opening removes.)
             let _ = writer.abandon();
-            return Ok(());
-        }
-        // Best effort on failure: no manifest lists the file, and opening
-        // removes it anyway.
-        let remove = |_: &EngineError| {
-            let _ = fs.remove(&dir.join(crate::block_file::block_file_name(seq)));
+            None
+        } else {
+            // Best effort on failure: no manifest lists the file, and
+            // opening removes it anyway.
+            let remove = |_: &EngineError| {
+                let _ = fs.remove(&dir.join(crate::block_file::block_file_name(seq)));
+            };
+            let meta = writer.finish().inspect_err(remove)?;
+            let file = Arc::new(BlockFile::open(fs.clone(), &meta.path).inspect_err(remove)?);
+            // (2) Install.
+            self.blocks().add_file(seq, file);
+            let mut by_series: BTreeMap<SeriesId, Vec<BlockIndexEntry>> = BTreeMap::new();
+            for e in meta.entries {
+                by_series.entry(e.series).or_default().push(e);
+            }
+            let items = merged.into_iter().map(|m| {
+                let entries = by_series.remove(&m.id).unwrap_or_default();
+                (m.id, m.input, entries)
+            });
+            report.series_kept = self.data().install_compacted(seq, items);
+            report.merged_file_bytes = meta.len_bytes;
+            Some(seq)
         };
-        let meta = writer.finish().inspect_err(remove)?;
-        let file = Arc::new(BlockFile::open(fs.clone(), &meta.path).inspect_err(remove)?);
-        self.blocks().add_file(seq, file);
-        let mut by_series: BTreeMap<SeriesId, Vec<BlockIndexEntry>> = BTreeMap::new();
-        for e in meta.entries {
-            by_series.entry(e.series).or_default().push(e);
+
+        // Inputs a live series still references (defensive: only a refused
+        // install leaves one) stay listed and on disk.
+        let referenced = {
+            let index = self.index().read();
+            self.data().manifest_parts(|id| index.entry(id).is_some()).0
+        };
+        let dropped: Vec<u64> = inputs.keys().copied().filter(|s| !referenced.contains(s)).collect();
+        let planted_early = planted() == CompactionBug::DeleteInputsBeforeManifest;
+        if planted_early {
+            for s in &dropped {
+                fs.remove(inputs[s].path())?;
+            }
         }
-        let items = merged.into_iter().map(|m| {
-            let entries = by_series.remove(&m.id).unwrap_or_default();
-            (m.id, m.input, entries)
-        });
-        report.series_kept_uncompacted += self.data().install_compacted(seq, items);
-        report.files_compacted += inputs.len() as u64;
-        report.compacted_file_bytes = meta.len_bytes;
-        Ok(())
+        // (3) The manifest: `C`'s, with the merged file in place of the inputs.
+        let mut manifest = durable;
+        manifest.block_files.retain(|s| dropped.binary_search(s).is_err());
+        manifest.block_files.extend(merged_seq);
+        manifest.next_file_seq = self.blocks().mark().next_file_seq;
+        write_manifest(fs.as_ref(), dir, &manifest)?;
+
+        // (4) The inputs, now orphans.
+        for f in self.blocks().remove_files(|s| dropped.binary_search(&s).is_err()) {
+            if !planted_early {
+                fs.remove(f.path())?;
+            }
+        }
+        report.duration_s = started.elapsed().as_secs_f64();
+        let c = self.counters();
+        c.compactions.fetch_add(1, Relaxed);
+        c.compacted_files.fetch_add(report.files_merged, Relaxed);
+        c.compacted_input_bytes.fetch_add(report.input_bytes, Relaxed);
+        Ok(report)
     }
 
     /// Appends the merged blocks of every live series with blocks in the
-    /// inputs (files from `first_input` on).
+    /// inputs.
     fn write_merged(
         &self,
         writer: &mut BlockFileWriter,
-        first_input: u64,
         inputs: &BTreeMap<u64, Arc<BlockFile>>,
     ) -> Result<Vec<Merged>, EngineError> {
         let mut merged = Vec::new();
@@ -198,7 +392,9 @@ impl SeriesCore {
                 if self.index().read().entry(id).is_none() {
                     continue;
                 }
-                let Some(input) = self.data().compaction_input(id, |s| s >= first_input) else { continue };
+                let Some(input) = self.data().compaction_input(id, |s| inputs.contains_key(&s)) else {
+                    continue;
+                };
                 for b in merge_series(id, &input, inputs, self.options().block_span_ns)? {
                     writer.append(id, b.min_ts, b.max_ts, b.point_count, &b.block, b.summary)?;
                 }

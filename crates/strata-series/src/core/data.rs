@@ -262,7 +262,8 @@ impl DataPart {
     /// Installs merged blocks of file `file_seq` in place of each series'
     /// input blocks (gate held exclusively), then prunes tombstones no block
     /// needs any more. Returns how many series kept their old blocks
-    /// ([`SeriesData::replace_compacted`] refused, or the series is gone).
+    /// ([`SeriesData::replace_compacted`] refused: only a series dropped
+    /// meanwhile, whose data is gone).
     pub fn install_compacted(
         &self,
         file_seq: u64,
@@ -273,7 +274,7 @@ impl DataPart {
         for (id, input, entries) in items {
             let mut shard = self.shard(id).lock();
             let merged = entries.into_iter().map(|entry| SealedBlock { file_seq, entry }).collect();
-            if !shard.get_mut(&id).is_some_and(|data| data_replaced(data, &input, merged)) {
+            if !shard.get_mut(&id).is_some_and(|data| data_replaced(data, &input, merged, file_seq)) {
                 kept += 1;
             }
         }
@@ -298,6 +299,11 @@ impl DataPart {
             }
         }
         (files, tombstones)
+    }
+
+    /// Whether any series has a tombstone (masks points of some block).
+    pub fn any_tombstone(&self) -> bool {
+        self.shards.iter().any(|s| s.lock().values().any(|d| !d.tombstones.is_empty()))
     }
 
     pub fn totals(&self) -> DataTotals {
@@ -390,8 +396,13 @@ impl ApplyBatch<'_> {
 }
 
 /// [`SeriesData::replace_compacted`], then prunes its tombstones if it took.
-fn data_replaced(data: &mut SeriesData, input: &CompactionInput, merged: Vec<SealedBlock>) -> bool {
-    let replaced = data.replace_compacted(input, merged);
+fn data_replaced(
+    data: &mut SeriesData,
+    input: &CompactionInput,
+    merged: Vec<SealedBlock>,
+    merged_seq: u64,
+) -> bool {
+    let replaced = data.replace_compacted(input, merged, merged_seq);
     if replaced {
         data.prune_tombstones();
     }

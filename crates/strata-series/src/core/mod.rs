@@ -6,6 +6,8 @@
 //! - [`data::DataPart`]: the series' points in memory and the apply gate;
 //! - [`blocks::BlockStore`]: block files and checkpoint bookkeeping;
 //! - [`health::Health`]: whether a log failure stopped writes;
+//! - the checkpoint-running lock: one checkpoint or compaction at a time
+//!   ([`SeriesCore::checkpoint_running`]);
 //! - the counters.
 //!
 //! What combines parts lives in its own file: `plan` (type-check a request
@@ -13,7 +15,7 @@
 //! `read` (one consistent snapshot of some series), `read_last` (their
 //! newest points, from the last-point cache), `window` (aggregates
 //! per window, from block summaries where they answer), `checkpoint` (seal,
-//! manifest), `cut` (sorted points into summarized blocks), `compact` (merge block files at a checkpoint) and `load` (the checkpointed state at open). A commit protocol
+//! manifest), `cut` (sorted points into summarized blocks), `compact` (merge block files after a checkpoint, with a manifest of its own) and `load` (the checkpointed state at open). A commit protocol
 //! (`crate::protocol::SeriesProtocol`) drives these; no part reaches into
 //! another's fields.
 
@@ -32,7 +34,7 @@ pub mod window;
 
 use std::sync::atomic::AtomicU64;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::index::SeriesIndex;
 use crate::options::EngineOptions;
@@ -49,6 +51,11 @@ pub struct EngineCounters {
     pub log_bytes_written: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_seconds_total_us: AtomicU64,
+    /// Compactions that merged files (`compact`), and the input files and
+    /// bytes they merged.
+    pub compactions: AtomicU64,
+    pub compacted_files: AtomicU64,
+    pub compacted_input_bytes: AtomicU64,
 }
 
 pub struct SeriesCore {
@@ -57,6 +64,7 @@ pub struct SeriesCore {
     data: DataPart,
     blocks: BlockStore,
     health: Health,
+    checkpoint_running: Mutex<()>,
     counters: EngineCounters,
 }
 
@@ -68,6 +76,7 @@ impl SeriesCore {
             data: DataPart::default(),
             blocks: BlockStore::default(),
             health: Health::default(),
+            checkpoint_running: Mutex::new(()),
             counters: EngineCounters::default(),
         }
     }
@@ -91,6 +100,14 @@ impl SeriesCore {
 
     pub fn health(&self) -> &Health {
         &self.health
+    }
+
+    /// Held by every checkpoint (both protocols' procedures) and every
+    /// compaction (`compact`) for its whole run: both write the manifest
+    /// and change the set of block files, so one runs at a time. Lock
+    /// order: the serial order mutex, then this; this, then DecLog's cut lock.
+    pub fn checkpoint_running(&self) -> &Mutex<()> {
+        &self.checkpoint_running
     }
 
     pub fn counters(&self) -> &EngineCounters {

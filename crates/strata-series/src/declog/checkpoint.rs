@@ -13,14 +13,19 @@
 //! 3. reset every extended timestamp (`ControlTable::reset`) and start a
 //!    new LSN era (our `t_LSN`, see `super::side`); release the cut lock:
 //!    inserts *and* updates go on from here;
-//! 4. seal the frozen points into a block file, merge the newest block
-//!    files past the threshold (`crate::core::compact`), write the manifest naming
+//! 4. seal the frozen points into a block file, write the manifest naming
 //!    the cut (`declog_cut`), then purge the log before the cut
 //!    (`truncate_to`).
 //!
 //! A crash before the manifest leaves the previous checkpoint and a log
 //! that still holds everything since it; a crash after it leaves entries
 //! before the cut, which recovery skips (`super::replay`).
+//!
+//! Block-file compaction is not part of it: a full stream waits for this
+//! procedure (a writer may run it inline), so it frees the log as soon as
+//! the manifest is written. The engine's background checkpointer compacts
+//! afterwards (`crate::core::compact`), under the same checkpoint-running
+//! lock (`SeriesCore::checkpoint_running`) but without the cut lock.
 //!
 //! The barrier: `CREATE DATABASE`, `DELETE` and the drops (`DROP MEASUREMENT`,
 //! `DROP SERIES`, `DROP DATABASE`) are not
@@ -57,7 +62,7 @@ impl DeclogProtocol {
         barrier: Option<&WalRecord>,
     ) -> Result<CheckpointReport, EngineError> {
         let dl = &self.side;
-        let _running = dl.checkpoint_running.lock();
+        let _running = core.checkpoint_running().lock();
         dl.checkpoint_wanted.store(false, std::sync::atomic::Ordering::Release);
         let started = Instant::now();
         let mut report = CheckpointReport::default();
@@ -81,7 +86,6 @@ impl DeclogProtocol {
 
         // 4. Seal, manifest, purge.
         core.seal_frozen(&mut report)?;
-        core.compact_block_files(&mut report)?;
         let position = LogPosition {
             protocol: self.side.options.name.to_string(),
             checkpoint_lsn: 0,

@@ -14,7 +14,7 @@ use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use strata_declog::{DecLog, DeclogError, Ticket};
 
 use super::control_table::ControlTable;
@@ -66,8 +66,6 @@ pub struct DeclogSide {
     /// Next LSN when data-driven LSNs are off.
     pub(crate) central_lsn: AtomicU32,
     pub(crate) next_txn: AtomicU64,
-    /// One checkpoint at a time.
-    pub(crate) checkpoint_running: Mutex<()>,
     pub(crate) keys: RwLock<HashMap<SeriesId, Arc<LogKey>>>,
     /// Set while a checkpoint for lack of log space is running on a
     /// writer's ack path (the log was out of room).
@@ -98,7 +96,6 @@ impl DeclogSide {
             era: AtomicU32::new(era),
             central_lsn: AtomicU32::new(central_lsn.max(1)),
             next_txn: AtomicU64::new(next_txn.max(1)),
-            checkpoint_running: Mutex::new(()),
             keys: RwLock::new(HashMap::default()),
             space_low: AtomicBool::new(false),
             checkpoint_wanted: AtomicBool::new(false),

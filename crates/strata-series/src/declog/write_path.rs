@@ -572,7 +572,7 @@ impl DeclogProtocol {
         let started = std::time::Instant::now();
         let result = if dl.space_low.swap(true, Ordering::AcqRel) {
             // Another writer is checkpointing; wait for it.
-            drop(dl.checkpoint_running.lock());
+            drop(core.checkpoint_running().lock());
             Ok(())
         } else {
             let r = self.checkpoint_declog(core).map(|_| ());

@@ -15,12 +15,19 @@
 //!
 //! Barriers (create database, range delete, drop) drain the applier and
 //! commit synchronously under the order mutex. A checkpoint runs under the
-//! order mutex too (new commits wait, readers go on): drain, freeze, seal,
-//! compact (`crate::core::compact`), manifest naming the log's end `L`, truncate. A crash before the manifest
-//! leaves the old one, which does not list the new block file: recovery
-//! deletes it and replays the log; a crash after it leaves records with
-//! LSN <= L, which recovery skips. Blocking commits during a checkpoint is
-//! the baseline's cost; DecLog (section 4.5) removes it.
+//! order mutex too (new commits wait, readers go on) and the core's
+//! checkpoint-running lock: drain, freeze, seal, manifest naming the log's
+//! end `L`, truncate. A crash before the manifest leaves the old one, which
+//! does not list the new block file: recovery deletes it and replays the
+//! log; a crash after it leaves records with LSN <= L, which recovery
+//! skips. Blocking commits during a checkpoint is the baseline's cost;
+//! DecLog (section 4.5) removes it.
+//!
+//! Block-file compaction (`crate::core::compact`) is not part of the
+//! checkpoint: it runs afterwards on the engine's background checkpointer,
+//! without the order mutex, so commits go on during it. A writer that
+//! checkpoints inline because the log is full never compacts (it may wait
+//! for a compaction in progress to finish, as it would for a checkpoint).
 
 use std::any::Any;
 use std::time::Instant;
@@ -117,6 +124,7 @@ impl WalProtocol {
     ) -> Result<CheckpointReport, EngineError> {
         let started = Instant::now();
         self.drain(order);
+        let _running = core.checkpoint_running().lock();
         let cut = self.log.end();
         let prev_lsn = core.blocks().mark().checkpoint_lsn;
         let mut report = CheckpointReport { checkpoint_lsn: cut.0, ..Default::default() };
@@ -124,7 +132,6 @@ impl WalProtocol {
         // DRAM state at `cut`; then seal and install.
         core.data().freeze_all();
         core.seal_frozen(&mut report)?;
-        core.compact_block_files(&mut report)?;
         let position =
             LogPosition { protocol: self.name().to_string(), checkpoint_lsn: cut.0, declog_cut: Vec::new() };
         let checkpoint_seq = core.write_checkpoint_manifest(position)?;
