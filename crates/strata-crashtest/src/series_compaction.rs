@@ -16,16 +16,13 @@
 //! catch.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
-use strata_log::ssd_log::SsdLogOptions;
-use strata_log::SerialLog;
 use strata_media::fs::{FaultFs, FileSystem};
 use strata_media::TxnId;
 use strata_series::crashtest_hooks::{CompactionBug, COMPACTION_BUG};
-use strata_series::{EngineOptions, FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
+use strata_series::{FieldValue, Point, SeriesEngine, SeriesStore, TimeRange};
 
 use crate::error::{CheckResult, CrashCheckError};
 use crate::fs_harness::FsCrashProtocol;
@@ -56,18 +53,9 @@ impl SeriesCompactionCrash {
         self
     }
 
+    /// The serial-ssd engine of `series-serial`, at most two block files.
     fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
-        let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
-            .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
-        let opts = EngineOptions {
-            fs,
-            checkpoint_interval: None,
-            compact_above_files: 2,
-            ..EngineOptions::new("/series")
-        };
-        SeriesEngine::open(opts, strata_series::WalOpener::boxed(Box::new(log), records), &|_, _, _| {})
-            .map(|(e, _)| e)
-            .map_err(CrashCheckError::step("SeriesEngine::open"))
+        crate::series_ssd::SeriesSsdCrash::open(fs)
     }
 }
 

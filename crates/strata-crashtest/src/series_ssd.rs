@@ -29,7 +29,7 @@ impl SeriesSsdCrash {
         SeriesSsdCrash { seed, checkpoint_every: 6, plan: SeriesPlan::new(seed, txns) }
     }
 
-    fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
+    pub(crate) fn open(fs: Arc<dyn FileSystem>) -> Result<Arc<SeriesEngine>, CrashCheckError> {
         let (log, records) = SerialLog::open_ssd(fs.clone(), Path::new("/wal"), SsdLogOptions::default())
             .map_err(CrashCheckError::step("SerialLog::open_ssd"))?;
         // Two files at most: a compaction follows the checkpoint every few
