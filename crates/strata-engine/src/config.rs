@@ -309,12 +309,9 @@ impl Default for SsdLogSection {
     }
 }
 
-/// `declog.key_slots` by default: 16,384 slots a stream (8 MiB of the
-/// DecLog file per table, 32 MiB for two streams' tables and copies), room
-/// for about 16,000 series at half load over two streams. (The DecLog
-/// library's own default, 1,024, filled up at the 2,000 series of the
-/// default ingest bench: every unregistered key probed the whole table and
-/// was logged raw.)
+/// `declog.key_slots` by default: 16,384 a stream (8 MiB a table, 32 MiB
+/// for two streams' tables and copies), about 16,000 series at half load.
+/// (The library's 1,024 filled up at the default ingest bench's 2,000.)
 pub const DEFAULT_DECLOG_KEY_SLOTS: u32 = 16_384;
 
 /// DecLog's parameters (declog.txt 4.2-4.5, 5.1) and the switches of its
