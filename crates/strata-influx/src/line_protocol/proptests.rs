@@ -191,3 +191,21 @@ proptest! {
         prop_assert_eq!(points_checked, written, "seed {:#x}: every written point was checked", SEED);
     }
 }
+
+/// The recycled-batch property on one fixed pair of bodies: a batch that
+/// held a wide line parses a narrow one exactly as a fresh batch does.
+#[test]
+fn a_recycled_batch_forgets_the_previous_body() {
+    let mut reused = ParsedBatch::default();
+    let first = b"cpu,host=a,region=eu usage=1,idle=2i 10\nmem,host=b used=3 20";
+    parse_lines_into(first, Precision::Nanoseconds, 7, &LineLimits::default(), &mut reused);
+    assert_eq!(reused.points.len(), 2);
+    let second = b"disk free=4 30\nnot a line";
+    parse_lines_into(second, Precision::Nanoseconds, 7, &LineLimits::default(), &mut reused);
+    let fresh = parse_lines(second, Precision::Nanoseconds, 7, &LineLimits::default());
+    assert_eq!(reused.points, fresh.points);
+    assert_eq!(reused.line_numbers, fresh.line_numbers);
+    assert_eq!(reused.errors, fresh.errors);
+    assert_eq!(reused.points.len(), 1, "only the second body's point");
+    assert_eq!(reused.errors.len(), 1, "its bad line is an error");
+}
